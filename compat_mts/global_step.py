@@ -1,0 +1,122 @@
+"""The process-wide global step: creating, finding, registering and reading it cheaply.
+
+v1 kept the global step in the graph's `GLOBAL_STEP` collection. Eagerly there is no graph, so
+compat_mts keeps one registered integer `tf.Variable` per process. It is created like v1's
+(`int64`, named `global_step`, not trainable) and with `ONLY_FIRST_REPLICA` aggregation so that it
+behaves under `tf.distribute` strategies. `set_global_step` registers a variable the program
+already has (for example `optimizer.iterations`), and `reset_global_step` forgets it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.ops import gen_resource_variable_ops
+from tensorflow.python.ops.resource_variable_ops import ResourceVariable
+
+GLOBAL_STEP_NAME = 'global_step'
+
+_registered: tf.Variable | None = None
+
+
+def _graph_mode() -> bool:
+    return not tf.executing_eagerly()
+
+
+def get_global_step(graph=None) -> tf.Variable | None:
+    """Returns the registered global step variable, or None.
+
+    Args:
+        graph: v1's argument. Given a `tf.Graph` (or called while a v1 graph is being built, as inside
+            `wrap_graph`), the graph's own global step is returned, as `tf.compat.v1.train.get_global_step`
+            does.
+    """
+    if graph is not None or _graph_mode():
+        return tf.compat.v1.train.get_global_step(graph)
+    return _registered
+
+
+def create_global_step(graph=None) -> tf.Variable:
+    """Creates and registers the global step.
+
+    Raises:
+        ValueError: v1's '"global_step" already exists.' when one is registered.
+    """
+    global _registered
+    if graph is not None or _graph_mode():
+        return tf.compat.v1.train.create_global_step(graph)
+    if _registered is not None:
+        raise ValueError('"global_step" already exists.')
+    _registered = tf.Variable(
+            0,
+            dtype=tf.int64,
+            trainable=False,
+            name=GLOBAL_STEP_NAME,
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
+    return _registered
+
+
+def get_or_create_global_step(graph=None) -> tf.Variable:
+    """Returns the global step, creating and registering it first if there is none."""
+    if graph is not None or _graph_mode():
+        return tf.compat.v1.train.get_or_create_global_step(graph)
+    return _registered if _registered is not None else create_global_step()
+
+
+def set_global_step(variable: tf.Variable) -> tf.Variable:
+    """Registers an existing integer scalar variable as the global step (e.g. `optimizer.iterations`).
+
+    Raises:
+        TypeError: `variable` is not a `tf.Variable` of an integer dtype.
+        ValueError: `variable` is not a scalar.
+    """
+    global _registered
+    if not isinstance(variable, tf.Variable):
+        raise TypeError(
+                f'`variable` must be a tf.Variable of an integer dtype, got {type(variable).__name__}.')
+    if not variable.dtype.is_integer:
+        raise TypeError(
+                f'`variable` must be a tf.Variable of an integer dtype (int32 or int64), got {variable.dtype.name}.')
+    if variable.shape.rank != 0:
+        raise ValueError(f'`variable` must be a scalar, got shape {variable.shape}.')
+    _registered = variable
+    return variable
+
+
+def reset_global_step() -> None:
+    """Forgets the registered global step, so the next `get_or_create_global_step()` creates a new one."""
+    global _registered
+    _registered = None
+
+
+def require_global_step(user: str) -> tf.Variable:
+    """Returns the global step or raises v1's error for `user` (the class that needs it)."""
+    step = get_global_step()
+    if step is None:
+        raise RuntimeError(f'Global step should be created to use {user}.')
+    return step
+
+
+def step_name(variable: tf.Variable) -> str:
+    """The op name of a step variable, as v1 used it in tags: `global_step` for the default one."""
+    name = variable.name
+    return name[:-2] if name.endswith(':0') else name
+
+
+def step_reader(variable: tf.Variable) -> Callable[[], int]:
+    """Returns a function that reads `variable` (an integer scalar) to a Python int, cheaply."""
+    return lambda: int(read_value(variable))
+
+
+def read_value(variable: tf.Variable) -> np.ndarray:
+    """Reads `variable` to NumPy as cheaply as TensorFlow allows.
+
+    `Variable.numpy()` costs several times a plain read op (name scopes, a copy), and the session reads
+    the step on every run, so a plain resource variable is read with the read op directly.
+    """
+    if type(variable) is ResourceVariable:  # pylint: disable=unidiomatic-typecheck
+        return gen_resource_variable_ops.read_variable_op(variable.handle, variable.dtype)._numpy()
+    return variable.value().numpy()

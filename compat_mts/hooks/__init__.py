@@ -1,0 +1,1 @@
+"""The built-in hooks, one family per module (re-exported from `compat_mts`)."""

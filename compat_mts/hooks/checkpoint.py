@@ -1,0 +1,184 @@
+"""`CheckpointSaverHook` and `CheckpointSaverListener`: numbered checkpoints on a timer, as v1 saved them."""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from compat_mts import fetches as fetches_lib
+from compat_mts import global_step as global_step_lib
+from compat_mts import summary as summary_lib
+from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.hooks._checks import check_optional_int, check_optional_number
+from compat_mts.hooks.timer import SecondOrStepTimer
+from compat_mts.scaffold import Scaffold, check_saver
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+
+MAX_TO_KEEP = 5
+
+
+class CheckpointSaverListener:
+    """Interface for listeners that act before and after each checkpoint save (v1's protocol).
+
+    `after_save` returning True asks the session to stop after this run.
+    """
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
+
+
+def ensure_writable_directory(directory: str, argument: str) -> None:
+    """Creates `directory`; raises an error naming it when it cannot be created or written."""
+    try:
+        tf.io.gfile.makedirs(directory)
+    except (tf.errors.OpError, OSError) as error:
+        raise PermissionError(f'`{argument}` {directory!r} cannot be created: {error}') from error
+    if '://' not in directory and not os.access(directory, os.W_OK):
+        raise PermissionError(f'`{argument}` {directory!r} is not writable.')
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """Saves checkpoints every `save_steps` steps or `save_secs` seconds, at creation and at the end.
+
+    Files and numbering are v1's: `<checkpoint_dir>/model.ckpt-<global step>.index/.data-*`, the
+    `checkpoint` state file (so `tf.train.latest_checkpoint` works), the last five kept. They are
+    written by a `tf.train.CheckpointManager` over the session's `tf.train.Checkpoint` (the scaffold's,
+    or `saver`), so they are object-based TF2 checkpoints; v1 differences: no `.meta` files, relative
+    paths in the state file. A checkpoint is saved when the session is created (step 0 on a fresh
+    start), whenever the timer triggers, and at `end()` unless that step was just saved.
+
+    `save_graph_def=True` writes `graph.pbtxt` of the traced step function (once per session, after
+    its first run, since eagerly the graph exists only once the step has been traced) and the same
+    graph to TensorBoard.
+
+    Example:
+
+    ```python
+    hook = compat_mts.CheckpointSaverHook(directory, save_steps=1000, scaffold=scaffold)
+    ```
+
+    Raises:
+      ValueError: both `saver` and `scaffold`, or not exactly one of `save_steps` and `save_secs`
+        (v1's messages).
+      TypeError: `saver` is a `tf.compat.v1.train.Saver` (use a `tf.train.Checkpoint`) or a listener is
+        not a `CheckpointSaverListener`.
+    """
+
+    def __init__(self, checkpoint_dir: str, save_secs: float | None = None, save_steps: int | None = None,
+                 saver=None, checkpoint_basename: str = 'model.ckpt', scaffold: Scaffold | None = None,
+                 listeners=None, save_graph_def: bool = True):
+        logging.info('Create CheckpointSaverHook.')
+        if saver is not None and scaffold is not None:
+            raise ValueError('You cannot provide both saver and scaffold.')
+        if not isinstance(checkpoint_dir, (str, os.PathLike)) or not os.fspath(checkpoint_dir):
+            raise TypeError(f'`checkpoint_dir` must be a directory path, got {checkpoint_dir!r}.')
+        check_saver(saver)
+        if scaffold is not None and not isinstance(scaffold, Scaffold):
+            raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')
+        check_optional_int(save_steps, 'save_steps')
+        check_optional_number(save_secs, 'save_secs')
+        if not isinstance(checkpoint_basename, str) or not checkpoint_basename:
+            raise TypeError(f'`checkpoint_basename` must be a non-empty string, got {checkpoint_basename!r}.')
+        if not isinstance(save_graph_def, bool):
+            raise TypeError(f'`save_graph_def` must be a bool, got {save_graph_def!r}.')
+        self._listeners = list(listeners or [])
+        for listener in self._listeners:
+            if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
+                raise TypeError(
+                    f'`listeners` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
+        self._checkpoint_dir = os.fspath(checkpoint_dir)
+        self._saver = saver
+        self._scaffold = scaffold
+        self._checkpoint_basename = checkpoint_basename
+        self._save_path = os.path.join(self._checkpoint_dir, checkpoint_basename)
+        self._save_graph_def = save_graph_def
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._steps_per_run = 1000000
+        self._manager: tf.train.CheckpointManager | None = None
+
+    def _set_steps_per_run(self, steps_per_run: int) -> None:
+        self._steps_per_run = steps_per_run
+
+    def begin(self):
+        ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
+        self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
+        self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
+        for listener in self._listeners:
+            listener.begin()
+
+    def after_create_session(self, session, coord):
+        global_step = int(session.run(self._global_step))
+        self._graph_pending = self._save_graph_def
+        self._save(session, global_step)
+        self._timer.update_last_triggered_step(global_step)
+
+    def before_run(self, run_context):
+        return SessionRunArgs(STALE_GLOBAL_STEP)
+
+    def after_run(self, run_context, run_values):
+        if self._graph_pending:
+            self._graph_pending = False
+            self._write_graph()
+        if self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
+            global_step = int(run_context.session.run(self._global_step))
+            if self._timer.should_trigger_for_step(global_step):
+                self._timer.update_last_triggered_step(global_step)
+                if self._save(run_context.session, global_step):
+                    run_context.request_stop()
+
+    def end(self, session):
+        last_step = int(session.run(self._global_step)) if session is not None else int(
+            global_step_lib.read_value(self._global_step))
+        if last_step != self._timer.last_triggered_step():
+            self._save(session, last_step)
+        for listener in self._listeners:
+            listener.end(session, last_step)
+
+    def _write_graph(self) -> None:
+        graph_def = fetches_lib.step_graph_def()
+        if graph_def is None:
+            return
+        tf.io.write_graph(graph_def, self._checkpoint_dir, 'graph.pbtxt', as_text=True)
+        summary_lib.write_graph(self._summary_writer, graph_def)
+
+    def _get_manager(self) -> tf.train.CheckpointManager:
+        if self._manager is None:
+            if isinstance(self._saver, tf.train.CheckpointManager):
+                self._manager = self._saver
+            else:
+                checkpoint = self._saver
+                if checkpoint is None:
+                    checkpoint = (self._scaffold or Scaffold()).finalize().checkpoint
+                elif getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
+                    setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
+                self._manager = tf.train.CheckpointManager(
+                    checkpoint, self._checkpoint_dir, max_to_keep=MAX_TO_KEEP,
+                    checkpoint_name=self._checkpoint_basename)
+        return self._manager
+
+    def _save(self, session, step: int) -> bool:
+        """Saves the checkpoint for `step`; returns True if a listener asked to stop."""
+        logging.info('Calling checkpoint listeners before saving checkpoint %d...', step)
+        for listener in self._listeners:
+            listener.before_save(session, step)
+        logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
+        self._get_manager().save(checkpoint_number=step)
+        logging.info('Calling checkpoint listeners after saving checkpoint %d...', step)
+        should_stop = False
+        for listener in self._listeners:
+            if listener.after_save(session, step):
+                logging.info('A CheckpointSaverListener requested that training be stopped. listener: %s',
+                             listener)
+                should_stop = True
+        return should_stop

@@ -1,0 +1,79 @@
+"""`StepCounterHook`: measures and records steps per second (`global_step/sec`)."""
+
+from __future__ import annotations
+
+from absl import logging
+
+from compat_mts import global_step as global_step_lib
+from compat_mts import summary as summary_lib
+from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.hooks._checks import check_optional_int, check_optional_number, check_optional_path
+from compat_mts.hooks.timer import SecondOrStepTimer
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+
+
+class StepCounterHook(SessionRunHook):
+    """Hook that counts steps per second, logs v1's `global_step/sec: 67.3` and writes it as a scalar.
+
+    The scalar is a v1 `simple_value` under v1's tag (`<global step name>/sec`) at the post-run global
+    step. The first trigger only starts the clock, as in v1, and a global step that did not move
+    between runs gets v1's warning (at most five times).
+
+    Example:
+
+    ```python
+    hook = compat_mts.StepCounterHook(every_n_steps=100, output_dir=directory)
+    ```
+
+    Raises:
+      ValueError: not exactly one of `every_n_steps` and `every_n_secs` (v1's message; note the
+        default `every_n_steps=100`, so `every_n_secs` alone needs `every_n_steps=None`).
+    """
+
+    def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer=None):
+        if (every_n_steps is None) == (every_n_secs is None):
+            raise ValueError('exactly one of every_n_steps and every_n_secs should be provided.')
+        check_optional_int(every_n_steps, 'every_n_steps')
+        check_optional_number(every_n_secs, 'every_n_secs')
+        check_optional_path(output_dir, 'output_dir')
+        self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
+        self._output_dir = output_dir
+        self._summary_writer = summary_writer
+        self._steps_per_run = 1
+
+    def _set_steps_per_run(self, steps_per_run: int) -> None:
+        self._steps_per_run = steps_per_run
+
+    def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = summary_lib.summary_writer_for(self._output_dir)
+        self._global_step = global_step_lib.require_global_step('StepCounterHook')
+        self._summary_tag = global_step_lib.step_name(self._global_step) + '/sec'
+        self._last_global_step = None
+
+    def before_run(self, run_context):
+        return SessionRunArgs(STALE_GLOBAL_STEP)
+
+    def after_run(self, run_context, run_values):
+        stale_global_step = run_values.results
+        if self._timer.should_trigger_for_step(stale_global_step + self._steps_per_run):
+            global_step = int(run_context.session.run(self._global_step))
+            if self._timer.should_trigger_for_step(global_step):
+                elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(global_step)
+                if elapsed_time is not None:
+                    self._log_and_record(elapsed_steps, elapsed_time, global_step)
+        if stale_global_step == self._last_global_step:
+            logging.log_first_n(
+                logging.WARNING,
+                'It seems that global step (tf.train.get_global_step) has not been increased. Current '
+                'value (could be stable): %s vs previous value: %s. You could increase the global step '
+                'by passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize.',
+                5, stale_global_step, self._last_global_step)
+        self._last_global_step = stale_global_step
+
+    def _log_and_record(self, elapsed_steps: int, elapsed_time: float, global_step: int) -> None:
+        steps_per_sec = elapsed_steps / elapsed_time
+        if self._summary_writer is not None:
+            summary_lib.write_simple_value(self._summary_writer, self._summary_tag, steps_per_sec, global_step)
+        logging.info('%s: %g', self._summary_tag, steps_per_sec)

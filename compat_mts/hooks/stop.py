@@ -1,0 +1,61 @@
+"""`StopAtStepHook`: requests a stop once the global step reaches a given step."""
+
+from __future__ import annotations
+
+from compat_mts import global_step as global_step_lib
+from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.hooks._checks import check_optional_int
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+
+
+class StopAtStepHook(SessionRunHook):
+    """Hook that requests a stop at a specified step (v1's arguments, messages and arithmetic).
+
+    `num_steps` counts from the global step at session creation, not at `begin()`, as in v1. A run
+    that could reach `last_step` (the step read before the run, plus one) re-reads the global step
+    and requests the stop only if it really got there.
+
+    Example:
+
+    ```python
+    hooks = [compat_mts.StopAtStepHook(last_step=1000)]
+    ```
+
+    Raises:
+      ValueError: neither or both of `num_steps` and `last_step` are given (v1's messages).
+      TypeError: either is not an integer.
+    """
+
+    def __init__(self, num_steps: int | None = None, last_step: int | None = None):
+        if num_steps is None and last_step is None:
+            raise ValueError('One of num_steps or last_step must be specified.')
+        if num_steps is not None and last_step is not None:
+            raise ValueError('Only one of num_steps or last_step can be specified.')
+        check_optional_int(num_steps, 'num_steps')
+        check_optional_int(last_step, 'last_step')
+        self._num_steps = num_steps
+        self._last_step = last_step
+        self._steps_per_run = 1
+
+    def _set_steps_per_run(self, steps_per_run: int) -> None:
+        self._steps_per_run = steps_per_run
+
+    @property
+    def last_step(self) -> int | None:
+        """The step to stop at; known once the session is created when `num_steps` was given."""
+        return self._last_step
+
+    def begin(self):
+        self._global_step = global_step_lib.require_global_step('StopAtStepHook')
+
+    def after_create_session(self, session, coord):
+        if self._last_step is None:
+            self._last_step = int(session.run(self._global_step)) + self._num_steps
+
+    def before_run(self, run_context):
+        return SessionRunArgs(STALE_GLOBAL_STEP)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results + self._steps_per_run >= self._last_step:
+            if run_context.session.run(self._global_step) >= self._last_step:
+                run_context.request_stop()

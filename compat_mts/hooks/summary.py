@@ -1,0 +1,111 @@
+"""`SummarySaverHook`: records the program's summaries on its trigger steps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compat_mts import global_step as global_step_lib
+from compat_mts import summary as summary_lib
+from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.hooks._checks import check_optional_int, check_optional_number, check_optional_path
+from compat_mts.hooks.timer import SecondOrStepTimer
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+
+
+class SummarySaverHook(SessionRunHook):
+    """Saves summaries every `save_steps` steps or `save_secs` seconds (v1's arguments and trigger rules).
+
+    v1 ran a merged summary op in the same `run` as the train op. Eagerly, the `tf.summary.*` calls in
+    the user's step are recorded on the runs where this hook triggers (the first run, then by its timer),
+    stamped with the post-run global step as v1 stamped them; on other runs they cost a variable read in
+    the step and write nothing. With `scaffold`, that is all it records (or `scaffold.summary_op` if set);
+    with `summary_op` (a callable that writes summaries, or serialized `Summary` protos of a `wrap_graph`
+    graph), that is fetched on trigger runs and written too.
+
+    Example:
+
+    ```python
+    hook = compat_mts.SummarySaverHook(save_steps=100, output_dir=directory, scaffold=compat_mts.Scaffold())
+    ```
+
+    Raises:
+      ValueError: not exactly one of `scaffold` and `summary_op`, or not exactly one of `save_steps`
+        and `save_secs` (v1's messages, in v1's order).
+    """
+
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer=None, scaffold=None, summary_op=None):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError('Exactly one of scaffold or summary_op must be provided.')
+        check_optional_int(save_steps, 'save_steps')
+        check_optional_number(save_secs, 'save_secs')
+        check_optional_path(output_dir, 'output_dir')
+        self._summary_op = summary_op
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = summary_lib.summary_writer_for(self._output_dir)
+        self._next_step = None
+        self._global_step = global_step_lib.require_global_step('SummarySaverHook')
+        self._recorder = None
+        if self._summary_writer is not None:
+            self._recorder = summary_lib.recorder_for(self._summary_writer)
+            summary_lib.request_recording(self._recorder)
+
+    def _summary_fetch(self):
+        if self._summary_op is not None:
+            return self._summary_op
+        return self._scaffold.summary_op if self._scaffold is not None else None
+
+    def before_run(self, run_context):
+        self._request_summary = self._next_step is None or self._timer.should_trigger_for_step(self._next_step)
+        if self._recorder is not None:
+            if self._request_summary:
+                next_step = self._next_step
+                if next_step is None:
+                    next_step = int(run_context.session.run(self._global_step)) + 1
+                self._recorder.record_next_run(next_step)
+            else:
+                self._recorder.record_next_run(None)
+        summary_fetch = self._summary_fetch() if self._request_summary else None
+        if summary_fetch is None:
+            return SessionRunArgs(STALE_GLOBAL_STEP)
+        return SessionRunArgs({'global_step': STALE_GLOBAL_STEP, 'summary': summary_fetch})
+
+    def after_run(self, run_context, run_values):
+        if self._summary_writer is None:
+            return
+        results = run_values.results
+        stale_global_step = results['global_step'] if isinstance(results, dict) else results
+        global_step = stale_global_step + 1
+        if self._next_step is None or self._request_summary:
+            global_step = int(run_context.session.run(self._global_step))
+        if self._request_summary:
+            self._timer.update_last_triggered_step(global_step)
+            if isinstance(results, dict):
+                for serialized in _serialized_summaries(results['summary']):
+                    summary_lib.write_serialized(self._summary_writer, serialized, global_step)
+        self._next_step = global_step + 1
+
+    def end(self, session=None):
+        if self._recorder is not None:
+            self._recorder.record_next_run(None)
+        if self._summary_writer is not None:
+            self._summary_writer.flush()
+
+
+def _serialized_summaries(value) -> list:
+    """The serialized `Summary` protos in a fetched summary value (bytes, or arrays/lists of bytes)."""
+    if value is None:
+        return []
+    if isinstance(value, bytes):
+        return [value]
+    if isinstance(value, np.ndarray):
+        return [item for item in value.reshape(-1) if isinstance(item, bytes)]
+    if isinstance(value, (list, tuple)):
+        return [item for element in value for item in _serialized_summaries(element)]
+    return []

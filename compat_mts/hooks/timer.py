@@ -1,0 +1,81 @@
+"""`SecondOrStepTimer`: the trigger arithmetic every periodic hook shares, exactly as v1 has it."""
+
+from __future__ import annotations
+
+import time
+
+
+class SecondOrStepTimer:
+    """Triggers once every `every_secs` seconds or every `every_steps` steps (exactly one of them).
+
+    The arithmetic is v1's: the first call triggers; a step equal to the last triggered one never
+    triggers; otherwise it triggers once `time.time() >= last_time + every_secs` or
+    `step >= last_step + every_steps`. Time is read through the `time` module at call time.
+
+    Example:
+
+    ```python
+    timer = SecondOrStepTimer(every_steps=100)
+    if timer.should_trigger_for_step(step):
+        elapsed_secs, elapsed_steps = timer.update_last_triggered_step(step)
+    ```
+
+    Raises:
+      ValueError: both or neither of `every_secs` and `every_steps` are given (v1's messages).
+    """
+
+    def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
+        self.reset()
+        self._every_secs = every_secs
+        self._every_steps = every_steps
+        if every_secs is None and every_steps is None:
+            raise ValueError('Either every_secs or every_steps should be provided.')
+        if every_secs is not None and every_steps is not None:
+            raise ValueError('Can not provide both every_secs and every_steps.')
+
+    def reset(self) -> None:
+        self._last_triggered_step = None
+        self._last_triggered_time = None
+
+    def should_trigger_for_step(self, step: int) -> bool:
+        if self._last_triggered_step is None:
+            return True
+        if self._last_triggered_step == step:
+            return False
+        if self._every_secs is not None and time.time() >= self._last_triggered_time + self._every_secs:
+            return True
+        if self._every_steps is not None and step >= self._last_triggered_step + self._every_steps:
+            return True
+        return False
+
+    def update_last_triggered_step(self, step: int):
+        """Records `step` and the time; returns `(elapsed_secs, elapsed_steps)`, `(None, None)` at first."""
+        now = time.time()
+        if self._last_triggered_time is None:
+            elapsed = (None, None)
+        else:
+            elapsed = (now - self._last_triggered_time, step - self._last_triggered_step)
+        self._last_triggered_time = now
+        self._last_triggered_step = step
+        return elapsed
+
+    def last_triggered_step(self) -> int | None:
+        return self._last_triggered_step
+
+
+class NeverTriggerTimer:
+    """A timer that never triggers (v1's `NeverTriggerTimer`)."""
+
+    def reset(self) -> None:
+        pass
+
+    def should_trigger_for_step(self, step: int) -> bool:
+        del step
+        return False
+
+    def update_last_triggered_step(self, step: int):
+        del step
+        return (None, None)
+
+    def last_triggered_step(self) -> None:
+        return None

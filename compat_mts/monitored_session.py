@@ -1,0 +1,535 @@
+"""`MonitoredSession` and `SingularMonitoredSession`: v1's hooked, coordinated, recoverable run loop, eagerly.
+
+v1 stacked five private session wrappers (recoverable → coordinated → hooked → tf.Session). Their
+behaviour is kept, in one class:
+
+- hooks: `begin()` once, `after_create_session` after every (re)creation, `before_run`/`after_run`
+  around each `run()` with all fetches resolved from the same execution, `end()` at a clean close;
+- a `tf.train.Coordinator` whose threads `close()` joins for `stop_grace_period_secs`, and whose
+  reported exceptions stop the loop and surface from `close()`;
+- recovery (MonitoredSession only): an `AbortedError`/`UnavailableError` from the step or a hook
+  closes the session, re-creates it (restoring the latest checkpoint, or re-initializing to the values
+  of the first creation) and retries the same call.
+
+There is no `tf.compat.v1.Session` underneath: "the session" that hooks and `run_step_fn` see is a raw
+session whose `run(fetches, feed_dict=None)` follows the eager fetch model without hooks.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import tensorflow as tf
+from absl import logging
+from tensorflow.python.util import function_utils
+
+from compat_mts import checkpoints
+from compat_mts import distribute
+from compat_mts import fetches as fetches_lib
+from compat_mts import global_step as global_step_lib
+from compat_mts import summary as summary_lib
+from compat_mts.scaffold import Scaffold
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+
+_PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
+_WORKER_POLL_SECS = 0.5
+
+
+class RawSession:
+    """What hooks, `run_step_fn` and `raw_session()` get as "the session": runs fetches without hooks.
+
+    `run(fetches, feed_dict=None, options=None, run_metadata=None)` follows the eager fetch model of
+    `compat_mts.fetches`; `options` and `run_metadata` are accepted for v1 signatures and unused.
+    """
+
+    graph = None
+
+    def __init__(self, scaffold: Scaffold, checkpoint_dir: str | None = None):
+        self.scaffold = scaffold
+        self.checkpoint_dir = checkpoint_dir
+        self.restored_path: str | None = None
+        self._closed = False
+
+    def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
+        del options, run_metadata
+        if self._closed:
+            raise RuntimeError('Attempted to use a closed Session.')
+        return fetches_lib.run_fetches(fetches, feed_dict)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def _check_hooks(hooks, argument: str = 'hooks') -> list:
+    if hooks is None:
+        return []
+    if isinstance(hooks, tf.compat.v1.train.SessionRunHook):
+        raise TypeError(f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.')
+    try:
+        hooks = list(hooks)
+    except TypeError:
+        raise TypeError(
+            f'`{argument}` must be a list of SessionRunHook instances, got {type(hooks).__name__}.') from None
+    for hook in hooks:
+        check_hook(hook, argument)
+    return hooks
+
+
+def check_hook(hook: Any, argument: str = 'hooks') -> None:
+    """Raises a TypeError for a non-hook or a graph-mode built-in hook, naming the replacement."""
+    module = type(hook).__module__ or ''
+    if module.startswith('tensorflow.') and isinstance(hook, tf.compat.v1.train.SessionRunHook):
+        name = type(hook).__name__.lstrip('_')
+        raise TypeError(
+            f'`{argument}` holds tf.compat.v1.train.{name}, a graph-mode hook that needs a tf.compat.v1.Session. '
+            f'Use compat_mts.{name} instead; it takes the same arguments.')
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+        raise TypeError(
+            f'`{argument}` must hold SessionRunHook instances (compat_mts.SessionRunHook or '
+            f'tf.compat.v1.train.SessionRunHook subclasses), got {type(hook).__name__}.')
+
+
+def _run_init_callable(op: Any, session: RawSession, feed_dict: dict | None) -> None:
+    if op is not None:
+        session.run(op, feed_dict=feed_dict)
+
+
+def _check_ready(op: Any, session: RawSession, message: str) -> None:
+    if op is None:
+        return
+    not_ready = session.run(op)
+    if not_ready is not None and len(not_ready):
+        raise RuntimeError(f'{message} {not_ready!r}')
+
+
+class ChiefSessionCreator:
+    """Creates the chief's session: restore the latest checkpoint, else initialize (`init_op`, `init_fn`).
+
+    Arguments are v1's. `master` and `config` are applied process-wide (see `compat_mts.distribute`).
+    """
+
+    def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
+                 checkpoint_dir: str | None = None, checkpoint_filename_with_path: str | None = None):
+        if scaffold is not None and not isinstance(scaffold, Scaffold):
+            raise TypeError(_scaffold_type_message(scaffold))
+        distribute.check_master(master)
+        distribute.check_config(config)
+        if checkpoint_dir and checkpoint_filename_with_path:
+            raise ValueError('Can not provide both checkpoint_dir and checkpoint_filename_with_path.')
+        self._scaffold = scaffold or Scaffold()
+        self._master = master
+        self._config = config
+        self._checkpoint_dir = checkpoint_dir
+        self._checkpoint_filename_with_path = checkpoint_filename_with_path
+        self._snapshot: checkpoints.Snapshot | None = None
+
+    def create_session(self) -> RawSession:
+        distribute.connect(self._master)
+        distribute.apply_config(self._config)
+        scaffold = self._scaffold.finalize()
+        session = RawSession(scaffold, self._checkpoint_dir)
+        session.restored_path = self._restore(scaffold.checkpoint)
+        if session.restored_path is None:
+            if self._snapshot is not None:
+                self._snapshot.restore()
+            else:
+                self._initialize(scaffold, session)
+                self._snapshot = checkpoints.Snapshot(scaffold.checkpoint)
+        _check_ready(scaffold.ready_for_local_init_op, session,
+                     'Init operations did not make model ready for local_init. Init op:')
+        _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
+        _check_ready(scaffold.ready_op, session, 'Init operations did not make model ready. Not ready:')
+        return session
+
+    def _restore(self, checkpoint: tf.train.Checkpoint) -> str | None:
+        if self._checkpoint_filename_with_path:
+            checkpoints.restore(checkpoint, self._checkpoint_filename_with_path)
+            return self._checkpoint_filename_with_path
+        if self._checkpoint_dir:
+            return checkpoints.restore_latest(checkpoint, self._checkpoint_dir)
+        return None
+
+    @staticmethod
+    def _initialize(scaffold: Scaffold, session: RawSession) -> None:
+        _run_init_callable(scaffold.init_op, session, scaffold.init_feed_dict)
+        if scaffold.init_fn is not None:
+            scaffold.init_fn(session)
+
+
+class WorkerSessionCreator:
+    """Creates a non-chief worker's session: wait for the chief's first checkpoint, then restore it.
+
+    v1 waited until the chief had initialized the shared variables. Eagerly each worker owns its
+    variables, so the wait is for what makes workers agree: with `checkpoint_dir` (an eager-only,
+    keyword-only argument that `MonitoredTrainingSession` passes), the worker polls until the chief's
+    first checkpoint is there and restores it, and raises v1's `DeadlineExceededError` after
+    `max_wait_secs`. Without `checkpoint_dir` there is nothing to wait for.
+    """
+
+    def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
+                 max_wait_secs: float = 30 * 60, *, checkpoint_dir: str | None = None):
+        if scaffold is not None and not isinstance(scaffold, Scaffold):
+            raise TypeError(_scaffold_type_message(scaffold))
+        distribute.check_master(master)
+        distribute.check_config(config)
+        _check_non_negative(max_wait_secs, 'max_wait_secs')
+        self._scaffold = scaffold or Scaffold()
+        self._master = master
+        self._config = config
+        self._max_wait_secs = max_wait_secs
+        self._checkpoint_dir = checkpoint_dir
+
+    def create_session(self) -> RawSession:
+        distribute.connect(self._master)
+        distribute.apply_config(self._config)
+        scaffold = self._scaffold.finalize()
+        session = RawSession(scaffold, None)
+        if self._checkpoint_dir:
+            deadline = time.time() + self._max_wait_secs
+            while True:
+                session.restored_path = checkpoints.restore_latest(scaffold.checkpoint, self._checkpoint_dir)
+                if session.restored_path is not None:
+                    break
+                if time.time() >= deadline:
+                    raise tf.errors.DeadlineExceededError(
+                        None, None, 'Session was not ready after waiting %d secs.' % self._max_wait_secs)
+                logging.info('Waiting for the chief\'s first checkpoint in %s.', self._checkpoint_dir)
+                time.sleep(min(_WORKER_POLL_SECS, max(0.0, deadline - time.time())))
+        _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
+        return session
+
+
+def _scaffold_type_message(scaffold: Any) -> str:
+    if isinstance(scaffold, tf.compat.v1.train.Scaffold):
+        return ('`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
+                'with the same arguments (its saver a tf.train.Checkpoint).')
+    return f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.'
+
+
+def _check_non_negative(value: Any, argument: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f'`{argument}` must be a non-negative number of seconds, got {value!r}.')
+    if value < 0:
+        raise ValueError(f'`{argument}` must be a non-negative number of seconds, got {value!r}.')
+
+
+class StepContext:
+    """What `run_step_fn` passes to `step_fn`: the raw session, `run_with_hooks`, `request_stop`."""
+
+    def __init__(self, session: RawSession, run_with_hooks_fn: Callable):
+        self._session = session
+        self._run_with_hooks_fn = run_with_hooks_fn
+
+    @property
+    def session(self) -> RawSession:
+        return self._session
+
+    def run_with_hooks(self, *args, **kwargs) -> Any:
+        """Runs as `MonitoredSession.run` does, hooks included."""
+        return self._run_with_hooks_fn(*args, **kwargs)
+
+    def request_stop(self):
+        """Ends the `run_step_fn` iterations, as v1 did, by raising StopIteration."""
+        raise StopIteration('step_fn has requested the iterations to stop.')
+
+
+def _merge_feeds(user_feeds: dict | None, hook_feeds: dict) -> dict | None:
+    if not hook_feeds:
+        return user_feeds
+    if not user_feeds:
+        return hook_feeds
+    conflicts = [key for key in user_feeds if key in hook_feeds]
+    if conflicts:
+        raise RuntimeError(f'Same tensor is fed by a SessionRunHook and user. Conflict(s): {conflicts}')
+    merged = dict(hook_feeds)
+    merged.update(user_feeds)
+    return merged
+
+
+def _merge_options(target, source) -> None:
+    target.trace_level = max(target.trace_level, source.trace_level)
+    target.timeout_in_ms = max(target.timeout_in_ms, source.timeout_in_ms)
+    target.inter_op_thread_pool = max(target.inter_op_thread_pool, source.inter_op_thread_pool)
+    target.output_partition_graphs = max(target.output_partition_graphs, source.output_partition_graphs)
+    target.debug_options.debug_tensor_watch_opts.extend(source.debug_options.debug_tensor_watch_opts)
+    target.debug_options.reset_disk_byte_usage = (
+        target.debug_options.reset_disk_byte_usage or source.debug_options.reset_disk_byte_usage)
+    target.report_tensor_allocations_upon_oom = (
+        target.report_tensor_allocations_upon_oom or source.report_tensor_allocations_upon_oom)
+
+
+class _MonitoredSession:
+    """The loop shared by `MonitoredSession` and `SingularMonitoredSession`."""
+
+    def __init__(self, session_creator, hooks, should_recover: bool, stop_grace_period_secs: float = 120):
+        if session_creator is not None and not hasattr(session_creator, 'create_session'):
+            raise TypeError(
+                '`session_creator` must be a compat_mts.ChiefSessionCreator or WorkerSessionCreator, got '
+                f'{type(session_creator).__name__}.')
+        _check_non_negative(stop_grace_period_secs, 'stop_grace_period_secs')
+        self._hooks = _check_hooks(hooks)
+        self._creator = session_creator or ChiefSessionCreator()
+        self._should_recover = should_recover
+        self._stop_grace_period_secs = stop_grace_period_secs
+        self._raw: RawSession | None = None
+        self._coord: tf.train.Coordinator | None = None
+        self._closed = False
+        self._hooks_requested_stop = False
+        for hook in self._hooks:
+            hook.begin()
+        self._recorders = summary_lib.take_requested()
+        self._step_reader: Callable[[], int] | None = None
+        if should_recover:
+            self._create_recoverably()
+        else:
+            self._create()
+
+    # Creation and teardown of the inner (re-creatable) session.
+
+    def _create(self) -> None:
+        self._raw = self._creator.create_session()
+        self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
+        step = global_step_lib.get_global_step()
+        self._step_reader = global_step_lib.step_reader(step) if step is not None else None
+        for recorder in self._recorders:
+            recorder.activate()
+        for hook in self._hooks:
+            hook.after_create_session(self._raw, self._coord)
+
+    def _create_recoverably(self) -> None:
+        while True:
+            try:
+                self._create()
+                return
+            except _PREEMPTION_ERRORS as error:
+                logging.info('An error was raised while a session was being created. This may be due to a '
+                             'preemption of a connected worker or parameter server. A new session will be '
+                             'created. Error: %s', error)
+                self._close_inner_quietly()
+
+    def _close_inner(self) -> None:
+        """Stops the coordinator, joins its threads, stops summary recording, closes the raw session."""
+        coord, raw = self._coord, self._raw
+        self._coord = None
+        self._raw = None
+        try:
+            if coord is not None:
+                coord.request_stop()
+                coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
+        finally:
+            for recorder in self._recorders:
+                recorder.deactivate()
+            summary_lib.flush_all()
+            if raw is not None:
+                raw.close()
+
+    def _close_inner_quietly(self) -> None:
+        try:
+            self._close_inner()
+        except _PREEMPTION_ERRORS as error:
+            logging.info('An error occurred while closing the session for recovery: %s', error)
+
+    # The v1 surface.
+
+    @property
+    def graph(self):
+        """v1 returned the session's graph; eagerly there is none, so this is None."""
+        return None
+
+    def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
+        """Runs `fetches` with every hook's fetches in one execution and returns them as NumPy.
+
+        See `compat_mts.fetches` for what a fetch is. Raises v1's RuntimeError when called after
+        `should_stop()` became True through a hook.
+        """
+        if not self._should_recover:
+            return self._coordinated_run(fetches, feed_dict, options, run_metadata)
+        while True:
+            try:
+                if self._raw is None:
+                    self._create()
+                return self._coordinated_run(fetches, feed_dict, options, run_metadata)
+            except _PREEMPTION_ERRORS as error:
+                self._log_and_close_for_recovery(error)
+
+    def _log_and_close_for_recovery(self, error) -> None:
+        logging.info('An error was raised. This may be due to a preemption in a connected worker or '
+                     'parameter server. The current session will be closed and a new session will be '
+                     'created. Error: %s', error)
+        self._close_inner_quietly()
+
+    def _coordinated_run(self, fetches, feed_dict, options, run_metadata) -> Any:
+        if self._raw is None:
+            raise RuntimeError('Session is already closed.' if self._closed else 'Run called on a closed session.')
+        try:
+            return self._hooked_run(fetches, feed_dict, options, run_metadata)
+        except _PREEMPTION_ERRORS:
+            raise
+        except Exception:  # A preemption reported by a thread takes precedence, as in v1.
+            original = sys.exc_info()
+            try:
+                self._coord.raise_requested_exception()
+            except _PREEMPTION_ERRORS:
+                raise
+            except Exception:  # pylint: disable=broad-except
+                pass
+            raise original[1].with_traceback(original[2])
+
+    def _hooked_run(self, fetches, feed_dict, options, run_metadata) -> Any:
+        if self._hooks_requested_stop:
+            raise RuntimeError('Run called even after should_stop requested.')
+        context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._raw)
+        options = options or tf.compat.v1.RunOptions()
+        requests = [fetches]
+        requesting_hooks: list[int] = []
+        hook_feeds: dict = {}
+        for index, hook in enumerate(self._hooks):
+            request = hook.before_run(context)
+            if request is None:
+                continue
+            if request.fetches is not None:
+                requests.append(request.fetches)
+                requesting_hooks.append(index)
+            if request.feed_dict:
+                conflicts = [key for key in request.feed_dict if key in hook_feeds]
+                if conflicts:
+                    raise RuntimeError(f'Same tensor is fed by two hooks. Conflict(s): {conflicts}')
+                hook_feeds.update(request.feed_dict)
+            if request.options:
+                _merge_options(options, request.options)
+        results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._step_reader).execute()
+        run_metadata = run_metadata or tf.compat.v1.RunMetadata()
+        hook_results = dict(zip(requesting_hooks, results[1:]))
+        for index, hook in enumerate(self._hooks):
+            hook.after_run(context, SessionRunValues(
+                results=hook_results.get(index), options=options, run_metadata=run_metadata))
+        self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
+        return results[0]
+
+    def run_step_fn(self, step_fn: Callable) -> Any:
+        """Runs `step_fn(step_context)` with recovery, as v1 did; returns what it returns.
+
+        Raises:
+          ValueError: `step_fn` does not take exactly one `step_context` argument (v1's message).
+        """
+        arguments = function_utils.fn_args(step_fn)
+        if arguments != ('step_context',) and arguments != ('self', 'step_context'):
+            raise ValueError(
+                '`step_fn` may either have one `step_context` argument, or'
+                ' `self` and `step_context` arguments if it\'s an instance'
+                ' method. Got {} instead.'.format(arguments))
+        while True:
+            try:
+                if self._raw is None:
+                    self._create()
+                context = StepContext(self._raw, self._run_without_recovery)
+                return step_fn(context)
+            except _PREEMPTION_ERRORS as error:
+                if not self._should_recover:
+                    raise
+                self._log_and_close_for_recovery(error)
+
+    def _run_without_recovery(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        return self._coordinated_run(fetches, feed_dict, options, run_metadata)
+
+    def should_stop(self) -> bool:
+        """True once a hook requested a stop, the coordinator stopped, or the session is closed."""
+        if self._closed:
+            return True
+        if self._hooks_requested_stop:
+            return True
+        if self._raw is None:
+            return not self._should_recover
+        try:
+            self._coord.raise_requested_exception()
+            return self._coord.should_stop()
+        except _PREEMPTION_ERRORS as error:
+            if not self._should_recover:
+                raise
+            logging.info('An error was raised while considering whether the session is complete. This may '
+                         'be due to a preemption in a connected worker or parameter server. The current '
+                         'session will be closed and a new session will be created. Error: %s', error)
+            self._close_inner_quietly()
+            self._create()
+            return False
+        except Exception:  # pylint: disable=broad-except
+            if not self._should_recover:
+                raise
+            return True
+
+    def close(self) -> None:
+        """Calls every hook's `end()`, then stops threads, flushes summaries and closes (v1's order)."""
+        self._close_internal(None)
+
+    def _close_internal(self, exception_type) -> None:
+        try:
+            if not exception_type:
+                for hook in self._hooks:
+                    hook.end(self._raw)
+        finally:
+            try:
+                if self._closed:
+                    raise RuntimeError('Session is already closed.')
+                self._close_inner()
+            finally:
+                self._closed = True
+                self._raw = None
+                self._coord = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exception_type, exception_value, traceback) -> bool:
+        if exception_type in (tf.errors.OutOfRangeError, StopIteration):
+            exception_type = None
+        self._close_internal(exception_type)
+        return exception_type is None
+
+    def _tf_sess(self) -> RawSession | None:
+        return self._raw
+
+
+class MonitoredSession(_MonitoredSession):
+    """Session-like object that runs hooks, coordinates threads and recovers from preemption, eagerly.
+
+    Arguments and behaviour are v1's `tf.compat.v1.train.MonitoredSession`; see the module docstring.
+
+    Example:
+
+    ```python
+    with compat_mts.MonitoredSession(hooks=[compat_mts.StopAtStepHook(last_step=100)]) as session:
+        while not session.should_stop():
+            session.run(train_step)
+    ```
+    """
+
+    def __init__(self, session_creator=None, hooks: Sequence | None = None, stop_grace_period_secs: float = 120):
+        super().__init__(session_creator, hooks, should_recover=True,
+                         stop_grace_period_secs=stop_grace_period_secs)
+
+
+class SingularMonitoredSession(_MonitoredSession):
+    """A chief `MonitoredSession` without recovery, with `raw_session()` (v1's arguments).
+
+    Example:
+
+    ```python
+    with compat_mts.SingularMonitoredSession(checkpoint_dir=directory) as session:
+        while not session.should_stop():
+            session.run(train_step)
+    ```
+    """
+
+    def __init__(self, hooks: Sequence | None = None, scaffold: Scaffold | None = None, master: str = '',
+                 config=None, checkpoint_dir: str | None = None, stop_grace_period_secs: float = 120,
+                 checkpoint_filename_with_path: str | None = None):
+        creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
+                                      checkpoint_dir=checkpoint_dir,
+                                      checkpoint_filename_with_path=checkpoint_filename_with_path)
+        super().__init__(creator, hooks, should_recover=False, stop_grace_period_secs=stop_grace_period_secs)
+
+    def raw_session(self) -> RawSession | None:
+        """The raw session, or None after close."""
+        return self._raw

@@ -1,0 +1,181 @@
+"""`Scaffold`: what a session checkpoints, and how it initializes when there is nothing to restore.
+
+v1's Scaffold gathered graph ops (init, ready, local init, summary) and a name-based `Saver`. Eagerly,
+variables are initialized when they are created, so the scaffold is about the checkpoint:
+
+- `saver` is a `tf.train.Checkpoint` (the form TensorFlow's own checkpoint migration guide uses for
+  `Scaffold`) or a `tf.train.CheckpointManager`; the registered global step is always added to it under
+  the name `global_step`. Without a saver the checkpoint holds the global step alone, and the log says so
+  once.
+- `init_fn(scaffold, session)` runs when nothing was restored, as in v1; `init_op` and `local_init_op`,
+  if given, are callables (or `wrap_graph` ops) run in v1's order; `ready_op` and
+  `ready_for_local_init_op`, if given, are callables returning the names of what is not ready yet.
+- `summary_op` is None (record the step's own `tf.summary` calls) or a callable / `wrap_graph` summary
+  tensor that `SummarySaverHook` fetches on its trigger steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import tensorflow as tf
+from absl import logging
+
+from compat_mts import global_step as global_step_lib
+
+_CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
+_logged_step_only = False
+
+
+def check_saver(saver: Any, argument: str = 'saver') -> None:
+    """Raises a TypeError naming the replacement when `saver` is not a TF2 checkpoint object."""
+    if saver is None or isinstance(saver, _CHECKPOINT_TYPES):
+        return
+    if isinstance(saver, tf.compat.v1.train.Saver):
+        raise TypeError(
+            f'`{argument}` is a tf.compat.v1.train.Saver, which needs a graph and a tf.compat.v1.Session. '
+            'Pass a tf.train.Checkpoint of the objects to save (for example '
+            'tf.train.Checkpoint(model=model, optimizer=optimizer)) or a tf.train.CheckpointManager; '
+            'compat_mts adds the global step to it.')
+    raise TypeError(
+        f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got '
+        f'{type(saver).__name__}.')
+
+
+def _check_optional_callable(value: Any, argument: str) -> None:
+    if value is None or callable(value) or isinstance(value, (tf.Operation, tf.Tensor)):
+        return
+    raise TypeError(f'`{argument}` must be None or a callable, got {type(value).__name__}.')
+
+
+def _check_optional_dict(value: Any, argument: str) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise TypeError(f'`{argument}` must be None or a dict, got {type(value).__name__}.')
+
+
+class Scaffold:
+    """Structure to create or gather what a session needs to checkpoint, initialize and summarize.
+
+    The arguments are v1's (`tf.compat.v1.train.Scaffold`); see the module docstring for what each means
+    eagerly. Explicit arguments win over those copied from `copy_from_scaffold`.
+
+    Example:
+
+    ```python
+    scaffold = compat_mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
+    ```
+
+    Raises:
+      TypeError: a `tf.compat.v1.train.Saver` (or anything but a Checkpoint or CheckpointManager) as
+        `saver`, a non-callable init function, or a `copy_from_scaffold` that is not a Scaffold.
+    """
+
+    def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
+                 ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,
+                 copy_from_scaffold=None, local_init_feed_dict=None):
+        if copy_from_scaffold is not None:
+            if not isinstance(copy_from_scaffold, Scaffold):
+                raise TypeError('copy_from_scaffold is not a Scaffold instance.')
+            source = copy_from_scaffold
+            init_op = init_op or source.init_op
+            init_feed_dict = init_feed_dict or source.init_feed_dict
+            init_fn = init_fn or source._user_init_fn  # pylint: disable=protected-access
+            ready_op = ready_op or source.ready_op
+            ready_for_local_init_op = ready_for_local_init_op or source.ready_for_local_init_op
+            local_init_op = local_init_op or source.local_init_op
+            local_init_feed_dict = local_init_feed_dict or source.local_init_feed_dict
+            summary_op = summary_op or source.summary_op
+            saver = saver or source.saver
+        for value, argument in ((init_op, 'init_op'), (init_fn, 'init_fn'), (ready_op, 'ready_op'),
+                                (ready_for_local_init_op, 'ready_for_local_init_op'),
+                                (local_init_op, 'local_init_op'), (summary_op, 'summary_op')):
+            _check_optional_callable(value, argument)
+        _check_optional_dict(init_feed_dict, 'init_feed_dict')
+        _check_optional_dict(local_init_feed_dict, 'local_init_feed_dict')
+        check_saver(saver)
+        self._init_op = init_op
+        self._init_feed_dict = init_feed_dict
+        self._user_init_fn = init_fn
+        self._init_fn = (lambda session: init_fn(self, session)) if init_fn else None
+        self._ready_op = ready_op
+        self._ready_for_local_init_op = ready_for_local_init_op
+        self._local_init_op = local_init_op
+        self._local_init_feed_dict = local_init_feed_dict
+        self._summary_op = summary_op
+        self._saver = saver
+        self._checkpoint: tf.train.Checkpoint | None = None
+
+    def finalize(self) -> 'Scaffold':
+        """Resolves the checkpoint (adding the global step to it); idempotent, returns `self`."""
+        global _logged_step_only
+        if self._checkpoint is not None:
+            return self
+        step = global_step_lib.get_global_step()
+        if isinstance(self._saver, tf.train.CheckpointManager):
+            checkpoint = self._saver.checkpoint
+        elif isinstance(self._saver, tf.train.Checkpoint):
+            checkpoint = self._saver
+        else:
+            checkpoint = tf.train.Checkpoint()
+            if not _logged_step_only:
+                _logged_step_only = True
+                logging.info(
+                    'Scaffold has no saver: checkpoints hold the global step only. Pass '
+                    'Scaffold(saver=tf.train.Checkpoint(model=..., optimizer=...)) to save the model.')
+        if step is not None:
+            existing = getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None)
+            if existing is None:
+                setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, step)
+            elif existing is not step:
+                raise ValueError(
+                    'The checkpoint given as `saver` already holds a different `global_step` object. '
+                    'Register it with compat_mts.set_global_step(...) or drop it from the checkpoint; '
+                    'compat_mts saves the registered global step under that name.')
+        self._checkpoint = checkpoint
+        return self
+
+    @property
+    def checkpoint(self) -> tf.train.Checkpoint | None:
+        """The `tf.train.Checkpoint` that sessions restore and `CheckpointSaverHook` saves; None before `finalize()`."""
+        return self._checkpoint
+
+    @property
+    def init_fn(self) -> Callable | None:
+        return self._init_fn
+
+    @property
+    def init_op(self):
+        return self._init_op
+
+    @property
+    def ready_op(self):
+        return self._ready_op
+
+    @property
+    def ready_for_local_init_op(self):
+        return self._ready_for_local_init_op
+
+    @property
+    def local_init_op(self):
+        return self._local_init_op
+
+    @property
+    def summary_op(self):
+        return self._summary_op
+
+    @property
+    def saver(self):
+        return self._saver
+
+    @property
+    def init_feed_dict(self):
+        return self._init_feed_dict
+
+    @property
+    def local_init_feed_dict(self):
+        return self._local_init_feed_dict
+
+    @staticmethod
+    def default_local_init_op():
+        """v1 returned the local-variables initializer; eagerly there is nothing to initialize."""
+        return None

@@ -1,0 +1,134 @@
+"""Summary writing: one writer per directory, and recording the step's `tf.summary` calls on cue.
+
+v1 merged every summary op of the graph into one op that `SummarySaverHook` ran on its trigger steps.
+Eagerly, the user's step calls `tf.summary.*` itself; compat_mts makes those calls land where v1's did:
+
+- one `tf.summary` writer per directory for the whole process (v1's `FileWriterCache`), so a step
+  function traced once keeps writing to a live writer in later sessions;
+- while a session runs, that writer is the default one, its default step is a compat_mts variable
+  holding the post-step global step of the recording run (v1 stamped summaries with it), and recording
+  is gated by `tf.summary.record_if` on a boolean variable. Reading a variable does not retrace a
+  `tf.function`, and the variables are assigned only on the runs where recording switches on or off.
+
+Writing `simple_value` scalars (v1's `global_step/sec`) goes through `write_raw_pb` with a v1
+`Summary` proto, which TensorBoard reads exactly as it read v1's events.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import tensorflow as tf
+from absl import logging
+
+_writers: dict[str, tf.summary.SummaryWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
+    """Returns the process-wide writer for `directory`, creating the directory and writer once."""
+    key = os.path.abspath(os.fspath(directory))
+    with _writers_lock:
+        writer = _writers.get(key)
+        if writer is None:
+            writer = tf.summary.create_file_writer(key)
+            _writers[key] = writer
+        return writer
+
+
+def flush_all() -> None:
+    """Flushes every writer compat_mts has created, so that what was written is readable."""
+    with _writers_lock:
+        writers = list(_writers.values())
+    for writer in writers:
+        writer.flush()
+
+
+def write_simple_value(writer: tf.summary.SummaryWriter, tag: str, value: float, step: int) -> None:
+    """Writes `tag` as a v1 `simple_value` scalar at `step`, whatever recording state is in force."""
+    summary = tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(tag=tag, simple_value=value)])
+    write_serialized(writer, summary.SerializeToString(), step)
+
+
+def write_serialized(writer: tf.summary.SummaryWriter, serialized, step: int) -> None:
+    """Writes serialized `Summary` protos (a v1 summary op's output) at `step`."""
+    with writer.as_default(), tf.summary.record_if(True):
+        tf.summary.experimental.write_raw_pb(serialized, step=step)
+
+
+def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
+    """Writes `graph_def` to the TensorBoard graph dashboard."""
+    with writer.as_default(), tf.summary.record_if(True):
+        tf.summary.graph(graph_def)
+
+
+class Recorder:
+    """Makes `writer` record the program's `tf.summary` calls, on the runs chosen by `record_next_run`.
+
+    One recorder per writer, process-wide (`recorder_for`), because a traced `tf.function` keeps the
+    writer, the step variable and the recording condition it saw when it was traced.
+    """
+
+    def __init__(self, writer: tf.summary.SummaryWriter):
+        self.writer = writer
+        with tf.init_scope():
+            self._recording = tf.Variable(False, trainable=False, name='compat_mts_record_summaries')
+            self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step')
+        self._recording_now = False
+        self._contexts: list = []
+
+    def activate(self) -> None:
+        """Installs the writer, its step and the recording condition as the defaults of this thread."""
+        if self._contexts:
+            return
+        recording = self._recording
+        contexts = [self.writer.as_default(step=self._step), tf.summary.record_if(lambda: recording)]
+        for context in contexts:
+            context.__enter__()
+        self._contexts = contexts
+
+    def deactivate(self) -> None:
+        """Restores the summary defaults that were in force before `activate`, and flushes."""
+        self.record_next_run(None)
+        while self._contexts:
+            self._contexts.pop().__exit__(None, None, None)
+        self.writer.flush()
+
+    @property
+    def active(self) -> bool:
+        return bool(self._contexts)
+
+    def record_next_run(self, step: int | None) -> None:
+        """Records the next run's summaries at `step`, or records nothing when `step` is None."""
+        if step is not None:
+            self._step.assign(step)
+        if (step is not None) != self._recording_now:
+            self._recording_now = step is not None
+            self._recording.assign(self._recording_now)
+
+
+_recorders: dict[int, Recorder] = {}
+_pending: list[Recorder] = []
+
+
+def recorder_for(writer: tf.summary.SummaryWriter) -> Recorder:
+    """Returns the process-wide recorder of `writer`."""
+    recorder = _recorders.get(id(writer))
+    if recorder is None or recorder.writer is not writer:
+        recorder = Recorder(writer)
+        _recorders[id(writer)] = recorder
+    return recorder
+
+
+def request_recording(recorder: Recorder) -> None:
+    """Asks the session being created to activate `recorder` for its lifetime (called from `begin`)."""
+    if recorder not in _pending:
+        _pending.append(recorder)
+
+
+def take_requested() -> list[Recorder]:
+    """Hands the recorders requested since the last call to the session that activates them."""
+    requested = list(_pending)
+    _pending.clear()
+    return requested
