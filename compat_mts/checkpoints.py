@@ -15,7 +15,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
-_RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError)
+# What reading a damaged checkpoint raises: OpErrors from the restore, Python errors from the reader.
+_RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
 
 
 def checkpoint_paths(directory: str) -> list[str]:

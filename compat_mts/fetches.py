@@ -232,6 +232,8 @@ class Run:
         if isinstance(leaf, str):
             return self._resolve_name(leaf)
         if _is_graph_object(leaf):
+            if _graph_key(leaf) not in self._graph_values:
+                self._graph_runner_of(leaf)  # Raises, naming wrap_graph.
             return self._graph_values[_graph_key(leaf)]
         if isinstance(leaf, tf.Tensor):
             return leaf.numpy()

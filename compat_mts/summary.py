@@ -26,12 +26,27 @@ _writers: dict[str, tf.summary.SummaryWriter] = {}
 _writers_lock = threading.Lock()
 
 
+def ensure_writable_directory(directory: str, argument: str) -> None:
+    """Creates `directory`; raises an error naming it when it cannot be created or written."""
+    try:
+        tf.io.gfile.makedirs(directory)
+    except (tf.errors.OpError, OSError) as error:
+        raise PermissionError(f'`{argument}` {directory!r} cannot be created: {error}') from error
+    if '://' not in directory and not os.access(directory, os.W_OK):
+        raise PermissionError(f'`{argument}` {directory!r} is not writable.')
+
+
 def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
-    """Returns the process-wide writer for `directory`, creating the directory and writer once."""
+    """Returns the process-wide writer for `directory`, creating the directory and writer once.
+
+    Raises:
+      PermissionError: the directory cannot be created or written; the message names it.
+    """
     key = os.path.abspath(os.fspath(directory))
     with _writers_lock:
         writer = _writers.get(key)
         if writer is None:
+            ensure_writable_directory(key, 'summary directory')
             writer = tf.summary.create_file_writer(key)
             _writers[key] = writer
         return writer

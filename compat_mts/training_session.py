@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from compat_mts import distribute
+from compat_mts import summary as summary_lib
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.hooks.step_counter import StepCounterHook
 from compat_mts.hooks.summary import SummarySaverHook
@@ -125,6 +126,9 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
                                 stop_grace_period_secs=stop_grace_period_secs)
 
     summary_dir = summary_dir or checkpoint_dir
+    for directory, argument in ((checkpoint_dir, 'checkpoint_dir'), (summary_dir, 'summary_dir')):
+        if directory:
+            summary_lib.ensure_writable_directory(directory, argument)
     all_hooks = list(chief_only_hooks)
     if summary_dir:
         if log_step_count_steps and log_step_count_steps > 0:

@@ -38,16 +38,6 @@ class CheckpointSaverListener:
         pass
 
 
-def ensure_writable_directory(directory: str, argument: str) -> None:
-    """Creates `directory`; raises an error naming it when it cannot be created or written."""
-    try:
-        tf.io.gfile.makedirs(directory)
-    except (tf.errors.OpError, OSError) as error:
-        raise PermissionError(f'`{argument}` {directory!r} cannot be created: {error}') from error
-    if '://' not in directory and not os.access(directory, os.W_OK):
-        raise PermissionError(f'`{argument}` {directory!r} is not writable.')
-
-
 class CheckpointSaverHook(SessionRunHook):
     """Saves checkpoints every `save_steps` steps or `save_secs` seconds, at creation and at the end.
 
@@ -111,7 +101,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._steps_per_run = steps_per_run
 
     def begin(self):
-        ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
+        summary_lib.ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
         self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
         self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
         for listener in self._listeners:

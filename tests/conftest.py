@@ -1,0 +1,46 @@
+"""Shared fixtures: a fresh global step per test, and absl log capture."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import pytest  # noqa: E402
+
+from compat_mts import global_step as global_step_lib  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh_global_step():
+    """Every test starts without a registered global step, as a new v1 graph would."""
+    global_step_lib.reset_global_step()
+    yield
+    global_step_lib.reset_global_step()
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+    def messages(self, level: int | None = None) -> list[str]:
+        return [r.getMessage() for r in self.records if level is None or r.levelno == level]
+
+
+@pytest.fixture
+def absl_logs():
+    """Collects what compat_mts logs through absl, with the level set to INFO."""
+    from absl import logging as absl_logging
+    handler = _Records()
+    logger = logging.getLogger('absl')
+    previous = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.INFO)
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+    absl_logging.set_verbosity(previous)

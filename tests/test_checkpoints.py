@@ -1,0 +1,115 @@
+"""Checkpoint faults: killed processes, corrupt or truncated checkpoints (issue bars on faults)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat_mts as mts
+from tests.models import Regression
+from tests.support import REPO_ROOT, checkpoint_steps, read_events
+
+_TRAIN_UNTIL = os.path.join(REPO_ROOT, 'tests', 'train_until.py')
+
+
+def _train(directory: str, last_step: int) -> Regression:
+    model = Regression()
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
+                                      save_checkpoint_steps=2, save_summaries_steps=0,
+                                      hooks=[mts.StopAtStepHook(last_step=last_step)]) as session:
+        while not session.should_stop():
+            session.run(model.step)
+    return model
+
+
+def _restored_step(directory: str) -> int:
+    mts.reset_global_step()
+    model = Regression()
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
+                                      save_checkpoint_secs=0) as session:
+        return int(session.run(model.global_step))
+
+
+@pytest.mark.parametrize('damage', ['truncate_data', 'garble_data', 'truncate_index', 'delete_data'])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, absl_logs, damage):
+    directory = str(tmp_path)
+    _train(directory, last_step=5)
+    assert checkpoint_steps(directory) == [0, 2, 4, 5]
+    data = tmp_path / 'model.ckpt-5.data-00000-of-00001'
+    index = tmp_path / 'model.ckpt-5.index'
+    if damage == 'truncate_data':
+        data.write_bytes(data.read_bytes()[:10])
+    elif damage == 'garble_data':
+        data.write_bytes(bytes(255 - b for b in data.read_bytes()))
+    elif damage == 'truncate_index':
+        index.write_bytes(index.read_bytes()[:20])
+    else:
+        data.unlink()
+    assert _restored_step(directory) == 4
+    warnings = [m for m in absl_logs.messages() if m.startswith('Could not restore checkpoint')]
+    assert warnings and 'model.ckpt-5' in warnings[0]
+
+
+def test_no_loadable_checkpoint_starts_fresh(tmp_path):
+    directory = str(tmp_path)
+    _train(directory, last_step=1)
+    for name in os.listdir(directory):
+        if name.startswith('model.ckpt-') and name.endswith('.index'):
+            (tmp_path / name).write_bytes(b'')
+    assert _restored_step(directory) == 0
+
+
+def _start(directory: str, last_step: int) -> subprocess.Popen:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=REPO_ROOT)
+    return subprocess.Popen([sys.executable, _TRAIN_UNTIL, directory, str(last_step)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO_ROOT)
+
+
+def _checkpoint_values(directory: str) -> tuple[int, list]:
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
+    step = int(reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE'))
+    return step, reader.get_tensor('w/.ATTRIBUTES/VARIABLE_VALUE').tolist()
+
+
+def test_sigkill_at_random_moments_resumes_from_the_newest_complete_checkpoint(tmp_path):
+    directory = str(tmp_path)
+    last_step = 250
+    rng = random.Random(7)
+    restored_steps = []
+    for _ in range(3):
+        expected = _checkpoint_values(directory) if os.path.exists(tmp_path / 'checkpoint') else (0, None)
+        process = _start(directory, last_step)
+        first = process.stdout.readline().split(' ', 2)
+        assert first[0] == 'restored', first
+        restored_step = int(first[1])
+        assert restored_step == expected[0]
+        if expected[1] is not None:
+            np.testing.assert_array_equal(json.loads(first[2]), expected[1])
+        restored_steps.append(restored_step)
+        process.stdout.readline()
+        time.sleep(rng.uniform(0.05, 0.6))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        process.stdout.close()
+    expected_final = _checkpoint_values(directory)[0]
+    process = _start(directory, last_step)
+    output = process.communicate(timeout=120)[0].split('\n')
+    assert process.returncode == 0
+    restored_final = int(output[0].split()[1])
+    assert restored_final == expected_final
+    assert output[-2] == f'step {last_step}'
+    assert restored_steps == sorted(restored_steps)
+    assert restored_steps[-1] > 0
+    assert _checkpoint_values(directory)[0] == last_step
+    loss_steps = [step for step, _ in read_events(directory)['loss']]
+    assert loss_steps[-1] == last_step
+    assert set(range(restored_final + 1, last_step + 1)) <= set(loss_steps)
