@@ -37,6 +37,7 @@ class _StaleGlobalStep:
 STALE_GLOBAL_STEP = _StaleGlobalStep()
 
 _STRUCTURES = (list, tuple, dict)
+_NOT_CALLED = object()
 
 
 class GraphRunner:
@@ -90,6 +91,8 @@ def _is_graph_object(value: Any) -> bool:
 
 def to_numpy(value: Any) -> Any:
     """Converts a (nested) step output to NumPy; leaves that are not tensors are returned as they are."""
+    if type(value) is dict and not any(isinstance(v, _STRUCTURES) for v in value.values()):
+        return {key: _leaf_to_numpy(v) for key, v in value.items()}  # The common case, without tf.nest.
     if isinstance(value, _STRUCTURES):
         return tf.nest.map_structure(_leaf_to_numpy, value)
     return _leaf_to_numpy(value)
@@ -146,27 +149,27 @@ class Run:
 
     def execute(self) -> list:
         """Runs the callables, then resolves every request; returns one result per request."""
-        flat = [self._flatten(request) for request in self._requests]
-        stale = None
-        if any(leaf is STALE_GLOBAL_STEP for leaves in flat for leaf in leaves):
-            stale = self._read_stale()
+        flat = []
+        needs_stale = False
+        for request in self._requests:
+            if isinstance(request, _STRUCTURES):
+                leaves = tf.nest.flatten(request)
+                needs_stale = needs_stale or any(leaf is STALE_GLOBAL_STEP for leaf in leaves)
+            else:
+                leaves = [request]
+                needs_stale = needs_stale or request is STALE_GLOBAL_STEP
+            flat.append(leaves)
+        stale = self._read_stale() if needs_stale else None
         self._call_callables(flat)
         if _graph_runners:
             self._run_graph_fetches(flat)
         results = []
         for request, leaves in zip(self._requests, flat):
-            values = [self._resolve(leaf, stale) for leaf in leaves]
             if isinstance(request, _STRUCTURES):
-                results.append(tf.nest.pack_sequence_as(request, values))
+                results.append(tf.nest.pack_sequence_as(request, [self._resolve(leaf, stale) for leaf in leaves]))
             else:
-                results.append(values[0])
+                results.append(self._resolve(request, stale))
         return results
-
-    @staticmethod
-    def _flatten(request: Any) -> list:
-        if isinstance(request, _STRUCTURES):
-            return tf.nest.flatten(request)
-        return [request]
 
     def _read_stale(self) -> int:
         if self._step_reader is not None:
@@ -223,22 +226,23 @@ class Run:
         return runner
 
     def _resolve(self, leaf: Any, stale: int | None) -> Any:
-        if leaf is None:
-            return None
         if leaf is STALE_GLOBAL_STEP:
             return stale
-        if isinstance(leaf, tf.Variable):
-            return global_step_lib.read_value(leaf)
+        if leaf is None:
+            return None
+        output = self._outputs.get(id(leaf), _NOT_CALLED)
+        if output is not _NOT_CALLED:
+            return to_numpy(output)
         if isinstance(leaf, str):
             return self._resolve_name(leaf)
+        if isinstance(leaf, tf.Variable):
+            return global_step_lib.read_value(leaf)
         if _is_graph_object(leaf):
             if _graph_key(leaf) not in self._graph_values:
                 self._graph_runner_of(leaf)  # Raises, naming wrap_graph.
             return self._graph_values[_graph_key(leaf)]
         if isinstance(leaf, tf.Tensor):
             return leaf.numpy()
-        if _is_callable_fetch(leaf):
-            return to_numpy(self._outputs[id(leaf)])
         raise TypeError(
             f'Fetch argument {leaf!r} has invalid type {type(leaf).__name__}: a fetch must be a callable '
             '(the step), a tf.Variable, an eager tf.Tensor, a string name, None, or a list, tuple or '

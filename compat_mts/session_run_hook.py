@@ -14,6 +14,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat_mts.fetches import STALE_GLOBAL_STEP
+
 _v1 = tf.compat.v1.train
 
 
@@ -67,3 +69,7 @@ class SessionRunContext(_v1.SessionRunContext):
     """
 
     __slots__ = ()
+
+
+STALE_GLOBAL_STEP_REQUEST = SessionRunArgs(STALE_GLOBAL_STEP)
+"""What the built-in hooks return from `before_run` on most runs; immutable, so one serves every run."""

@@ -10,11 +10,10 @@ from absl import logging
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks._checks import check_optional_int, check_optional_number
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.scaffold import Scaffold, check_saver
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 MAX_TO_KEEP = 5
 
@@ -114,7 +113,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._timer.update_last_triggered_step(global_step)
 
     def before_run(self, run_context):
-        return SessionRunArgs(STALE_GLOBAL_STEP)
+        return STALE_GLOBAL_STEP_REQUEST
 
     def after_run(self, run_context, run_values):
         if self._graph_pending:

@@ -6,10 +6,9 @@ from absl import logging
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks._checks import check_optional_int, check_optional_number, check_optional_path
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 
 class StepCounterHook(SessionRunHook):
@@ -53,7 +52,7 @@ class StepCounterHook(SessionRunHook):
         self._last_global_step = None
 
     def before_run(self, run_context):
-        return SessionRunArgs(STALE_GLOBAL_STEP)
+        return STALE_GLOBAL_STEP_REQUEST
 
     def after_run(self, run_context, run_values):
         stale_global_step = run_values.results

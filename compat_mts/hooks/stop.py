@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from compat_mts import global_step as global_step_lib
-from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks._checks import check_optional_int
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 
 class StopAtStepHook(SessionRunHook):
@@ -53,7 +52,7 @@ class StopAtStepHook(SessionRunHook):
             self._last_step = int(session.run(self._global_step)) + self._num_steps
 
     def before_run(self, run_context):
-        return SessionRunArgs(STALE_GLOBAL_STEP)
+        return STALE_GLOBAL_STEP_REQUEST
 
     def after_run(self, run_context, run_values):
         if run_values.results + self._steps_per_run >= self._last_step:

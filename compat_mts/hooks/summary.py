@@ -9,7 +9,7 @@ from compat_mts import summary as summary_lib
 from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks._checks import check_optional_int, check_optional_number, check_optional_path
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook
 
 
 class SummarySaverHook(SessionRunHook):
@@ -73,7 +73,7 @@ class SummarySaverHook(SessionRunHook):
                 self._recorder.record_next_run(None)
         summary_fetch = self._summary_fetch() if self._request_summary else None
         if summary_fetch is None:
-            return SessionRunArgs(STALE_GLOBAL_STEP)
+            return STALE_GLOBAL_STEP_REQUEST
         return SessionRunArgs({'global_step': STALE_GLOBAL_STEP, 'summary': summary_fetch})
 
     def after_run(self, run_context, run_values):
