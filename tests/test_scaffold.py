@@ -1,0 +1,108 @@
+"""Scaffold: what is checkpointed, init_fn, copy_from_scaffold, restore reporting."""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+
+import compat_mts as mts
+from tests.models import Regression
+
+
+def test_finalize_adds_the_global_step_to_the_users_checkpoint():
+    model = Regression()
+    scaffold = model.scaffold()
+    assert scaffold.checkpoint is None
+    assert scaffold.finalize() is scaffold
+    assert scaffold.checkpoint is model.checkpoint
+    assert model.checkpoint.global_step is model.global_step
+    assert scaffold.finalize().checkpoint is model.checkpoint
+
+
+def test_a_checkpoint_manager_is_accepted_as_saver(tmp_path):
+    model = Regression()
+    manager = tf.train.CheckpointManager(model.checkpoint, str(tmp_path), max_to_keep=2)
+    assert mts.Scaffold(saver=manager).finalize().checkpoint is model.checkpoint
+
+
+def test_without_a_saver_the_checkpoint_holds_the_global_step_alone(absl_logs, tmp_path):
+    model = Regression()
+    checkpoint = mts.Scaffold().finalize().checkpoint
+    path = checkpoint.write(str(tmp_path / 'ckpt'))
+    names = {name for name, _ in tf.train.list_variables(path)}
+    assert 'global_step/.ATTRIBUTES/VARIABLE_VALUE' in names
+    assert not any(name.startswith('w/') for name in names)
+    del model
+
+
+def test_a_different_global_step_in_the_checkpoint_is_refused():
+    Regression()
+    other = tf.Variable(0, dtype=tf.int64)
+    with pytest.raises(ValueError, match='already holds a different `global_step`'):
+        mts.Scaffold(saver=tf.train.Checkpoint(global_step=other)).finalize()
+
+
+def test_copy_from_scaffold_keeps_fields_unless_given():
+    def init_fn(scaffold, session):
+        del scaffold, session
+
+    checkpoint = tf.train.Checkpoint()
+    source = mts.Scaffold(init_fn=init_fn, saver=checkpoint, init_feed_dict={'a': 1})
+    copy = mts.Scaffold(copy_from_scaffold=source, init_feed_dict={'b': 2})
+    assert copy.saver is checkpoint
+    assert copy.init_feed_dict == {'b': 2}
+    assert copy._user_init_fn is init_fn  # pylint: disable=protected-access
+    with pytest.raises(TypeError, match='copy_from_scaffold is not a Scaffold instance.'):
+        mts.Scaffold(copy_from_scaffold=object())
+
+
+def test_init_fn_is_called_with_the_scaffold_and_the_session():
+    Regression()
+    seen = []
+    scaffold = mts.Scaffold(init_fn=lambda scaffold, session: seen.append((scaffold, session)))
+    with mts.MonitoredSession(session_creator=mts.ChiefSessionCreator(scaffold=scaffold)):
+        pass
+    assert seen[0][0] is scaffold
+    assert hasattr(seen[0][1], 'run')
+
+
+def test_init_and_local_init_callables_run_in_v1_order_with_their_feeds():
+    order = []
+    scaffold = mts.Scaffold(init_op=lambda value: order.append(('init_op', value)),
+                            init_feed_dict={'value': 1},
+                            init_fn=lambda scaffold, session: order.append(('init_fn', None)),
+                            local_init_op=lambda value: order.append(('local_init_op', value)),
+                            local_init_feed_dict={'value': 2})
+    with mts.SingularMonitoredSession(scaffold=scaffold):
+        pass
+    assert order == [('init_op', 1), ('init_fn', None), ('local_init_op', 2)]
+
+
+def test_a_ready_op_that_reports_missing_pieces_fails_the_creation():
+    scaffold = mts.Scaffold(ready_op=lambda: tf.constant(['w']))
+    with pytest.raises(RuntimeError, match='Init operations did not make model ready.'):
+        mts.SingularMonitoredSession(scaffold=scaffold)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'init_fn': 3}, '`init_fn` must be None or a callable'),
+    ({'init_feed_dict': [1]}, '`init_feed_dict` must be None or a dict'),
+    ({'saver': 'path'}, '`saver` must be a tf.train.Checkpoint or a tf.train.CheckpointManager'),
+])
+def test_bad_scaffold_arguments_are_named(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        mts.Scaffold(**kwargs)
+
+
+def test_restoring_reports_what_did_not_match(tmp_path, absl_logs):
+    model = Regression()
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold()):
+        pass
+    mts.reset_global_step()
+    grown = Regression()
+    grown.checkpoint.bias = tf.Variable(0.5)
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=grown.scaffold(),
+                                      save_checkpoint_secs=0):
+        pass
+    warnings = [m for m in absl_logs.messages() if 'left some objects of the program unmatched' in m]
+    assert warnings and 'model.ckpt-0' in warnings[0]
