@@ -113,3 +113,39 @@ def test_sigkill_at_random_moments_resumes_from_the_newest_complete_checkpoint(t
     loss_steps = [step for step, _ in read_events(directory)['loss']]
     assert loss_steps[-1] == last_step
     assert set(range(restored_final + 1, last_step + 1)) <= set(loss_steps)
+
+
+_V1_PROGRAM = '''
+import sys
+import numpy as np
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+from tests.models import FEATURES, TARGETS
+gs = tf.compat.v1.train.get_or_create_global_step()
+w = tf.compat.v1.get_variable('w', initializer=np.zeros([3, 1], np.float32))
+loss = tf.reduce_mean(tf.square(tf.matmul(FEATURES, w) - TARGETS))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+with tf.compat.v1.train.MonitoredTrainingSession(
+        checkpoint_dir=sys.argv[1], hooks=[tf.compat.v1.train.StopAtStepHook(last_step=3)]) as session:
+    while not session.should_stop():
+        session.run(train_op)
+'''
+
+
+def test_a_checkpoint_of_the_real_v1_session_is_resumed(tmp_path):
+    from tests.support import run_python
+    directory = str(tmp_path)
+    result = run_python(_V1_PROGRAM, directory)
+    assert result.returncode == 0, result.stderr[-2000:]
+    reference = Regression()
+    for _ in range(3):
+        reference.step()
+    mts.reset_global_step()
+    model = Regression()
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
+                                      hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+        np.testing.assert_allclose(model.w.numpy(), reference.w.numpy(), rtol=1e-6)
+        assert int(model.global_step.numpy()) == 3
+        while not session.should_stop():
+            session.run(model.step)
+    assert checkpoint_steps(directory) == [0, 3, 5]
