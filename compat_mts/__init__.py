@@ -3,20 +3,59 @@
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
 plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP` and the `keras`
 adapters.
+
+Names are imported on first use (PEP 562), so that `compat-mts check`, which needs no TensorFlow, starts
+at once; `import compat_mts as mts; mts.MonitoredTrainingSession` reads exactly as an eager import.
 """
 
-from compat_mts.fetches import STALE_GLOBAL_STEP
-from compat_mts.global_step import (create_global_step, get_global_step, get_or_create_global_step,
-                                    reset_global_step, set_global_step)
-from compat_mts.hooks.checkpoint import CheckpointSaverHook, CheckpointSaverListener
-from compat_mts.hooks.step_counter import StepCounterHook
-from compat_mts.hooks.stop import StopAtStepHook
-from compat_mts.hooks.summary import SummarySaverHook
-from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.monitored_session import (ChiefSessionCreator, MonitoredSession, SingularMonitoredSession,
-                                          StepContext, WorkerSessionCreator)
-from compat_mts.scaffold import Scaffold
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
-from compat_mts.training_session import USE_DEFAULT, MonitoredTrainingSession
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = '0.1.0'
+
+_EXPORTS = {
+    'STALE_GLOBAL_STEP': 'compat_mts.fetches',
+    'create_global_step': 'compat_mts.global_step',
+    'get_global_step': 'compat_mts.global_step',
+    'get_or_create_global_step': 'compat_mts.global_step',
+    'reset_global_step': 'compat_mts.global_step',
+    'set_global_step': 'compat_mts.global_step',
+    'CheckpointSaverHook': 'compat_mts.hooks.checkpoint',
+    'CheckpointSaverListener': 'compat_mts.hooks.checkpoint',
+    'StepCounterHook': 'compat_mts.hooks.step_counter',
+    'StopAtStepHook': 'compat_mts.hooks.stop',
+    'SummarySaverHook': 'compat_mts.hooks.summary',
+    'SecondOrStepTimer': 'compat_mts.hooks.timer',
+    'ChiefSessionCreator': 'compat_mts.monitored_session',
+    'MonitoredSession': 'compat_mts.monitored_session',
+    'SingularMonitoredSession': 'compat_mts.monitored_session',
+    'StepContext': 'compat_mts.monitored_session',
+    'WorkerSessionCreator': 'compat_mts.monitored_session',
+    'Scaffold': 'compat_mts.scaffold',
+    'SessionRunArgs': 'compat_mts.session_run_hook',
+    'SessionRunContext': 'compat_mts.session_run_hook',
+    'SessionRunHook': 'compat_mts.session_run_hook',
+    'SessionRunValues': 'compat_mts.session_run_hook',
+    'USE_DEFAULT': 'compat_mts.training_session',
+    'MonitoredTrainingSession': 'compat_mts.training_session',
+}
+_SUBMODULES = ('keras',)
+
+__all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        value = importlib.import_module(f'compat_mts.{name}')
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
+        raise AttributeError(f"module 'compat_mts' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

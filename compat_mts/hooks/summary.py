@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts.fetches import STALE_GLOBAL_STEP
@@ -18,7 +19,8 @@ class SummarySaverHook(SessionRunHook):
     v1 ran a merged summary op in the same `run` as the train op. Eagerly, the `tf.summary.*` calls in
     the user's step are recorded on the runs where this hook triggers (the first run, then by its timer),
     stamped with the post-run global step as v1 stamped them; on other runs they cost a variable read in
-    the step and write nothing. With `scaffold`, that is all it records (or `scaffold.summary_op` if set);
+    the step and write nothing. After the first run the traced step's graph is written too, as v1's
+    writer cache wrote the graph into every events file. With `scaffold`, that is all it records (or `scaffold.summary_op` if set);
     with `summary_op` (a callable that writes summaries, or serialized `Summary` protos of a `wrap_graph`
     graph), that is fetched on trigger runs and written too.
 
@@ -89,6 +91,10 @@ class SummarySaverHook(SessionRunHook):
             if isinstance(results, dict):
                 for serialized in _serialized_summaries(results['summary']):
                     summary_lib.write_serialized(self._summary_writer, serialized, global_step)
+        if self._next_step is None:
+            graph_def = fetches_lib.step_graph_def()
+            if graph_def is not None:
+                summary_lib.write_graph(self._summary_writer, graph_def)
         self._next_step = global_step + 1
 
     def end(self, session=None):
