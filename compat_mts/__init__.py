@@ -1,8 +1,8 @@
 """compat_mts: run TF1 `MonitoredTrainingSession` programs eagerly on TF2, and migrate them step by step.
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
-plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP` and the `keras`
-adapters.
+plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps` and
+the `keras` adapters.
 
 Names are imported on first use (PEP 562), so that `compat-mts check`, which needs no TensorFlow, starts
 at once; `import compat_mts as mts; mts.MonitoredTrainingSession` reads exactly as an eager import.
@@ -24,10 +24,17 @@ _EXPORTS = {
     'set_global_step': 'compat_mts.global_step',
     'CheckpointSaverHook': 'compat_mts.hooks.checkpoint',
     'CheckpointSaverListener': 'compat_mts.hooks.checkpoint',
+    'FeedFnHook': 'compat_mts.hooks.feed_fn',
+    'FinalOpsHook': 'compat_mts.hooks.final_ops',
+    'LoggingTensorHook': 'compat_mts.hooks.logging',
+    'NanLossDuringTrainingError': 'compat_mts.hooks.nan',
+    'NanTensorHook': 'compat_mts.hooks.nan',
+    'ProfilerHook': 'compat_mts.hooks.profiler',
     'StepCounterHook': 'compat_mts.hooks.step_counter',
     'StopAtStepHook': 'compat_mts.hooks.stop',
     'SummarySaverHook': 'compat_mts.hooks.summary',
     'SecondOrStepTimer': 'compat_mts.hooks.timer',
+    'GlobalStepWaiterHook': 'compat_mts.hooks.waiter',
     'ChiefSessionCreator': 'compat_mts.monitored_session',
     'MonitoredSession': 'compat_mts.monitored_session',
     'SingularMonitoredSession': 'compat_mts.monitored_session',
@@ -38,6 +45,8 @@ _EXPORTS = {
     'SessionRunContext': 'compat_mts.session_run_hook',
     'SessionRunHook': 'compat_mts.session_run_hook',
     'SessionRunValues': 'compat_mts.session_run_hook',
+    'RepeatedStep': 'compat_mts.steps',
+    'repeat_steps': 'compat_mts.steps',
     'USE_DEFAULT': 'compat_mts.training_session',
     'MonitoredTrainingSession': 'compat_mts.training_session',
 }

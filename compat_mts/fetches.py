@@ -123,6 +123,11 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
     return kwargs, graph_feeds
 
 
+def graph_has_name(name: str) -> bool:
+    """Whether a wrapped legacy graph (`compat_mts.wrap_graph`) has a tensor or op called `name`."""
+    return _claims_name(name)
+
+
 def _claims_name(name: str) -> bool:
     return any(runner.owns_name(name) for runner in _graph_runners)
 

@@ -29,6 +29,7 @@ from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
@@ -270,6 +271,7 @@ class _MonitoredSession:
                 f'{type(session_creator).__name__}.')
         _check_non_negative(stop_grace_period_secs, 'stop_grace_period_secs')
         self._hooks = _check_hooks(hooks)
+        self._steps_per_run = steps_lib.StepsPerRun(self._hooks)
         self._creator = session_creator or ChiefSessionCreator()
         self._should_recover = should_recover
         self._stop_grace_period_secs = stop_grace_period_secs
@@ -380,6 +382,7 @@ class _MonitoredSession:
     def _hooked_run(self, fetches, feed_dict, options, run_metadata) -> Any:
         if self._hooks_requested_stop:
             raise RuntimeError('Run called even after should_stop requested.')
+        self._steps_per_run.prepare(fetches)
         context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._raw)
         options = options or tf.compat.v1.RunOptions()
         requests = [fetches]

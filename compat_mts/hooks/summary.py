@@ -47,6 +47,10 @@ class SummarySaverHook(SessionRunHook):
         self._output_dir = output_dir
         self._scaffold = scaffold
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._steps_per_run = 1
+
+    def _set_steps_per_run(self, steps_per_run: int) -> None:
+        self._steps_per_run = steps_per_run
 
     def begin(self):
         if self._summary_writer is None and self._output_dir:
@@ -69,7 +73,7 @@ class SummarySaverHook(SessionRunHook):
             if self._request_summary:
                 next_step = self._next_step
                 if next_step is None:
-                    next_step = int(run_context.session.run(self._global_step)) + 1
+                    next_step = int(run_context.session.run(self._global_step)) + self._steps_per_run
                 self._recorder.record_next_run(next_step)
             else:
                 self._recorder.record_next_run(None)
@@ -83,7 +87,7 @@ class SummarySaverHook(SessionRunHook):
             return
         results = run_values.results
         stale_global_step = results['global_step'] if isinstance(results, dict) else results
-        global_step = stale_global_step + 1
+        global_step = stale_global_step + self._steps_per_run
         if self._next_step is None or self._request_summary:
             global_step = int(run_context.session.run(self._global_step))
         if self._request_summary:
@@ -95,7 +99,7 @@ class SummarySaverHook(SessionRunHook):
             graph_def = fetches_lib.step_graph_def()
             if graph_def is not None:
                 summary_lib.write_graph(self._summary_writer, graph_def)
-        self._next_step = global_step + 1
+        self._next_step = global_step + self._steps_per_run
 
     def end(self, session=None):
         if self._recorder is not None:

@@ -1,0 +1,38 @@
+"""`FeedFnHook`: feeds every run from a function; eagerly the feeds are keyword arguments of the step."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+
+
+class FeedFnHook(SessionRunHook):
+    """Calls `feed_fn()` before every run and feeds what it returns (v1's behaviour).
+
+    Eagerly a feed with a string key is a keyword argument of the step callable: `feed_fn` returning
+    `{'features': batch}` makes the run call `step(features=batch)`. Placeholders (or their names) of a
+    `wrap_graph` graph are fed as in v1. Feeds are merged with the caller's and other hooks' by v1's
+    rules, and a key fed twice raises v1's `RuntimeError` ("Same tensor is fed by ...").
+
+    Example:
+
+    ```python
+    batches = iter(dataset.as_numpy_iterator())
+    hook = compat_mts.FeedFnHook(lambda: {'features': next(batches)})
+    ```
+
+    Raises:
+      TypeError: `feed_fn` is not callable, or (at a run) returns something that is not a dict or None.
+    """
+
+    def __init__(self, feed_fn: Callable[[], dict]):
+        if not callable(feed_fn):
+            raise TypeError(f'`feed_fn` must be a callable returning a feed dict, got {type(feed_fn).__name__}.')
+        self.feed_fn = feed_fn
+
+    def before_run(self, run_context):
+        feed_dict = self.feed_fn()
+        if feed_dict is not None and not isinstance(feed_dict, dict):
+            raise TypeError(f'`feed_fn` must return a dict of feeds, returned {type(feed_dict).__name__}.')
+        return SessionRunArgs(fetches=None, feed_dict=feed_dict)

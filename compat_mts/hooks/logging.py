@@ -1,0 +1,169 @@
+"""`LoggingTensorHook`: logs named values every N local steps, every N seconds, or at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from compat_mts import fetches as fetches_lib
+from compat_mts.hooks._checks import check_bool, check_optional_int, check_optional_number, is_fetch
+from compat_mts.hooks.timer import NeverTriggerTimer, SecondOrStepTimer
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+
+
+class LoggingTensorHook(SessionRunHook):
+    """Logs the given values every N local steps, every N seconds, or at the end (v1's arguments and lines).
+
+    `tensors` is a dict of tag → value, logged in sorted tag order, or a list of values, logged in the
+    given order with the value itself as its tag. A value is a name (`'loss'`: a key of the dict the
+    step returns, else a registered variable such as `'global_step'`, else a tensor of a `wrap_graph`
+    graph, where as in v1 `'loss'` means `'loss:0'`), a `tf.Variable`, a callable evaluated after the
+    step, or a `wrap_graph` tensor;
+    all are fetched from the same run as the step, on the runs that log only. v1 resolved names when the
+    session began; eagerly a step's outputs exist once it has run, so an unknown name raises a `KeyError`
+    listing the available names at the first logging run.
+
+    The lines are v1's, with NumPy's `suppress=True` print option: `loss = 0.25, step = 3 (0.412 sec)`,
+    just `loss = 0.25, step = 1` the first time, or exactly `formatter(values)` with a `formatter`.
+    `every_n_iter` counts local steps of this session (from 0 at `begin`), not global steps; under
+    `compat_mts.repeat_steps` a run is K local steps, so lines land on K-step boundaries.
+
+    `at_end=True` logs once more in `end()`: variables, tensors and callables are evaluated then, as in
+    v1; a name of a step output, which cannot be evaluated without running a step, is logged with its
+    value from the session's last run (with `at_end`, names are fetched on every run for that).
+
+    Example:
+
+    ```python
+    hook = compat_mts.LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=100)
+    ```
+
+    Raises:
+      ValueError: not "at_end and/or exactly one of every_n_iter and every_n_secs", `every_n_iter` not
+        positive (v1's messages), or a value that is not a fetch.
+      TypeError: `tensors` is not a dict or list, or another argument has the wrong type.
+    """
+
+    def __init__(self, tensors: dict | list | tuple, every_n_iter: int | None = None,
+                 every_n_secs: float | None = None, at_end: bool = False,
+                 formatter: Callable[[dict], str] | None = None):
+        only_log_at_end = at_end and every_n_iter is None and every_n_secs is None
+        if not only_log_at_end and (every_n_iter is None) == (every_n_secs is None):
+            raise ValueError(
+                'either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.')
+        check_optional_int(every_n_iter, 'every_n_iter')
+        if every_n_iter is not None and every_n_iter <= 0:
+            raise ValueError('invalid every_n_iter=%s.' % every_n_iter)
+        check_optional_number(every_n_secs, 'every_n_secs')
+        check_bool(at_end, 'at_end')
+        if formatter is not None and not callable(formatter):
+            raise TypeError(f'`formatter` must be None or a callable, got {type(formatter).__name__}.')
+        self._tags, self._fetches = _tags_and_fetches(tensors)
+        self._formatter = formatter
+        self._timer = (NeverTriggerTimer() if only_log_at_end
+                       else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter))
+        self._log_at_end = at_end
+        self._steps_per_run = 1
+        self._named = [index for index, fetch in enumerate(self._fetches) if isinstance(fetch, str)]
+
+    def _set_steps_per_run(self, steps_per_run: int) -> None:
+        self._steps_per_run = steps_per_run
+
+    def begin(self):
+        self._timer.reset()
+        self._iter_count = 0
+        self._last_named_values: dict[int, Any] = {}
+        # Names are read as v1 read them now that the wrapped graphs, if any, exist.
+        self._current_fetches = [_as_graph_tensor_name(fetch) if isinstance(fetch, str) else fetch
+                                 for fetch in self._fetches]
+        self._request = SessionRunArgs(self._current_fetches)  # Immutable: one serves every run.
+        self._named_request = SessionRunArgs([self._current_fetches[index] for index in self._named])
+
+    def before_run(self, run_context):
+        self._should_trigger = self._timer.should_trigger_for_step(self._iter_count)
+        if self._should_trigger:
+            return self._request
+        if self._log_at_end and self._named:
+            return self._named_request
+        return None
+
+    def after_run(self, run_context, run_values):
+        if self._should_trigger:
+            self._log_values(run_values.results)
+            named_values = [run_values.results[index] for index in self._named]
+        else:
+            named_values = run_values.results
+        if self._log_at_end and self._named:
+            self._last_named_values = dict(zip(self._named, named_values))
+        self._iter_count += self._steps_per_run
+
+    def end(self, session):
+        if not self._log_at_end or session is None:
+            return
+        values = dict(self._last_named_values)
+        missing = [index for index in range(len(self._fetches)) if index not in values]
+        if missing:
+            values.update(zip(missing, session.run([self._current_fetches[index] for index in missing])))
+        self._log_values([values[index] for index in range(len(self._fetches))])
+
+    def _log_values(self, results: list) -> None:
+        with np.printoptions(suppress=True):
+            elapsed_secs, _ = self._timer.update_last_triggered_step(self._iter_count)
+            if self._formatter:
+                logging.info(self._formatter(dict(zip(self._tags, results))))
+                return
+            stats = ', '.join('%s = %s' % (tag, value) for tag, value in zip(self._tags, results))
+            if elapsed_secs is not None:
+                logging.info('%s (%.3f sec)', stats, elapsed_secs)
+            else:
+                logging.info('%s', stats)
+
+
+def _tags_and_fetches(tensors: Any) -> tuple[list, list]:
+    """v1's tags in logging order (sorted for a dict, given order for a list) and their fetches.
+
+    A list item is its own tag, as in v1. Eager tensors and variables cannot be dict keys (unhashable),
+    so theirs is their text: a variable's is its v1 graph-mode text, `<tf.Variable 'w:0' shape=...>`.
+    """
+    if isinstance(tensors, dict):
+        tags = sorted(tensors)
+        fetches = [tensors[tag] for tag in tags]
+    elif isinstance(tensors, (str, bytes)) or not isinstance(tensors, Iterable):
+        raise TypeError(
+            '`tensors` must be a dict of tag -> value or a list of values (names, variables, tensors or '
+            f'callables), got {tensors!r}; for one name write [{tensors!r}].')
+    else:
+        fetches = list(tensors)
+        tags = [_list_tag(item) for item in fetches]
+    for fetch in fetches:
+        if not is_fetch(fetch):
+            raise ValueError(f'Passed {fetch!r} should be a name (str), a tf.Variable, a tensor or a callable '
+                             'returning tensors.')
+    return tags, fetches
+
+
+def _as_graph_tensor_name(name: str) -> str:
+    """v1's reading of a name without `:` in a graph: the op's only output, `name:0`.
+
+    Only a name of a `wrap_graph` graph is read so; step outputs and variables are looked up as named.
+
+    Raises:
+      ValueError: the op has several outputs (v1's message).
+    """
+    if ':' in name or not fetches_lib.graph_has_name(name + ':0'):
+        return name
+    if fetches_lib.graph_has_name(name + ':1'):
+        raise ValueError('Name %s is ambiguous, as this `Operation` has multiple outputs (at least 2).' % name)
+    return name + ':0'
+
+
+def _list_tag(item: Any) -> Any:
+    if isinstance(item, tf.Variable):
+        return f"<tf.Variable '{item.name}' shape={item.shape} dtype={item.dtype.name}>"
+    if isinstance(item, tf.__internal__.EagerTensor):
+        return str(item)
+    return item
