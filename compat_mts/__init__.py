@@ -49,8 +49,10 @@ _EXPORTS = {
     'repeat_steps': 'compat_mts.steps',
     'USE_DEFAULT': 'compat_mts.training_session',
     'MonitoredTrainingSession': 'compat_mts.training_session',
+    'wrap_graph': 'compat_mts.legacy',
+    'ClusterError': 'compat_mts.distribute',
 }
-_SUBMODULES = ('keras',)
+_SUBMODULES = ('keras', 'legacy')
 
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
 

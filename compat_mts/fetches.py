@@ -86,6 +86,8 @@ def _runner_for(fetch: Any) -> GraphRunner | None:
 
 
 def _is_graph_object(value: Any) -> bool:
+    if isinstance(value, tf.Variable):  # A variable of a `wrap_graph` graph, as `build_fn` created it.
+        return getattr(value, '_in_graph_mode', False)
     return isinstance(value, (tf.Tensor, tf.Operation)) and not isinstance(value, tf.__internal__.EagerTensor)
 
 
@@ -240,7 +242,7 @@ class Run:
             return to_numpy(output)
         if isinstance(leaf, str):
             return self._resolve_name(leaf)
-        if isinstance(leaf, tf.Variable):
+        if isinstance(leaf, tf.Variable) and not _is_graph_object(leaf):
             return global_step_lib.read_value(leaf)
         if _is_graph_object(leaf):
             if _graph_key(leaf) not in self._graph_values:
@@ -305,6 +307,8 @@ def step_graph_def():
     """
     step_fn, kwargs = _last_step
     get_concrete_function = getattr(step_fn, 'get_concrete_function', None)
-    if get_concrete_function is None:
-        return None
+    if get_concrete_function is None:  # A `wrap_graph` program writes its graph, as v1 its default graph.
+        from compat_mts import legacy  # pylint: disable=import-outside-toplevel
+        wrapped_graph = legacy.wrapped_graph_of_global_step()
+        return wrapped_graph.graph.as_graph_def(add_shapes=True) if wrapped_graph is not None else None
     return get_concrete_function(**(kwargs or {})).graph.as_graph_def(add_shapes=True)

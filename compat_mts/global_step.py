@@ -14,11 +14,12 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import gen_resource_variable_ops
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable
+from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
 
 GLOBAL_STEP_NAME = 'global_step'
 
 _registered: tf.Variable | None = None
+_registered_name: str | None = None
 
 
 def _graph_mode() -> bool:
@@ -66,14 +67,29 @@ def get_or_create_global_step(graph=None) -> tf.Variable:
     return _registered if _registered is not None else create_global_step()
 
 
-def set_global_step(variable: tf.Variable) -> tf.Variable:
+def set_global_step(variable, *, name: str | None = None) -> tf.Variable:
     """Registers an existing integer scalar variable as the global step (e.g. `optimizer.iterations`).
 
+    A Keras 3 optimizer's `iterations` is a `keras.Variable`, which is not a `tf.Variable`; a Keras
+    variable is registered as the `tf.Variable` it holds.
+
+    Args:
+        variable: a `tf.Variable` or Keras variable of an integer dtype, a scalar.
+        name: the name hooks know the step by: `StepCounterHook`'s `<name>/sec` tag and the fetch name.
+            Default: the variable's own name (a Keras 3 Adam's `iterations` is `adam/iteration`); pass
+            `'global_step'` to keep v1's `global_step/sec` tag.
+
+    Returns:
+        The registered `tf.Variable`.
+
     Raises:
-        TypeError: `variable` is not a `tf.Variable` of an integer dtype.
+        TypeError: `variable` is not a `tf.Variable` (or Keras variable) of an integer dtype, or `name`
+            is not a non-empty string.
         ValueError: `variable` is not a scalar.
     """
-    global _registered
+    global _registered, _registered_name
+    if not isinstance(variable, tf.Variable) and isinstance(getattr(variable, 'value', None), tf.Variable):
+        variable = variable.value  # A Keras 3 variable.
     if not isinstance(variable, tf.Variable):
         raise TypeError(
                 f'`variable` must be a tf.Variable of an integer dtype, got {type(variable).__name__}.')
@@ -82,14 +98,18 @@ def set_global_step(variable: tf.Variable) -> tf.Variable:
                 f'`variable` must be a tf.Variable of an integer dtype (int32 or int64), got {variable.dtype.name}.')
     if variable.shape.rank != 0:
         raise ValueError(f'`variable` must be a scalar, got shape {variable.shape}.')
+    if name is not None and (not isinstance(name, str) or not name):
+        raise TypeError(f'`name` must be None or a non-empty string, got {name!r}.')
     _registered = variable
+    _registered_name = name
     return variable
 
 
 def reset_global_step() -> None:
     """Forgets the registered global step, so the next `get_or_create_global_step()` creates a new one."""
-    global _registered
+    global _registered, _registered_name
     _registered = None
+    _registered_name = None
 
 
 def require_global_step(user: str) -> tf.Variable:
@@ -101,7 +121,12 @@ def require_global_step(user: str) -> tf.Variable:
 
 
 def step_name(variable: tf.Variable) -> str:
-    """The op name of a step variable, as v1 used it in tags: `global_step` for the default one."""
+    """The op name of a step variable, as v1 used it in tags: `global_step` for the default one.
+
+    The registered global step goes by the `name` it was registered under, if one was given.
+    """
+    if variable is _registered and _registered_name is not None:
+        return _registered_name
     name = variable.name
     return name[:-2] if name.endswith(':0') else name
 
@@ -117,6 +142,6 @@ def read_value(variable: tf.Variable) -> np.ndarray:
     `Variable.numpy()` costs several times a plain read op (name scopes, a copy), and the session reads
     the step on every run, so a plain resource variable is read with the read op directly.
     """
-    if type(variable) is ResourceVariable:  # pylint: disable=unidiomatic-typecheck
+    if type(variable) in (ResourceVariable, UninitializedVariable):  # pylint: disable=unidiomatic-typecheck
         return gen_resource_variable_ops.read_variable_op(variable.handle, variable.dtype)._numpy()
     return variable.value().numpy()

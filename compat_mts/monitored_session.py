@@ -29,8 +29,10 @@ from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
+from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
@@ -51,6 +53,7 @@ class RawSession:
         self.scaffold = scaffold
         self.checkpoint_dir = checkpoint_dir
         self.restored_path: str | None = None
+        self.device: str | None = None  # Where the session's steps run: the task of a `grpc://` master.
         self._closed = False
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
@@ -127,21 +130,30 @@ class ChiefSessionCreator:
         self._snapshot: checkpoints.Snapshot | None = None
 
     def create_session(self) -> RawSession:
-        distribute.connect(self._master)
         distribute.apply_config(self._config)
+        device = distribute.connect(self._master)
         scaffold = self._scaffold.finalize()
+        cluster = distribute.current_cluster()
+        if cluster is not None:
+            cluster.prepare(scaffold.checkpoint)
         session = RawSession(scaffold, self._checkpoint_dir)
+        session.device = device
         session.restored_path = self._restore(scaffold.checkpoint)
         if session.restored_path is None:
             if self._snapshot is not None:
                 self._snapshot.restore()
             else:
                 self._initialize(scaffold, session)
-                self._snapshot = checkpoints.Snapshot(scaffold.checkpoint)
+                # A cluster never recovers in-process (see compat_mts.distribute), and the in-memory snapshot
+                # of a remote master's variables would land in the server's memory, not this process's.
+                if cluster is None and device is None:
+                    self._snapshot = checkpoints.Snapshot(scaffold.checkpoint)
         _check_ready(scaffold.ready_for_local_init_op, session,
                      'Init operations did not make model ready for local_init. Init op:')
         _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
         _check_ready(scaffold.ready_op, session, 'Init operations did not make model ready. Not ready:')
+        if cluster is not None and cluster.is_chief:
+            cluster.announce_ready(session.restored_path)
         return session
 
     def _restore(self, checkpoint: tf.train.Checkpoint) -> str | None:
@@ -167,6 +179,10 @@ class WorkerSessionCreator:
     keyword-only argument that `MonitoredTrainingSession` passes), the worker polls until the chief's
     first checkpoint is there and restores it, and raises v1's `DeadlineExceededError` after
     `max_wait_secs`. Without `checkpoint_dir` there is nothing to wait for.
+
+    Under a multi-worker `MultiWorkerMirroredStrategy` the worker waits (up to `max_wait_secs`) until the
+    chief has initialized or restored, then restores the checkpoint the chief restored, or initializes as
+    the chief did (see `compat_mts.distribute`).
     """
 
     def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
@@ -183,11 +199,20 @@ class WorkerSessionCreator:
         self._checkpoint_dir = checkpoint_dir
 
     def create_session(self) -> RawSession:
-        distribute.connect(self._master)
         distribute.apply_config(self._config)
+        device = distribute.connect(self._master)
         scaffold = self._scaffold.finalize()
         session = RawSession(scaffold, None)
-        if self._checkpoint_dir:
+        session.device = device
+        cluster = distribute.current_cluster()
+        if cluster is not None:
+            cluster.prepare(scaffold.checkpoint)
+            session.restored_path = cluster.wait_for_chief(self._max_wait_secs)
+            if session.restored_path is not None:
+                checkpoints.restore(scaffold.checkpoint, session.restored_path)
+            else:
+                ChiefSessionCreator._initialize(scaffold, session)  # pylint: disable=protected-access
+        elif self._checkpoint_dir:
             deadline = time.time() + self._max_wait_secs
             while True:
                 session.restored_path = checkpoints.restore_latest(scaffold.checkpoint, self._checkpoint_dir)
@@ -273,20 +298,27 @@ class _MonitoredSession:
         self._hooks = _check_hooks(hooks)
         self._steps_per_run = steps_lib.StepsPerRun(self._hooks)
         self._creator = session_creator or ChiefSessionCreator()
-        self._should_recover = should_recover
+        self._cluster = distribute.current_cluster()
+        self._should_recover = should_recover and self._cluster is None  # See compat_mts.distribute.ClusterError.
         self._stop_grace_period_secs = stop_grace_period_secs
         self._raw: RawSession | None = None
         self._coord: tf.train.Coordinator | None = None
         self._closed = False
         self._hooks_requested_stop = False
+        self._run_once = self._hooked_run if self._cluster is None else self._agreed_run
+        self._preempted = False
+        self._sigterm_received = False
+        self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
         for hook in self._hooks:
             hook.begin()
         self._recorders = summary_lib.take_requested()
         self._step_reader: Callable[[], int] | None = None
-        if should_recover:
+        if self._should_recover:
             self._create_recoverably()
         else:
             self._create()
+        if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
+            self._sigterm.install()
 
     # Creation and teardown of the inner (re-creatable) session.
 
@@ -295,6 +327,8 @@ class _MonitoredSession:
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         step = global_step_lib.get_global_step()
         self._step_reader = global_step_lib.step_reader(step) if step is not None else None
+        if getattr(self._raw, 'device', None) is not None:
+            self._run_once = self._run_on_device
         for recorder in self._recorders:
             recorder.activate()
         for hook in self._hooks:
@@ -319,13 +353,24 @@ class _MonitoredSession:
         try:
             if coord is not None:
                 coord.request_stop()
-                coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
+                threads = list(coord._registered_threads)  # pylint: disable=protected-access
+                try:
+                    coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
+                finally:
+                    self._report_stragglers(threads)
         finally:
             for recorder in self._recorders:
                 recorder.deactivate()
             summary_lib.flush_all()
             if raw is not None:
                 raw.close()
+
+    def _report_stragglers(self, threads: list) -> None:
+        stragglers = sorted(thread.name for thread in threads if thread.is_alive())
+        if stragglers:
+            logging.warning('These threads of the session were still running %g secs (stop_grace_period_secs) '
+                            'after close() asked them to stop; they are left running: %s.',
+                            self._stop_grace_period_secs, ', '.join(stragglers))
 
     def _close_inner_quietly(self) -> None:
         try:
@@ -366,7 +411,7 @@ class _MonitoredSession:
         if self._raw is None:
             raise RuntimeError('Session is already closed.' if self._closed else 'Run called on a closed session.')
         try:
-            return self._hooked_run(fetches, feed_dict, options, run_metadata)
+            return self._run_once(fetches, feed_dict, options, run_metadata)
         except _PREEMPTION_ERRORS:
             raise
         except Exception:  # A preemption reported by a thread takes precedence, as in v1.
@@ -411,6 +456,34 @@ class _MonitoredSession:
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
         return results[0]
 
+    def _run_on_device(self, fetches, feed_dict, options, run_metadata) -> Any:
+        """`_hooked_run` on the device of the session's `grpc://` master."""
+        with tf.device(self._raw.device):
+            return self._hooked_run(fetches, feed_dict, options, run_metadata)
+
+    def _agreed_run(self, fetches, feed_dict, options, run_metadata) -> Any:
+        """`_hooked_run` on a worker of a multi-worker cluster: the workers stop after the same run, or fail."""
+        try:
+            results = self._hooked_run(fetches, feed_dict, options, run_metadata)
+        except (tf.errors.OutOfRangeError, StopIteration):
+            raise  # A distributed dataset ends on every worker at the same step.
+        except Exception as error:  # Alone, a failing worker would leave the others waiting in a collective.
+            cluster_error = self._cluster.failed(error)
+            if cluster_error is None:
+                raise
+            raise cluster_error from error
+        self._hooks_requested_stop, preempted = self._cluster.agree(self._hooks_requested_stop,
+                                                                    self._sigterm_received)
+        self._preempted = self._preempted or preempted
+        return results
+
+    def _on_sigterm(self) -> None:
+        """SIGTERM: stop after this run; in a cluster, after the run all workers agree on (compat_mts.preemption)."""
+        if self._cluster is None:
+            self._preempted = True
+        else:
+            self._sigterm_received = True
+
     def run_step_fn(self, step_fn: Callable) -> Any:
         """Runs `step_fn(step_context)` with recovery, as v1 did; returns what it returns.
 
@@ -441,7 +514,7 @@ class _MonitoredSession:
         """True once a hook requested a stop, the coordinator stopped, or the session is closed."""
         if self._closed:
             return True
-        if self._hooks_requested_stop:
+        if self._hooks_requested_stop or self._preempted:
             return True
         if self._raw is None:
             return not self._should_recover
@@ -480,6 +553,11 @@ class _MonitoredSession:
                 self._closed = True
                 self._raw = None
                 self._coord = None
+                self._sigterm.uninstall()
+        if self._preempted and not exception_type:
+            logging.warning('Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
+                            preemption.PREEMPTION_EXIT_CODE)
+            raise SystemExit(preemption.PREEMPTION_EXIT_CODE)
 
     def __enter__(self):
         return self

@@ -22,6 +22,7 @@ import tensorflow as tf
 from absl import logging
 
 from compat_mts import global_step as global_step_lib
+from compat_mts import legacy
 
 _CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
 _logged_step_only = False
@@ -111,10 +112,15 @@ class Scaffold:
         if self._checkpoint is not None:
             return self
         step = global_step_lib.get_global_step()
+        wrapped_graph = legacy.wrapped_graph_of_global_step()
+        if self._summary_op is None and wrapped_graph is not None:
+            self._summary_op = wrapped_graph.summary_op
         if isinstance(self._saver, tf.train.CheckpointManager):
             checkpoint = self._saver.checkpoint
         elif isinstance(self._saver, tf.train.Checkpoint):
             checkpoint = self._saver
+        elif wrapped_graph is not None:  # Every graph variable under its v1 name, as v1's default Saver.
+            checkpoint = wrapped_graph.checkpoint
         else:
             checkpoint = tf.train.Checkpoint()
             if not _logged_step_only:

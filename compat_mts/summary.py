@@ -21,6 +21,7 @@ import threading
 
 import tensorflow as tf
 from absl import logging
+from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
 _writers: dict[str, tf.summary.SummaryWriter] = {}
 _writers_lock = threading.Lock()
@@ -78,6 +79,14 @@ def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
         tf.summary.graph(graph_def)
 
 
+def write_step_graph(writer: tf.summary.SummaryWriter) -> None:
+    """Writes the graph of the traced step function, if there is one (v1 wrote the default graph)."""
+    from compat_mts import fetches  # The fetch model imports nothing of summaries; keep it that way.
+    graph_def = fetches.step_graph_def()
+    if graph_def is not None:
+        write_graph(writer, graph_def)
+
+
 class Recorder:
     """Makes `writer` record the program's `tf.summary` calls, on the runs chosen by `record_next_run`.
 
@@ -87,9 +96,12 @@ class Recorder:
 
     def __init__(self, writer: tf.summary.SummaryWriter):
         self.writer = writer
+        # Plain variables, outside any tf.distribute strategy: they are switches this process sets from the
+        # host. A MultiWorkerMirroredStrategy creates its variables with a broadcast every worker must join,
+        # and only the chief records summaries.
         with tf.init_scope():
-            self._recording = tf.Variable(False, trainable=False, name='compat_mts_record_summaries')
-            self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step')
+            self._recording = ResourceVariable(False, trainable=False, name='compat_mts_record_summaries')
+            self._step = ResourceVariable(0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step')
         self._recording_now = False
         self._contexts: list = []
 

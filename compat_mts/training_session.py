@@ -76,6 +76,13 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
     - a non-chief runs `hooks` only and writes nothing; with a `checkpoint_dir` it waits up to
       `max_wait_secs` for the chief's first checkpoint and restores it.
 
+    Created in the scope of a multi-worker `MultiWorkerMirroredStrategy` (`TF_CONFIG`), the session is
+    one worker's: `is_chief` comes from the cluster, every worker restores the same checkpoint and takes
+    part in every save (a non-chief into a temporary directory it removes; its checkpoint hooks are the
+    chief's), and all workers stop after the same run; see `compat_mts.distribute`. SIGTERM ends the
+    training of a session that saves checkpoints after the current run, with a final checkpoint and exit
+    code 42 (`compat_mts.preemption`).
+
     `master` and `config` are mapped as `compat_mts.distribute` says. The user's step increments the
     global step (`global_step.assign_add(1)`), as v1's `minimize(global_step=...)` did.
 
@@ -119,10 +126,21 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
     summary_dir = os.fspath(summary_dir) if summary_dir is not None else None
     scaffold = scaffold or Scaffold()
 
+    cluster = distribute.current_cluster()
+    if cluster is not None:
+        is_chief = distribute.resolve_is_chief(is_chief, cluster)
     if not is_chief:
+        worker_hooks = hooks
+        if cluster is not None:  # Saving takes every worker; a non-chief's copies go to temporary directories.
+            worker_hooks = [hook for hook in chief_only_hooks if isinstance(hook, CheckpointSaverHook)]
+            if checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs):
+                worker_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
+                                                        save_secs=save_checkpoint_secs, scaffold=scaffold,
+                                                        save_graph_def=save_graph_def))
+            worker_hooks.extend(hooks)
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
                                        max_wait_secs=max_wait_secs, checkpoint_dir=checkpoint_dir)
-        return MonitoredSession(session_creator=creator, hooks=hooks,
+        return MonitoredSession(session_creator=creator, hooks=worker_hooks,
                                 stop_grace_period_secs=stop_grace_period_secs)
 
     summary_dir = summary_dir or checkpoint_dir

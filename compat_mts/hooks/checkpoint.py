@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
@@ -47,9 +48,13 @@ class CheckpointSaverHook(SessionRunHook):
     paths in the state file. A checkpoint is saved when the session is created (step 0 on a fresh
     start), whenever the timer triggers, and at `end()` unless that step was just saved.
 
-    `save_graph_def=True` writes `graph.pbtxt` of the traced step function (once per session, after
-    its first run, since eagerly the graph exists only once the step has been traced) and the same
-    graph to TensorBoard.
+    In a multi-worker cluster (see `compat_mts.distribute`) every worker runs the hook, because a save
+    involves all of them: the chief writes into `checkpoint_dir`, the others into temporary directories
+    they remove at once, and `save_secs` follows the chief's clock.
+
+    After the first run of each session (eagerly the graph exists only once the step has been traced)
+    the traced step's graph goes to TensorBoard, and with `save_graph_def=True` also to `graph.pbtxt`,
+    as v1 wrote the default graph at session creation.
 
     Example:
 
@@ -93,22 +98,48 @@ class CheckpointSaverHook(SessionRunHook):
         self._save_path = os.path.join(self._checkpoint_dir, checkpoint_basename)
         self._save_graph_def = save_graph_def
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._time_based = save_secs is not None
         self._steps_per_run = 1000000
+        self._default_scaffold: Scaffold | None = None
         self._manager: tf.train.CheckpointManager | None = None
 
     def _set_steps_per_run(self, steps_per_run: int) -> None:
         self._steps_per_run = steps_per_run
 
+    def _set_default_scaffold(self, scaffold: Scaffold) -> None:
+        """Sets what is saved when neither `saver` nor `scaffold` was given, from the next `begin()` on.
+
+        v1 then saved the graph's `SAVERS` collection. Eagerly there is no graph, so whoever runs the
+        hook says what the program's state is: `compat_mts.keras.HooksCallback` passes the model and its
+        optimizer.
+        """
+        self._default_scaffold = scaffold
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """The directory the checkpoints are written to."""
+        return self._checkpoint_dir
+
+    @property
+    def checkpoint(self) -> tf.train.Checkpoint:
+        """The `tf.train.Checkpoint` this hook saves (global step included); available after `begin()`."""
+        return self._get_manager().checkpoint
+
     def begin(self):
-        summary_lib.ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
-        self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
+        self._manager = None  # Built at the first save: a new session may have a new global step.
+        # In a multi-worker cluster every worker saves (see compat_mts.distribute); only the chief writes here.
+        self._cluster = distribute.current_cluster()
+        self._writes_files = self._cluster is None or self._cluster.is_chief
+        if self._writes_files:
+            summary_lib.ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
+            self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
         self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
         for listener in self._listeners:
             listener.begin()
 
     def after_create_session(self, session, coord):
         global_step = int(session.run(self._global_step))
-        self._graph_pending = self._save_graph_def
+        self._graph_pending = self._writes_files
         self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
 
@@ -119,12 +150,22 @@ class CheckpointSaverHook(SessionRunHook):
         if self._graph_pending:
             self._graph_pending = False
             self._write_graph()
-        if self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
+        if self._cluster is not None and self._time_based:
+            self._after_run_in_cluster(run_context)
+        elif self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
             global_step = int(run_context.session.run(self._global_step))
             if self._timer.should_trigger_for_step(global_step):
                 self._timer.update_last_triggered_step(global_step)
                 if self._save(run_context.session, global_step):
                     run_context.request_stop()
+
+    def _after_run_in_cluster(self, run_context) -> None:
+        """A time-based timer reads each worker's clock, so every worker saves when the chief's triggers."""
+        global_step = int(run_context.session.run(self._global_step))
+        if self._cluster.chief_decides(self._timer.should_trigger_for_step(global_step)):
+            self._timer.update_last_triggered_step(global_step)
+            if self._save(run_context.session, global_step):
+                run_context.request_stop()
 
     def end(self, session):
         last_step = int(session.run(self._global_step)) if session is not None else int(
@@ -138,7 +179,8 @@ class CheckpointSaverHook(SessionRunHook):
         graph_def = fetches_lib.step_graph_def()
         if graph_def is None:
             return
-        tf.io.write_graph(graph_def, self._checkpoint_dir, 'graph.pbtxt', as_text=True)
+        if self._save_graph_def:
+            tf.io.write_graph(graph_def, self._checkpoint_dir, 'graph.pbtxt', as_text=True)
         summary_lib.write_graph(self._summary_writer, graph_def)
 
     def _get_manager(self) -> tf.train.CheckpointManager:
@@ -148,7 +190,7 @@ class CheckpointSaverHook(SessionRunHook):
             else:
                 checkpoint = self._saver
                 if checkpoint is None:
-                    checkpoint = (self._scaffold or Scaffold()).finalize().checkpoint
+                    checkpoint = (self._scaffold or self._default_scaffold or Scaffold()).finalize().checkpoint
                 elif getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
                     setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
                 self._manager = tf.train.CheckpointManager(
@@ -161,8 +203,11 @@ class CheckpointSaverHook(SessionRunHook):
         logging.info('Calling checkpoint listeners before saving checkpoint %d...', step)
         for listener in self._listeners:
             listener.before_save(session, step)
-        logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
-        self._get_manager().save(checkpoint_number=step)
+        if self._writes_files:
+            logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
+            self._get_manager().save(checkpoint_number=step)
+        else:
+            self._cluster.save_copy(self._get_manager().checkpoint, step, self._checkpoint_basename)
         logging.info('Calling checkpoint listeners after saving checkpoint %d...', step)
         should_stop = False
         for listener in self._listeners:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts.fetches import STALE_GLOBAL_STEP
@@ -96,9 +95,7 @@ class SummarySaverHook(SessionRunHook):
                 for serialized in _serialized_summaries(results['summary']):
                     summary_lib.write_serialized(self._summary_writer, serialized, global_step)
         if self._next_step is None:
-            graph_def = fetches_lib.step_graph_def()
-            if graph_def is not None:
-                summary_lib.write_graph(self._summary_writer, graph_def)
+            summary_lib.write_step_graph(self._summary_writer)
         self._next_step = global_step + self._steps_per_run
 
     def end(self, session=None):

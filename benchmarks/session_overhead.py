@@ -1,0 +1,375 @@
+"""Per-step cost of compat_mts's `MonitoredTrainingSession` against a bare loop, hand-written TF2 and v1 graph mode.
+
+Four variants train the same tiny model (`workload.py`) with the same `tf.function` train step (one
+traced instance per variant, since a traced step keeps the summary writer it saw), each with its own
+global step:
+
+1. `bare_loop`: `for _ in range(n): train_step()`. No default summary writer, so the step's
+   `tf.summary.scalar` is inert.
+2. `hand_written_tf2`: what people write in TF2 instead of v1's default hooks: each call inside
+   `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 == 0)`, `gs.numpy()` read
+   after every step to write `global_step/sec` every 100 steps, and a `tf.train.CheckpointManager` save
+   whenever `time.time()` says 600 s have passed.
+3. `compat_mts`: `compat_mts.MonitoredTrainingSession(checkpoint_dir=..., scaffold=Scaffold(saver=...))`
+   with its v1 defaults (global_step/sec and summaries every 100 steps, a checkpoint every 600 s) and
+   `session.run(train_step)` per step.
+4. `v1_graph_mode`: the same model written for TF1 under the real `tf.compat.v1.train.MonitoredTrainingSession`,
+   in a child process (`v1_graph_mode.py --serve`) that times one repeat whenever asked.
+
+One repeat of a variant opens its session (or loop state), runs `--warmup` untimed steps, then times
+`--steps` steps. Repeats are interleaved, and the order rotates each round (ABCD, BCDA, ...), so that
+drift in the machine's load is shared by all variants. A variant's per-step time is the median over
+repeats of the repeat's mean step time; its ratio to the bare loop is the median of the per-round ratios.
+The ratio of the median single steps (p50) is printed too: on a shared machine, preemption by other
+processes disturbs it less, but it leaves out the every-100-steps work that the means include.
+
+Run: `PYTHONPATH=. python benchmarks/session_overhead.py [--steps 2000] [--repeats 15] [--out results.json]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import functools
+import gc
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is imported: no C++ info on stderr.
+
+import numpy as np  # pylint: disable=wrong-import-position
+import tensorflow as tf  # pylint: disable=wrong-import-position
+
+import compat_mts as mts  # pylint: disable=wrong-import-position
+from compat_mts import global_step as global_step_lib  # pylint: disable=wrong-import-position
+
+import workload  # pylint: disable=wrong-import-position
+
+BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
+VARIANTS = ('bare_loop', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+LABELS = {
+    'bare_loop': 'bare loop',
+    'hand_written_tf2': 'hand-written TF2',
+    'compat_mts': 'compat_mts (v1 default hooks)',
+    'v1_graph_mode': 'v1 graph mode (tf.compat.v1 MTS)',
+}
+
+
+class Model:
+    """The workload as TF2 objects: variables, a Keras SGD optimizer and the traced train step.
+
+    The step is the one every eager variant runs: forward, gradients, `apply_gradients`,
+    `global_step.assign_add(1)`, `tf.summary.scalar('loss', loss)`. It returns nothing, as v1's
+    `train_op` fetched nothing, so no variant copies a value to the host because of the step itself.
+    """
+
+    def __init__(self, global_step: tf.Variable):
+        self.global_step = global_step
+        self.variables = {name: tf.Variable(value, name=name) for name, value in workload.initial_weights().items()}
+        self.optimizer = tf.keras.optimizers.SGD(workload.LEARNING_RATE)
+        features, targets = (tf.constant(array) for array in workload.synthetic_batch())
+        variables = self.variables
+        trainable = list(variables.values())
+
+        @tf.function
+        def train_step():
+            with tf.GradientTape() as tape:
+                hidden = tf.nn.relu(tf.matmul(features, variables['kernel_1']) + variables['bias_1'])
+                predictions = tf.matmul(hidden, variables['kernel_2']) + variables['bias_2']
+                loss = tf.reduce_mean(tf.square(predictions - targets))
+            self.optimizer.apply_gradients(zip(tape.gradient(loss, trainable), trainable))
+            global_step.assign_add(1)
+            tf.summary.scalar('loss', loss)
+
+        self.train_step = train_step
+
+    def checkpoint(self, **extra) -> tf.train.Checkpoint:
+        return tf.train.Checkpoint(variables=self.variables, optimizer=self.optimizer, **extra)
+
+
+def _new_global_step() -> tf.Variable:
+    return tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step')
+
+
+class BareLoop:
+    """Variant 1: the step called in a loop, nothing else."""
+
+    def __init__(self, workdir: str):
+        del workdir
+        self.model = Model(_new_global_step())
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        train_step = self.model.train_step
+        for _ in range(warmup_steps):
+            train_step()
+        return workload.time_steps_with_cpu(train_step, steps)
+
+
+class HandWrittenTF2:
+    """Variant 2: the naive TF2 equivalent of v1's default hooks, written out by hand."""
+
+    def __init__(self, workdir: str):
+        self.model = Model(_new_global_step())
+        self.directory = os.path.join(workdir, 'hand_written_tf2')
+        self.manager = tf.train.CheckpointManager(
+            self.model.checkpoint(global_step=self.model.global_step), self.directory, max_to_keep=5)
+        self.writer = tf.summary.create_file_writer(self.directory)
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        global_step, writer, manager = self.model.global_step, self.writer, self.manager
+        train_step = self.model.train_step
+        manager.save(checkpoint_number=int(global_step.numpy()))
+        state = {'last_save_time': time.time(), 'rate_time': time.time(), 'rate_step': int(global_step.numpy())}
+
+        def one_step():
+            with writer.as_default(step=global_step), tf.summary.record_if(
+                    lambda: global_step % workload.SUMMARY_EVERY_STEPS == 0):
+                train_step()
+            step = int(global_step.numpy())
+            if step % workload.STEP_RATE_EVERY_STEPS == 0:
+                now = time.time()
+                steps_per_sec = (step - state['rate_step']) / (now - state['rate_time'])
+                with writer.as_default(step=step):
+                    tf.summary.scalar('global_step/sec', steps_per_sec)
+                state['rate_time'], state['rate_step'] = now, step
+            if time.time() - state['last_save_time'] >= workload.CHECKPOINT_EVERY_SECS:
+                manager.save(checkpoint_number=step)
+                state['last_save_time'] = time.time()
+
+        for _ in range(warmup_steps):
+            one_step()
+        result = workload.time_steps_with_cpu(one_step, steps)
+        manager.save(checkpoint_number=int(global_step.numpy()))
+        writer.flush()
+        return result
+
+
+class CompatMTS:
+    """Variant 3: compat_mts's `MonitoredTrainingSession` with its v1 default hooks."""
+
+    def __init__(self, workdir: str):
+        mts.reset_global_step()
+        self.model = Model(mts.get_or_create_global_step())
+        self.saver = self.model.checkpoint()
+        self.directory = os.path.join(workdir, 'compat_mts')
+
+    def session(self) -> mts.MonitoredSession:
+        mts.set_global_step(self.model.global_step)
+        return mts.MonitoredTrainingSession(checkpoint_dir=self.directory, scaffold=mts.Scaffold(saver=self.saver))
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        with self.session() as session:
+            run_train_step = functools.partial(session.run, self.model.train_step)
+            for _ in range(warmup_steps):
+                run_train_step()
+            return workload.time_steps_with_cpu(run_train_step, steps)
+
+    def count_step_reads(self, steps: int) -> collections.Counter:
+        """How many times the session reads the global step to the host on each run, as {reads: runs}.
+
+        Counts calls of `compat_mts.global_step.read_value`, through which the session, the fetch model
+        and the built-in hooks read the step (`STALE_GLOBAL_STEP`, `session.run(global_step)`).
+        """
+        reads = [0]
+        original = global_step_lib.read_value
+
+        def counting_read_value(variable):
+            reads[0] += 1
+            return original(variable)
+
+        reads_per_run = collections.Counter()
+        global_step_lib.read_value = counting_read_value
+        try:
+            with self.session() as session:
+                for _ in range(steps):
+                    before = reads[0]
+                    session.run(self.model.train_step)
+                    reads_per_run[reads[0] - before] += 1
+        finally:
+            global_step_lib.read_value = original
+        return reads_per_run
+
+
+class V1GraphModeChild:
+    """Variant 4, driven in a child process: one `run` line on its stdin, one timed repeat back."""
+
+    def __init__(self, warmup_steps: int, steps: int, stderr_path: str):
+        self._stderr = open(stderr_path, 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
+        self._process = subprocess.Popen(  # pylint: disable=consider-using-with
+            [sys.executable, os.path.join(BENCHMARKS_DIR, 'v1_graph_mode.py'), '--serve',
+             '--warmup', str(warmup_steps), '--steps', str(steps)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.tensorflow_version: str | None = None
+
+    def wait_until_ready(self) -> None:
+        self.tensorflow_version = self._read()['tensorflow']
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        del warmup_steps, steps  # Fixed when the child was started.
+        self._process.stdin.write('run\n')
+        self._process.stdin.flush()
+        result = self._read()
+        return {**result, 'step_times_s': np.asarray(result['step_times_s'])}
+
+    def _read(self) -> dict:
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.wait()
+            self._stderr.seek(0)
+            raise RuntimeError(f'v1_graph_mode.py exited with status {self._process.returncode}:\n'
+                               f'{self._stderr.read()[-4000:]}')
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.write('quit\n')
+            self._process.stdin.close()
+            self._process.wait(timeout=60)
+        self._stderr.close()
+
+
+def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_reads_steps: int) -> dict:
+    """Builds the four variants, runs `repeats` interleaved rounds and returns the results as a dict."""
+    workdir = tempfile.mkdtemp(prefix='session_overhead_')
+    child = V1GraphModeChild(warmup_steps, steps, os.path.join(workdir, 'v1_graph_mode.stderr'))
+    try:
+        variants: dict[str, object] = {'bare_loop': BareLoop(workdir), 'hand_written_tf2': HandWrittenTF2(workdir),
+                                       'compat_mts': CompatMTS(workdir), 'v1_graph_mode': child}
+        child.wait_until_ready()
+        load_before = os.getloadavg()
+        repeat_means: dict[str, list[float]] = {name: [] for name in VARIANTS}
+        repeat_cpu_means: dict[str, list[float]] = {name: [] for name in VARIANTS}
+        step_times: dict[str, list[np.ndarray]] = {name: [] for name in VARIANTS}
+        started = time.perf_counter()
+        for round_index in range(repeats):
+            rotation = round_index % len(VARIANTS)
+            for name in VARIANTS[rotation:] + VARIANTS[:rotation]:
+                gc.collect()
+                timing = variants[name].run_repeat(warmup_steps, steps)
+                repeat_means[name].append(timing['mean_step_s'])
+                repeat_cpu_means[name].append(timing['cpu_step_s'])
+                step_times[name].append(timing['step_times_s'])
+            print(f'round {round_index + 1}/{repeats}: ' + ', '.join(
+                f'{name} {repeat_means[name][-1] * 1e6:.0f} us' for name in VARIANTS), file=sys.stderr)
+        elapsed_s = time.perf_counter() - started
+        load_after = os.getloadavg()
+        reads_per_run = variants['compat_mts'].count_step_reads(count_reads_steps) if count_reads_steps else None
+        tensorflow_in_child = child.tensorflow_version
+    finally:
+        child.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    results = {name: workload.summarize_step_times(repeat_means[name], np.concatenate(step_times[name]),
+                                                   repeat_cpu_means[name])
+               for name in VARIANTS}
+
+    def ratios(name: str, baseline: str) -> dict[str, float]:
+        """`name` over `baseline`: medians of the per-round ratios of means and CPU, and the ratio of p50s."""
+        return {
+            'mean': float(np.median(np.asarray(repeat_means[name]) / np.asarray(repeat_means[baseline]))),
+            'p50': results[name]['p50_step_s'] / results[baseline]['p50_step_s'],
+            'cpu': float(np.median(np.asarray(repeat_cpu_means[name]) / np.asarray(repeat_cpu_means[baseline]))),
+        }
+
+    for name in VARIANTS:
+        results[name]['ratios_to_bare_loop'] = ratios(name, 'bare_loop')
+    return {
+        'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+        'command': ' '.join([os.path.basename(sys.executable)] + sys.argv),
+        'tensorflow': tf.__version__,
+        'tensorflow_v1_child': tensorflow_in_child,
+        'python': platform.python_version(),
+        'machine': f'{platform.machine()}, {os.cpu_count()} CPUs',
+        'load_average_before': load_before,
+        'load_average_after': load_after,
+        'timed_loop_seconds': elapsed_s,
+        'steps': steps, 'repeats': repeats, 'warmup_steps': warmup_steps,
+        'variants': results,
+        'compat_mts_over_hand_written_tf2': ratios('compat_mts', 'hand_written_tf2'),
+        'compat_mts_over_v1_graph_mode': ratios('compat_mts', 'v1_graph_mode'),
+        'compat_mts_global_step_reads_per_run': (
+            {str(reads): runs for reads, runs in sorted(reads_per_run.items())} if reads_per_run else None),
+        'compat_mts_global_step_reads_counted_over_runs': count_reads_steps,
+    }
+
+
+def format_table(report: dict) -> str:
+    """The results as a Markdown table, followed by the compat_mts ratios and the step-read count."""
+    lines = [
+        '| variant | per-step µs (median of repeat means) | repeat means min-max µs | p50 µs | p99 µs | steps/s '
+        '| × bare loop | × bare (p50) | CPU µs/step | × bare (CPU) |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ]
+    for name in VARIANTS:
+        result = report['variants'][name]
+        median = result['median_of_repeat_means_s']
+        ratios = result['ratios_to_bare_loop']
+        lines.append(
+            f"| {LABELS[name]} | {median * 1e6:.1f} | {min(result['repeat_means_s']) * 1e6:.0f}-"
+            f"{max(result['repeat_means_s']) * 1e6:.0f} | {result['p50_step_s'] * 1e6:.1f} "
+            f"| {result['p99_step_s'] * 1e6:.1f} | {1 / median:.0f} | {ratios['mean']:.3f} | {ratios['p50']:.3f} "
+            f"| {result['median_cpu_per_step_s'] * 1e6:.1f} | {ratios['cpu']:.3f} |")
+    lines.append('')
+    for key, label in (('compat_mts_over_hand_written_tf2', 'compat_mts / hand-written TF2:'),
+                       ('compat_mts_over_v1_graph_mode', 'compat_mts / v1 graph mode:   ')):
+        ratios = report[key]
+        lines.append(f"{label} {ratios['mean']:.3f}   (p50: {ratios['p50']:.3f}, CPU: {ratios['cpu']:.3f})")
+    reads = report['compat_mts_global_step_reads_per_run']
+    if reads:
+        counted = report['compat_mts_global_step_reads_counted_over_runs']
+        usual = max(reads, key=reads.get)
+        lines.append(f'compat_mts host reads of the global step per run: {usual} on most runs '
+                     f'(reads: runs over {counted} runs = {reads})')
+        if set(reads) == {'0'}:
+            lines.append('  (none counted: compat_mts may now read the step other than through '
+                         'compat_mts.global_step.read_value, which is what is counted)')
+    return '\n'.join(lines)
+
+
+def _check_finite(report: dict) -> None:
+    for name in VARIANTS:
+        for key, value in report['variants'][name].items():
+            values = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else [value]
+            if not all(math.isfinite(v) for v in values):
+                raise RuntimeError(f'{name}: {key} is not finite: {value!r}')
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--steps', type=int, default=2000,
+                        help='timed steps per repeat of each variant (default: %(default)s)')
+    parser.add_argument('--repeats', type=int, default=15,
+                        help='interleaved rounds, each timing every variant once (default: %(default)s)')
+    parser.add_argument('--warmup', type=int, default=100,
+                        help='untimed steps at the start of each repeat (default: %(default)s)')
+    parser.add_argument('--count-reads-steps', type=int, default=300,
+                        help='runs over which compat_mts\'s host reads of the global step are counted, '
+                             '0 to skip (default: %(default)s)')
+    parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.count_reads_steps < 0:
+        parser.error('--steps and --repeats must be positive, --warmup and --count-reads-steps non-negative.')
+
+    report = run_benchmark(args.steps, args.repeats, args.warmup, args.count_reads_steps)
+    _check_finite(report)
+    print(f"{report['date']}  TensorFlow {report['tensorflow']}  Python {report['python']}  {report['machine']}")
+    print(f"{args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up) per variant; "
+          f"load average {report['load_average_before'][0]:.2f} before, {report['load_average_after'][0]:.2f} after")
+    print()
+    print(format_table(report))
+    if args.out:
+        with open(args.out, 'w', encoding='utf-8') as file:
+            json.dump(report, file, indent=2)
+            file.write('\n')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,89 @@
+"""The benchmarks' shared parts: the workload (a tiny 2-layer MLP on a fixed batch) and the step timer.
+
+The model (32 -> 64 -> 1, batch 32, SGD) is deliberately small, so that a step costs a few hundred
+microseconds on a CPU and the per-step host work of the training loop around it shows. Both benchmark
+processes (the eager one and the v1 graph-mode child) build it from the same NumPy arrays, so every
+variant trains the same model from the same starting weights on the same data. This module imports
+NumPy only: the v1 child must be able to import it before it turns eager execution off.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+INPUT_SIZE = 32
+HIDDEN_SIZE = 64
+BATCH_SIZE = 32
+LEARNING_RATE = 0.01
+SEED = 0
+
+# What v1's MonitoredTrainingSession defaults to, and what the hand-written TF2 loop copies.
+SUMMARY_EVERY_STEPS = 100
+STEP_RATE_EVERY_STEPS = 100
+CHECKPOINT_EVERY_SECS = 600
+
+
+def synthetic_batch() -> tuple[np.ndarray, np.ndarray]:
+    """The fixed `(features, targets)` batch, float32, shapes `(32, 32)` and `(32, 1)`."""
+    rng = np.random.default_rng(SEED)
+    features = rng.standard_normal((BATCH_SIZE, INPUT_SIZE)).astype(np.float32)
+    targets = (features.sum(axis=1, keepdims=True) / INPUT_SIZE).astype(np.float32)
+    return features, targets
+
+
+def initial_weights() -> dict[str, np.ndarray]:
+    """Glorot-uniform kernels and zero biases, by name (`kernel_1`, `bias_1`, `kernel_2`, `bias_2`)."""
+    rng = np.random.default_rng(SEED + 1)
+
+    def glorot(fan_in: int, fan_out: int) -> np.ndarray:
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        return rng.uniform(-limit, limit, size=(fan_in, fan_out)).astype(np.float32)
+
+    return {
+        'kernel_1': glorot(INPUT_SIZE, HIDDEN_SIZE),
+        'bias_1': np.zeros(HIDDEN_SIZE, np.float32),
+        'kernel_2': glorot(HIDDEN_SIZE, 1),
+        'bias_2': np.zeros(1, np.float32),
+    }
+
+
+def summarize_step_times(repeat_means: list[float], step_times: np.ndarray, repeat_cpu_means: list[float]) -> dict:
+    """Median and spread of the per-repeat mean step times, percentiles of individual steps, and the median
+    per-repeat process CPU time per step (seconds)."""
+    return {
+        'median_of_repeat_means_s': float(np.median(repeat_means)),
+        'repeat_means_s': [float(mean) for mean in repeat_means],
+        'p50_step_s': float(np.percentile(step_times, 50)),
+        'p99_step_s': float(np.percentile(step_times, 99)),
+        'steps_timed': int(step_times.size),
+        'median_cpu_per_step_s': float(np.median(repeat_cpu_means)),
+        'repeat_cpu_means_s': [float(mean) for mean in repeat_cpu_means],
+    }
+
+
+def time_steps(run_one_step: Callable[[], object], steps: int) -> tuple[float, np.ndarray]:
+    """Runs `run_one_step` `steps` times; returns the mean seconds per step (wall time of the whole loop
+    over `steps`) and each step's own duration."""
+    clock = time.perf_counter
+    durations = np.empty(steps)
+    loop_start = clock()
+    for index in range(steps):
+        start = clock()
+        run_one_step()
+        durations[index] = clock() - start
+    return (clock() - loop_start) / steps, durations
+
+
+def time_steps_with_cpu(run_one_step: Callable[[], object], steps: int) -> dict:
+    """`time_steps`, plus the CPU time of the whole process (all its threads) per step.
+
+    CPU time is less disturbed than wall time when other processes compete for the cores. Returns
+    `{'mean_step_s', 'cpu_step_s', 'step_times_s'}` (the last a NumPy array).
+    """
+    cpu_start = time.process_time()
+    mean_step_s, step_times = time_steps(run_one_step, steps)
+    return {'mean_step_s': mean_step_s, 'cpu_step_s': (time.process_time() - cpu_start) / steps,
+            'step_times_s': step_times}

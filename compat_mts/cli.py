@@ -1,0 +1,92 @@
+"""The `compat-mts` command line: one subcommand per job a migrating user does from a terminal.
+
+Each subcommand is a `_run_<name>(args) -> int` function that calls into the library; parsing and
+dispatch stay here, the work lives in the modules (`demo.py`, ...). A subcommand imports its module when
+it runs, so TensorFlow is loaded only by the subcommands that need it and `--help` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from compat_mts import check
+
+from absl import logging
+
+DEFAULT_DEMO_DIRECTORY = 'compat-mts-demo'
+DEFAULT_DEMO_STEPS = 400
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be a positive integer, got {text!r}')
+    return value
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from compat_mts import demo  # Imports TensorFlow, which only this subcommand needs.
+
+    if args.verbose:
+        logging.set_verbosity(logging.INFO)
+    demo.run_demo(args.dir, args.steps)
+    return 0
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from compat_mts import legacy  # Imports TensorFlow, which only this subcommand needs.
+
+    try:
+        written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to)
+    except ValueError as error:
+        print(f'compat-mts convert: {error}', file=sys.stderr)
+        return 2
+    print('\n'.join(written))
+    return 0
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+            prog='compat-mts',
+            description='Run tf.compat.v1.train.MonitoredTrainingSession programs eagerly on TensorFlow 2.')
+    subcommands = parser.add_subparsers(dest='command', metavar='COMMAND')
+    subcommands.required = True
+
+    demo_parser = subcommands.add_parser(
+            'demo',
+            help='train a small model with a v1-style session loop, eagerly; run again to resume',
+            description=(
+                    'Train a small Keras regression model on synthetic data with a v1-style '
+                    'MonitoredTrainingSession loop, run eagerly. Checkpoints (model.ckpt-<step>) and '
+                    'TensorBoard events go to DIR. Each run trains STEPS more steps: a second run '
+                    'restores the latest checkpoint in DIR and continues from its global step.'))
+    demo_parser.add_argument('--dir', default=DEFAULT_DEMO_DIRECTORY,
+                             help='checkpoint and event directory (default: ./%(default)s)')
+    demo_parser.add_argument('--steps', type=_positive_int, default=DEFAULT_DEMO_STEPS,
+                             help='steps to train in this run (default: %(default)s)')
+    demo_parser.add_argument('--verbose', action='store_true',
+                             help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...)")
+    demo_parser.set_defaults(run=_run_demo)
+
+    convert_parser = subcommands.add_parser(
+            'convert', help='convert a checkpoint directory between v1 name-based and TF2 object-based files',
+            description=('Rewrite every checkpoint listed in SRC_DIR into DST_DIR (new or empty), keeping steps, '
+                         'names and values: --to object for tf.train.Checkpoint, --to name for '
+                         'tf.compat.v1.train.Saver and compat_mts.wrap_graph programs.'))
+    convert_parser.add_argument('src_dir', help='directory with a `checkpoint` state file')
+    convert_parser.add_argument('dst_dir', help='directory to write the converted checkpoints to')
+    convert_parser.add_argument('--to', choices=('object', 'name'), required=True, help='the format to write')
+    convert_parser.set_defaults(run=_run_convert)
+    check.add_check_command(subcommands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the `compat-mts` command with `argv` (default: `sys.argv[1:]`) and returns its exit status."""
+    args = _build_parser().parse_args(argv)
+    return args.run(args)

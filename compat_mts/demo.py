@@ -1,0 +1,148 @@
+"""The `compat-mts demo` training run: a v1-style session loop, eagerly, on synthetic data.
+
+The demo is the program a TF1 user knows: a global step, a `Scaffold` with a saver, `StopAtStepHook` and
+`LoggingTensorHook`, `MonitoredTrainingSession` with a checkpoint directory and its default hooks (step
+counter, summaries, checkpoints), and `while not sess.should_stop(): sess.run(train_op, feed_dict=...)`.
+Only the model is TF2: a small Keras MLP and a `tf.function` step. Nothing is downloaded; the regression
+data is generated with NumPy. Each run trains `steps` more steps, so running it again resumes from the
+checkpoint the previous run left behind.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+import compat_mts as mts
+
+_FEATURES = 8
+_BATCH_SIZE = 64
+_EXAMPLES = 4096
+_PROGRESS_EVERY = 100
+
+
+def _synthetic_regression() -> tuple[np.ndarray, np.ndarray]:
+    """A fixed, smooth regression problem: the same examples on every run, so resumed runs keep improving."""
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(_EXAMPLES, _FEATURES)).astype(np.float32)
+    weights = rng.normal(size=(_FEATURES, 1)).astype(np.float32)
+    targets = np.sin(features @ weights) + 0.1 * features[:, :1] ** 2
+    targets += 0.05 * rng.normal(size=targets.shape)
+    return features, targets.astype(np.float32)
+
+
+def _checkpoint_prefixes(directory: str) -> list[str]:
+    """The checkpoint prefixes listed in `directory`'s `checkpoint` state file, oldest first."""
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return []
+    return [os.path.join(directory, os.path.basename(path)) for path in state.all_model_checkpoint_paths]
+
+
+def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print) -> dict:
+    """Trains `steps` more steps of the demo model, checkpointing and writing summaries under `directory`.
+
+    A first run starts at global step 0; a later run with the same `directory` restores the latest checkpoint
+    there and continues from its global step.
+
+    Args:
+        directory: Where checkpoints (`model.ckpt-<step>`) and TensorBoard events are written. Created if missing.
+        steps: How many steps this run trains (`StopAtStepHook(num_steps=steps)`), a positive integer.
+        out: Called with each line of the report the demo prints.
+
+    Returns:
+        A dict with `directory` (absolute), `resumed` (bool), `start_step`, `final_step`, `final_loss`,
+        `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest first), `event_files` and
+        `seconds` (wall time of the training loop).
+
+    Raises:
+        ValueError: `steps` is not a positive integer.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+        raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
+    directory = os.path.abspath(directory)
+    out(f'Writing checkpoints and TensorBoard events to {directory}')
+    previous_checkpoint = tf.train.latest_checkpoint(directory)
+
+    features, targets = _synthetic_regression()
+    mts.reset_global_step()
+    global_step = mts.get_or_create_global_step()
+    model = tf.keras.Sequential([
+            tf.keras.Input(shape=(_FEATURES,)),
+            tf.keras.layers.Dense(32, activation='relu'),
+            tf.keras.layers.Dense(32, activation='relu'),
+            tf.keras.layers.Dense(1),
+    ])
+    optimizer = tf.keras.optimizers.Adam(1e-2)
+    # Create the optimizer's slots now, so the restore on session creation finds every variable.
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(input_signature=[
+            tf.TensorSpec([None, _FEATURES], tf.float32),
+            tf.TensorSpec([None, 1], tf.float32),
+    ])
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        global_step.assign_add(1)
+        # Recorded every `save_summaries_steps` by the default SummarySaverHook, stamped with the global step.
+        tf.summary.scalar('loss', loss)
+        return {'loss': loss}
+
+    scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
+    hooks = [
+            mts.StopAtStepHook(num_steps=steps),
+            mts.LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=_PROGRESS_EVERY),
+    ]
+
+    started = time.monotonic()
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory,
+                                      scaffold=scaffold,
+                                      hooks=hooks,
+                                      save_checkpoint_steps=100,
+                                      save_summaries_steps=50,
+                                      log_step_count_steps=100) as sess:
+        start_step = int(global_step.numpy())
+        if previous_checkpoint:
+            out(f'Resumed from step {start_step} ({previous_checkpoint})')
+        else:
+            out(f'Started fresh at step {start_step}')
+        out(f'Training {steps} steps, to global step {start_step + steps}')
+        # A different stream of batches on every run, so a resumed run does not replay the previous one.
+        batches = np.random.default_rng(start_step)
+        loss = float('nan')
+        while not sess.should_stop():
+            batch = batches.integers(0, _EXAMPLES, size=_BATCH_SIZE)
+            results = sess.run(train_step, feed_dict={'x': features[batch], 'y': targets[batch]})
+            loss = float(results['loss'])
+            step = int(global_step.numpy())
+            if step % _PROGRESS_EVERY == 0:
+                out(f'  step {step:6d}  loss {loss:.4f}')
+    seconds = time.monotonic() - started
+    final_step = int(global_step.numpy())
+
+    checkpoints = _checkpoint_prefixes(directory)
+    event_files = sorted(glob.glob(os.path.join(directory, 'events.out.tfevents.*')), key=os.path.getmtime)
+    out(f'Finished at step {final_step}, loss {loss:.4f} ({final_step - start_step} steps in {seconds:.1f} s)')
+    out('Checkpoints kept: ' + ', '.join(os.path.basename(prefix) for prefix in checkpoints))
+    if event_files:
+        out(f'Event file: {event_files[-1]}')
+    out(f'See the loss curve: tensorboard --logdir {directory}')
+    out(f'Run the same command again to continue from step {final_step}.')
+    return {
+            'directory': directory,
+            'resumed': bool(previous_checkpoint),
+            'start_step': start_step,
+            'final_step': final_step,
+            'final_loss': loss,
+            'checkpoints': checkpoints,
+            'event_files': event_files,
+            'seconds': seconds,
+    }

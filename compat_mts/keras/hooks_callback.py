@@ -1,0 +1,283 @@
+"""`HooksCallback`: SessionRunHooks inside `model.fit`, as one Keras callback."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from compat_mts import checkpoints
+from compat_mts import fetches as fetches_lib
+from compat_mts import global_step as global_step_lib
+from compat_mts import summary as summary_lib
+from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.hooks.checkpoint import CheckpointSaverHook
+from compat_mts.hooks.stop import StopAtStepHook
+from compat_mts.keras import _model
+from compat_mts.monitored_session import _check_hooks
+from compat_mts.scaffold import Scaffold
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+
+_V1_HOOK = tf.compat.v1.train.SessionRunHook
+_NO_CALLER_FETCHES = SessionRunArgs(None)
+_STOP_GRACE_PERIOD_SECS = 120  # v1's default `stop_grace_period_secs`.
+
+
+def _runs_per_batch(hook: Any) -> bool:
+    """Whether `hook` does anything around a run (overrides `before_run` or `after_run`)."""
+    hook_class = type(hook)
+    return hook_class.before_run is not _V1_HOOK.before_run or hook_class.after_run is not _V1_HOOK.after_run
+
+
+class FitSession:
+    """What hooks get as "the session" inside `model.fit`: `run(fetches)` without hooks, on the last batch.
+
+    A fetch is what it is in a session (`compat_mts.fetches`), except that a string name is looked up
+    first in the logs of the last batch (`'loss'`), then among the model's variables
+    (`'sequential/dense/kernel'`), then among the registered variables (`'global_step'`).
+    `STALE_GLOBAL_STEP` is the step before the current execution.
+    """
+
+    graph = None
+
+    def __init__(self, variables: dict[str, tf.Variable]):
+        self._variables = variables
+        self.logs: dict = {}
+        self.stale_step: int | None = None
+
+    def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
+        """Returns the values of `fetches` (same structure, NumPy values).
+
+        Raises:
+          ValueError: `feed_dict` is given: inside `model.fit` there is no step callable to feed.
+          KeyError: a name is neither a log, a model variable nor a registered variable.
+        """
+        del options, run_metadata
+        if feed_dict:
+            raise ValueError(
+                f'Inside model.fit there is no step to feed, so hooks cannot feed {sorted(map(str, feed_dict))}; '
+                'feed the data through the dataset given to fit, or keep the hook in a session loop.')
+        if isinstance(fetches, (list, tuple, dict)):
+            return tf.nest.map_structure(self._resolve, fetches)
+        return self._resolve(fetches)
+
+    def _resolve(self, fetch: Any) -> Any:
+        if fetch is STALE_GLOBAL_STEP:
+            return self.stale_step
+        if isinstance(fetch, str):
+            name = fetch[:-2] if fetch.endswith(':0') else fetch
+            if name in self.logs:
+                return _log_value(self.logs[name])
+            if name in self._variables:
+                return global_step_lib.read_value(self._variables[name])
+            try:
+                return fetches_lib.run_fetches(fetch)
+            except KeyError:
+                raise KeyError(
+                    f'Fetch name {fetch!r} is neither a log of the batch, a variable of the model nor a '
+                    f'registered variable. Logs: {sorted(self.logs)}. Model variables: {sorted(self._variables)}. '
+                    f'Global step: {global_step_lib.GLOBAL_STEP_NAME!r}.') from None
+        return fetches_lib.run_fetches(fetch)
+
+
+def _log_value(value: Any) -> Any:
+    """A log value as NumPy. Keras 3 hands logs over as Python floats made from float32 metrics; they go
+    back to float32 (exactly), so hooks print `loss = 0.25` as v1 did, not `0.25000000372529`."""
+    if isinstance(value, float):
+        single = np.float32(value)
+        return single if float(single) == value else np.float64(value)
+    return fetches_lib.to_numpy(value)
+
+
+class HooksCallback(tf.keras.callbacks.Callback):
+    """Runs SessionRunHooks inside `model.fit`: the fit loop plays the part of the session.
+
+    Stage 3 of a migration: the `while not session.should_stop()` loop becomes `model.fit`, and the hooks
+    of the session go into one callback, unchanged. The hook protocol maps onto the fit loop as follows:
+
+    - `begin()` and `after_create_session(session, coord)` at `on_train_begin`; in between, the latest
+      checkpoint of a `CheckpointSaverHook`'s directory is restored (model weights, optimizer slots and
+      `iterations`), so a second `fit` resumes where the first stopped;
+    - `before_run`/`after_run` around each execution of the train function (each batch, or each
+      `steps_per_execution` batches), `end(session)` at `on_train_end`;
+    - `run_context.request_stop()` sets `model.stop_training`;
+    - the global step is `model.optimizer.iterations`, registered under the name `global_step` while
+      `fit` runs (so `StepCounterHook` writes `global_step/sec`), and the previous registration is put back
+      at `on_train_end`;
+    - fetches are what they are in a session; a name resolves to the batch logs (`'loss'`), then to the
+      model's variables, then to the registered ones (see `FitSession`);
+    - `CheckpointSaverHook` without `saver` or `scaffold` saves `tf.train.Checkpoint(model=model,
+      optimizer=model.optimizer)` plus the global step, as `model.ckpt-<iterations>`: the layout of a
+      stage 2 session that used the same `Scaffold(saver=...)`, so each stage resumes the other's
+      checkpoints;
+    - `SummarySaverHook` records the `tf.summary` calls of the model's train step on its trigger steps
+      (the train function is traced again at `on_train_begin`, under the hook's writer).
+
+    With `steps_per_execution=K`, the hooks run once per execution, learn K (`_set_steps_per_run`, as v1's
+    Estimator told them) and see the global step jump by K; an execution that would pass a
+    `StopAtStepHook`'s `last_step` is shortened to stop exactly there.
+
+    Keras decides per callback whether its batch methods need calling: tf-keras skips the batch hooks
+    (and their log conversion) when no callback implements them, and Keras 3 keeps its asynchronous
+    batch-end dispatch (on backends that have it) when none overrides them. So this callback overrides
+    them only when a hook needs them (overrides `before_run` or `after_run`): a hook set that does nothing
+    per batch costs nothing per batch. Per-batch hooks cost one host read of the global step per
+    execution, as they cost one per run in a session.
+
+    Differences from a session, because Keras decides: `end()` is not called when `fit` raises (Keras
+    calls no `on_train_end` then, as v1's `with` block skipped `end()`); a `feed_dict` from a hook
+    raises; `graph.pbtxt` is not written.
+
+    Example:
+
+    ```python
+    model.fit(dataset, epochs=10, steps_per_epoch=100, callbacks=[compat_mts.keras.HooksCallback([
+        compat_mts.StopAtStepHook(last_step=1000),
+        compat_mts.CheckpointSaverHook(checkpoint_dir, save_steps=100)])])
+    ```
+
+    Args:
+      hooks: the `SessionRunHook`s (compat_mts hooks, or the user's own `tf.compat.v1.train.SessionRunHook`
+        subclasses).
+
+    Raises:
+      TypeError: `hooks` is not a list of SessionRunHooks, or holds a graph-mode `tf.compat.v1.train`
+        hook (the message names the compat_mts replacement).
+      ValueError: at `on_train_begin`, when the model has no optimizer.
+    """
+
+    _supports_tf_logs = True  # tf-keras: hand the logs over as tensors; only what a hook fetches is converted.
+
+    def __init__(self, hooks: Sequence):
+        super().__init__()
+        self._hooks = _check_hooks(hooks, 'hooks')
+        self._batch_hooks = [hook for hook in self._hooks if _runs_per_batch(hook)]
+        self._stop_hooks = [hook for hook in self._hooks if isinstance(hook, StopAtStepHook)]
+        self._checkpoint_hooks = [hook for hook in self._hooks if isinstance(hook, CheckpointSaverHook)]
+        if self._batch_hooks:
+            # Bound on the instance, so that Keras's `is_default` checks see batch methods only when a hook
+            # needs them.
+            self.on_train_batch_begin = self._before_run
+            self.on_train_batch_end = self._after_run
+        self._session: FitSession | None = None
+
+    def on_train_begin(self, logs=None):
+        if not self._hooks:
+            return
+        model = self.model
+        if getattr(model, 'optimizer', None) is None:
+            raise ValueError(
+                'HooksCallback needs the model\'s optimizer: its `iterations` is the global step the hooks '
+                'count. Compile the model with an optimizer: model.compile(optimizer=..., loss=...).')
+        _model.build_optimizer(model)
+        self._previous_step = global_step_lib.get_global_step()
+        self._previous_step_name = (
+            global_step_lib.step_name(self._previous_step) if self._previous_step is not None else None)
+        step = global_step_lib.set_global_step(
+            model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
+        self._recorders = []
+        try:
+            self._begin(model, step)
+        except BaseException:  # Leave the process as fit found it: no summary defaults, no step registered.
+            for recorder in self._recorders:
+                recorder.deactivate()
+            self._put_back_previous_step()
+            raise
+
+    def _begin(self, model, step: tf.Variable) -> None:
+        """`begin()`, restore, `after_create_session()`: what a session does when it is created."""
+        self._read_step = global_step_lib.step_reader(step)
+        self._steps_per_execution = _model.steps_per_execution(model)
+        self._execution = _model.ExecutionLength(model)
+        for hook in self._hooks:  # Also 1: a CheckpointSaverHook then re-reads the step only when it may save.
+            if hasattr(hook, '_set_steps_per_run'):
+                hook._set_steps_per_run(self._steps_per_execution)  # pylint: disable=protected-access
+        state = Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=model.optimizer))
+        for hook in self._checkpoint_hooks:
+            hook._set_default_scaffold(state)  # pylint: disable=protected-access
+        session = FitSession(_model.variables_by_name(model))
+        self._options = tf.compat.v1.RunOptions()
+        self._run_metadata = tf.compat.v1.RunMetadata()
+        for hook in self._hooks:
+            hook.begin()
+        self._recorders = summary_lib.take_requested()
+        self._restore_latest_checkpoint()
+        for recorder in self._recorders:
+            recorder.activate()
+        if self._recorders:
+            model.make_train_function(force=True)  # Traced anew, under the recorders' writers.
+        self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
+        for hook in self._hooks:
+            hook.after_create_session(session, self._coord)
+        self._session = session
+
+    def _restore_latest_checkpoint(self) -> None:
+        """Restores the newest checkpoint of the first `CheckpointSaverHook` directory that has one."""
+        for hook in self._checkpoint_hooks:
+            if checkpoints.restore_latest(hook.checkpoint, hook.checkpoint_dir) is not None:
+                return
+
+    def _before_run(self, batch, logs=None):
+        del batch, logs
+        session = self._session
+        session.stale_step = self._read_step()
+        self._shorten_execution_to_last_step(session.stale_step)
+        context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
+        requests = []
+        for hook in self._batch_hooks:
+            request = hook.before_run(context)
+            if request is not None and request.feed_dict:
+                raise ValueError(
+                    f'{type(hook).__name__}.before_run returned a feed_dict, but inside model.fit there is no '
+                    'step to feed; feed the data through the dataset given to fit.')
+            requests.append(None if request is None else request.fetches)
+        self._context = context
+        self._requests = requests
+
+    def _shorten_execution_to_last_step(self, step: int) -> None:
+        if self._steps_per_execution == 1:
+            return
+        last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
+        steps_left = min(last_steps) - step if last_steps else self._steps_per_execution
+        if 0 < steps_left < self._steps_per_execution:
+            self._execution.shorten(steps_left)
+
+    def _after_run(self, batch, logs=None):
+        del batch
+        session = self._session
+        session.logs = logs or {}
+        self._execution.restore()
+        results = [None if fetches is None else session.run(fetches) for fetches in self._requests]
+        context = self._context
+        for hook, result in zip(self._batch_hooks, results):
+            hook.after_run(context, SessionRunValues(
+                results=result, options=self._options, run_metadata=self._run_metadata))
+        if context.stop_requested:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self._session is None:
+            return
+        session, self._session = self._session, None
+        if logs:
+            session.logs = logs
+        try:
+            for hook in self._hooks:
+                hook.end(session)
+        finally:
+            try:
+                self._coord.request_stop()
+                self._coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
+            finally:
+                for recorder in self._recorders:
+                    recorder.deactivate()
+                summary_lib.flush_all()
+                self._put_back_previous_step()
+
+    def _put_back_previous_step(self) -> None:
+        """Registers again the global step that was registered before `fit` (or none)."""
+        if self._previous_step is None:
+            global_step_lib.reset_global_step()
+        else:
+            global_step_lib.set_global_step(self._previous_step, name=self._previous_step_name)

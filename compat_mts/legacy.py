@@ -1,0 +1,438 @@
+"""Legacy graph code run eagerly: `wrap_graph(build_fn)`, and v1 name-based checkpoints.
+
+Stage 1 of a migration keeps the v1 graph code as it is. `wrap_graph` builds it once in a plain
+`tf.Graph` and imports that graph into a `tf.compat.v1.wrap_function`, which owns the variables in the
+eager context. The session runs the graph v1-style: all graph fetches and feeds of one `run()`, the
+caller's and every hook's, go into one call of a function pruned to exactly those fetches and feeds,
+built once per distinct fetch/feed set and cached.
+
+What the user holds are the plain graph's tensors, ops and variables (`g.outputs` is what `build_fn`
+returned). Tensors of a *function* graph are unhashable in TF2, which would break `feed_dict={x: batch}`;
+a plain graph's are hashable, and the runner maps them to the wrapped function by name.
+
+The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`, `convert_checkpoint`) live in
+`compat_mts.legacy_checkpoints` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from tensorflow.python.eager import context
+from tensorflow.python.framework import meta_graph as meta_graph_lib
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import resource_variable_ops
+
+from compat_mts import fetches as fetches_lib
+from compat_mts import global_step as global_step_lib
+from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNames, NameBasedCheckpoint,
+                                           NameBasedRestoreStatus, RestoreReport, _Entry, convert_checkpoint,
+                                           restore_from_v1)
+
+__all__ = ['wrap_graph', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
+           'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1', 'convert_checkpoint',
+           'wrapped_graph_of_global_step']
+
+_HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
+_NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
+_C_TYPE_NAMES = {tf.float32: 'float', tf.float64: 'double'}  # How v1's error messages name these dtypes.
+_graph_ids = itertools.count()
+_wrapped_graphs: list['WrappedGraph'] = []
+
+
+def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
+    """Builds v1 graph code once and makes its tensors and ops runnable by compat_mts sessions, eagerly.
+
+    `build_fn()` runs once with a fresh plain `tf.Graph` as the default graph, so v1 graph code works
+    as written: placeholders, `tf.compat.v1.get_variable` and variable scopes,
+    `tf.compat.v1.train.*Optimizer.minimize(loss, global_step=...)`, `tf.compat.v1.summary.*`,
+    `tf.compat.v1.data` iterators. Then:
+
+    - the graph is imported into a `tf.compat.v1.wrap_function`; its variables become eager variables
+      owned by the wrapped function, initialized as v1's `global_variables_initializer` and
+      `local_variables_initializer` (and table initializers) would;
+    - the graph's global step (`tf.compat.v1.train.get_or_create_global_step()` or
+      `compat_mts.get_or_create_global_step()` inside `build_fn`) becomes the session's global step;
+    - a session's default checkpoint holds every global variable under its v1 name (what v1's default
+      `Saver` wrote), and its default summary op is `tf.compat.v1.summary.merge_all()` of the graph;
+    - the plain graph is finalized, as v1's `MonitoredSession` finalized it: ops must be created in
+      `build_fn`.
+
+    Differences from v1 (migration_guide/legacy.md lists them all): iterators and tables are created
+    once per `wrap_graph` call and shared by every pruned function; a stateful random op keeps one random
+    stream per distinct fetch/feed set rather than one per graph; reference variables and queue runners
+    are not supported.
+
+    Example:
+
+    ```python
+    def build():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name='x')
+        ...
+        return x, loss, train_op
+    x, loss, train_op = compat_mts.wrap_graph(build).outputs
+    ```
+
+    Args:
+      build_fn: a function without arguments that builds the graph; what it returns is `outputs`.
+
+    Returns:
+      The `WrappedGraph`, registered with the fetch model.
+
+    Raises:
+      TypeError: `build_fn` is not callable, or the graph holds reference (non-resource) variables.
+      ValueError: the graph uses queue runners.
+    """
+    if not callable(build_fn):
+        raise TypeError(f'`build_fn` must be a function that builds the graph, got {type(build_fn).__name__}.')
+    graph = tf.Graph()
+    with graph.as_default():
+        outputs = build_fn()
+        summary_op = tf.compat.v1.summary.merge_all() if graph.get_collection(
+            tf.compat.v1.GraphKeys.SUMMARIES) else None
+    wrapped = WrappedGraph(graph, outputs, summary_op)
+    fetches_lib.register_graph_runner(wrapped)
+    _wrapped_graphs.append(wrapped)
+    if wrapped.global_step is not None:
+        global_step_lib.set_global_step(wrapped.global_step)
+    return wrapped
+
+
+def wrapped_graph_of_global_step() -> 'WrappedGraph | None':
+    """The wrapped graph whose global step is the registered one: the graph of the current program.
+
+    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from. Tied to the global step,
+    so that `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
+    """
+    step = global_step_lib.get_global_step()
+    if step is None:
+        return None
+    for wrapped in reversed(_wrapped_graphs):
+        if wrapped.global_step is step:
+            return wrapped
+    return None
+
+
+class _Feed:
+    """A placeholder (or other tensor) fed in a plan: the key the caller used, and what v1 checked."""
+
+    __slots__ = ('key', 'name', 'numpy_dtype', 'dtype', 'shape')
+
+    def __init__(self, key: Any, tensor: tf.Tensor):
+        self.key = key
+        self.name = tensor.name
+        self.numpy_dtype = tensor.dtype.as_numpy_dtype
+        self.dtype = tensor.dtype
+        self.shape = tuple(tensor.shape.as_list()) if tensor.shape.rank is not None else None
+
+    def value(self, value: Any) -> tf.Tensor:
+        """`value` as the tensor to feed, converted and checked as v1's `Session.run` did."""
+        if type(value) is np.ndarray and value.dtype == self.numpy_dtype:  # pylint: disable=unidiomatic-typecheck
+            array = value  # The common case, checked cheaply.
+        elif isinstance(value, tf.__internal__.EagerTensor) and value.dtype == self.dtype:
+            array = value
+        elif isinstance(value, (tf.Tensor, tf.Variable)):
+            raise TypeError(
+                'The value of a feed cannot be a tf.Tensor object. Acceptable feed values include Python '
+                'scalars, strings, lists, numpy ndarrays, or TensorHandles. For reference, the tensor object '
+                f'was {value} which was passed to the argument `feed_dict` with key {self.name}.')
+        else:
+            array = np.asarray(value, dtype=self.numpy_dtype)
+        shape = self.shape
+        if shape is not None:
+            given = tuple(array.shape)
+            if len(given) != len(shape) or any(size is not None and size != length
+                                               for size, length in zip(shape, given)):
+                raise ValueError(f'Cannot feed value of shape {given} for Tensor {self.name}, which has shape '
+                                 f'{tf.TensorShape(shape)}')
+        if array is value and not isinstance(value, np.ndarray):
+            return value
+        # The eager tensor constructor, without tf.convert_to_tensor's dispatch: this runs on every step.
+        return ops.EagerTensor(array, context.context().device_name, self.dtype.as_datatype_enum)
+
+
+class _Plan:
+    """How to run one fetch/feed set: the pruned function, its feeds, and where each fetch's value comes from."""
+
+    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors')
+
+    def __init__(self, function, feeds: list, outputs: list, reads: list, anchors: tuple):
+        self.function = function  # None when no fetch needs the graph (only variables or nothing).
+        if function is not None:
+            self.name = function.function_def.signature.name.encode()
+            self.captures = list(function.captured_inputs)
+            self.output_count = len(function.outputs)
+        self.feeds = feeds  # `_Feed`s, in the order of the function's arguments.
+        self.outputs = outputs  # (position of the fetch, index into the function's outputs) each.
+        self.reads = reads  # (position of the fetch, eager variable) each: read before the call.
+        # The fetch and feed objects of the plan's key. Keeping them alive keeps their ids unique, so
+        # the key can be made of ids: hashing graph tensors costs a Python call each, on every step.
+        self.anchors = anchors
+
+
+class WrappedGraph(fetches_lib.GraphRunner):
+    """A v1 graph built by `wrap_graph`, run eagerly through pruned functions of a `wrap_function`.
+
+    Attributes:
+      graph: the plain (finalized) `tf.Graph` that `build_fn` built.
+      outputs: exactly what `build_fn` returned.
+      variables: the eager variables that hold the graph's global then local variables.
+      global_step: the eager variable of the graph's global step, or None.
+      checkpoint: a `NameBasedCheckpoint` of every global variable under its v1 name.
+      summary_op: `merge_all()` of the graph's summaries (a tensor of `graph`), or None.
+      function: the `tf.compat.v1.wrap_function` the graph was imported into (only ever called pruned).
+    """
+
+    def __init__(self, graph: tf.Graph, outputs: Any, summary_op: tf.Tensor | None):
+        self.graph = graph
+        self.outputs = outputs
+        self.summary_op = summary_op
+        self._id = next(_graph_ids)
+        global_variables = graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+        local_variables = graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+        _check_supported(graph, global_variables + local_variables)
+        self.function = self._import(graph)
+        imported = self.function.graph
+        eager = {_op_name(v): v for v in (
+            imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+            + imported.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))}
+        self._eager_by_name = eager
+        self.variables = [eager[_op_name(v)] for v in global_variables + local_variables]
+        self._lift_resources(imported)
+        self._initialize(imported)
+        plain_step = tf.compat.v1.train.get_global_step(graph)
+        self.global_step = eager[_op_name(plain_step)] if plain_step is not None else None
+        self.checkpoint = self._default_checkpoint(global_variables)
+        self._targets: dict[Any, tuple[Any, tuple[str, Any] | None]] = {}
+        self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables}
+        self._foreign_names: set[str] = set()
+        self._plans: dict[tuple, _Plan] = {}
+        self._functions: dict[tuple, Any] = {}
+        graph.finalize()
+
+    def __repr__(self) -> str:
+        return (f'<WrappedGraph {self._id}: {len(self.graph.get_operations())} ops, '
+                f'{len(self.variables)} variables, {len(self._functions)} pruned functions>')
+
+    @property
+    def pruned_functions(self) -> int:
+        """How many distinct fetch/feed sets have been pruned into functions (each once, then reused)."""
+        return len(self._functions)
+
+    # Building.
+
+    @staticmethod
+    def _import(graph: tf.Graph):
+        graph_def = graph.as_graph_def()
+        with graph.as_default():
+            # `graph_def` is passed in so that no shapes are added to its functions: they must stay equal
+            # to the ones already registered with the eager context.
+            meta_graph, _ = meta_graph_lib.export_scoped_meta_graph(graph=graph, graph_def=graph_def)
+
+        def import_graph():
+            meta_graph_lib.import_scoped_meta_graph(meta_graph)
+
+        return tf.compat.v1.wrap_function(import_graph, signature=[])
+
+    def _lift_resources(self, imported) -> None:
+        """Creates the graph's iterators and tables once, eagerly, and captures them in every pruned function.
+
+        In a `tf.compat.v1.Session` one kernel per op creates each resource for the whole graph; each
+        pruned function would get its own kernels, hence its own iterator. Like the variables, the
+        resources are made once and passed to every function as captured handles.
+        """
+        handles = [tensor for op in imported.get_operations()
+                   if not op.inputs and op.type not in _NOT_RESOURCE_CREATORS
+                   for tensor in op.outputs if tensor.dtype == tf.resource]
+        if not handles:
+            self._resource_function = None
+            return
+        # Keep the function alive: its kernels own the resources.
+        self._resource_function = self.function.prune([], handles)
+        for value, handle in zip(self._resource_function(), handles):
+            imported.add_capture(value, handle)
+
+    def _initialize(self, imported) -> None:
+        initializers = [variable._initializer_op for variable in self._eager_by_name.values()]  # pylint: disable=protected-access
+        initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
+        if initializers:
+            self.function.prune([], initializers)()
+
+    def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
+        whole, partitions = {}, []
+        for variable in global_variables:
+            eager = self._eager_by_name[_op_name(variable)]
+            slice_info = getattr(variable, '_save_slice_info', None)
+            if slice_info is not None:
+                partitions.append(_Entry(slice_info.full_name, slice_info.spec, eager))
+            else:
+                whole[_op_name(variable)] = eager
+        saveables = self.graph.get_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS)
+        if saveables:
+            logging.warning('wrap_graph: the graph\'s SAVEABLE_OBJECTS (%s) are not saved in checkpoints; '
+                            'only variables are.', ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)))
+        checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
+        if self.global_step is not None:
+            checkpoint.global_step = self.global_step
+        return checkpoint
+
+    # The fetch model's runner interface.
+
+    def owns(self, fetch: Any) -> bool:
+        return getattr(fetch, 'graph', None) is self.graph
+
+    def owns_name(self, name: str) -> bool:
+        if name in self._foreign_names:
+            return False
+        try:
+            self._target(name)
+        except (KeyError, ValueError, TypeError):
+            self._foreign_names.add(name)  # Cache, since the fetch model asks on every run.
+            return False
+        return True
+
+    def run(self, fetches: Sequence[Any], feeds: dict) -> list:
+        """Runs `fetches` (tensors, ops, variables or names of this graph) with `feeds` in one call.
+
+        `feeds` may hold feeds of other wrapped graphs; they are left to their graph.
+
+        Raises:
+          TypeError, ValueError: v1's messages for a feed that is not a tensor of the graph, a
+            `tf.Tensor` as a feed value, or a value whose shape does not fit.
+        """
+        key = (*map(_identity, fetches), None, *map(_identity, feeds))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(fetches, feeds)
+            self._plans[key] = plan
+        results = [None] * len(fetches)
+        for position, variable in plan.reads:
+            results[position] = global_step_lib.read_value(variable)
+        if plan.function is not None:
+            args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
+            # The function by name, as `ConcreteFunction` calls it in the end: its Python layers (tape and
+            # structure handling) cost as much as running a small graph, and a graph run records no gradient.
+            outputs = context.context().call_function(plan.name, args + plan.captures, plan.output_count)
+            for position, index in plan.outputs:
+                results[position] = outputs[index]._numpy()  # pylint: disable=protected-access
+        return results
+
+    # Planning a fetch/feed set.
+
+    def _target(self, fetch: Any) -> tuple[str, Any] | None:
+        """What running `fetch` means, or None when it does nothing.
+
+        ('tensor', name) and ('op', name) are fetched from the pruned function; ('variable', eager
+        variable) is read before the call, which is when v1 read a variable fetched next to the ops
+        that update it (the read has no inputs, so its kernel ran first).
+        """
+        key = _identity(fetch)
+        known = self._targets.get(key)
+        if known is not None:
+            return known[1]
+        if id(fetch) in self._plain_variable_ids:
+            target = ('variable', self._eager_by_name[_op_name(fetch)])
+        else:  # Also what an `assign` returns: a variable whose read runs after the assignment.
+            element = self.graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+            if isinstance(element, tf.Operation):
+                target = None if element.type in _HANDLE_OPS else ('op', element.name)
+            elif element.op.type in _HANDLE_OPS:  # v1 returned a variable's value for `name:0`.
+                target = ('variable', self._eager_by_name[element.op.name])
+            else:
+                target = ('tensor', element.name)
+        self._targets[key] = (fetch, target)  # The fetch is kept, so that its id stays its own.
+        return target
+
+    def _plan(self, fetches: Sequence[Any], feeds: dict) -> _Plan:
+        targets = [self._target(fetch) for fetch in fetches]
+        reads = [(position, target[1]) for position, target in enumerate(targets)
+                 if target is not None and target[0] == 'variable']
+        tensors = list(dict.fromkeys(target[1] for target in targets if target and target[0] == 'tensor'))
+        operations = list(dict.fromkeys(target[1] for target in targets if target and target[0] == 'op'))
+        feed_specs = sorted((feed for feed in map(self._feed, feeds) if feed is not None),
+                            key=lambda feed: feed.name)
+        anchors = (tuple(fetches), tuple(feeds))
+        if not tensors and not operations:
+            return _Plan(None, feed_specs, [], reads, anchors)
+        name_key = (tuple(tensors), tuple(operations), tuple(feed.name for feed in feed_specs))
+        function = self._functions.get(name_key)
+        if function is None:  # Cache, since pruning copies the graph and builds a function.
+            self._check_fed(tensors + operations, {feed.name for feed in feed_specs})
+            imported = self.function.graph
+            function = self.function.prune(
+                feeds=[imported.get_tensor_by_name(feed.name) for feed in feed_specs],
+                fetches=[imported.get_tensor_by_name(name) for name in tensors]
+                + [imported.get_operation_by_name(name) for name in operations])
+            self._functions[name_key] = function
+            logging.vlog(1, 'wrap_graph: pruned function %d for fetches %s and feeds %s.',
+                         len(self._functions), tensors + operations, [feed.name for feed in feed_specs])
+        index_of = {name: index for index, name in enumerate(tensors)}
+        outputs = [(position, index_of[target[1]]) for position, target in enumerate(targets)
+                   if target is not None and target[0] == 'tensor']
+        return _Plan(function, feed_specs, outputs, reads, anchors)
+
+    def _check_fed(self, names: list[str], fed: set[str]) -> None:
+        """Raises v1's error when `names` need a placeholder that `fed` does not feed."""
+        seen, pending = set(), [self.graph.as_graph_element(name) for name in names]
+        while pending:
+            element = pending.pop()
+            op = element if isinstance(element, tf.Operation) else element.op
+            if element in seen or (not isinstance(element, tf.Operation) and element.name in fed):
+                continue
+            seen.add(element)
+            if op.type == 'Placeholder':
+                shape = op.outputs[0].shape
+                shape = '<unknown>' if shape.rank is None else '[{}]'.format(
+                    ','.join('?' if size is None else str(size) for size in shape.as_list()))
+                raise tf.errors.InvalidArgumentError(
+                    None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                    f"{_C_TYPE_NAMES.get(op.outputs[0].dtype, op.outputs[0].dtype.name)} and shape {shape}")
+            pending.extend(op.inputs)
+            pending.extend(op.control_inputs)
+
+    def _feed(self, key: Any) -> _Feed | None:
+        if isinstance(key, str):
+            try:
+                tensor = self.graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+            except (KeyError, ValueError, TypeError) as error:
+                if any(other.owns_name(key) for other in _wrapped_graphs if other is not self):
+                    return None
+                raise TypeError(f'Cannot interpret feed_dict key as Tensor: {error.args[0]}') from None
+        elif self.owns(key):
+            tensor = key
+        elif any(other.owns(key) for other in _wrapped_graphs if other is not self):
+            return None
+        else:
+            raise TypeError(f'Cannot interpret feed_dict key as Tensor: {key!r} is not an element of '
+                            'this wrap_graph graph.')
+        if not isinstance(tensor, tf.Tensor):
+            raise TypeError(f'Cannot interpret feed_dict key as Tensor: {key!r} is not a tensor.')
+        if not self.graph.is_feedable(tensor):
+            raise ValueError(f'Tensor {tensor.name} may not be fed.')
+        return _Feed(key, tensor)
+
+
+def _identity(value: Any) -> Any:
+    return value if type(value) is str else id(value)  # pylint: disable=unidiomatic-typecheck
+
+
+def _op_name(variable: Any) -> str:
+    name = variable.name
+    return name[:-2] if name.endswith(':0') else name
+
+
+def _check_supported(graph: tf.Graph, variables: list) -> None:
+    references = [v.name for v in variables if not resource_variable_ops.is_resource_variable(v)]
+    if references:
+        raise TypeError(
+            f'wrap_graph supports resource variables only; the graph holds reference variables {references}. '
+            'Remove tf.compat.v1.disable_resource_variables() / use_resource=False from the graph code.')
+    queue_runners = graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+    if queue_runners:
+        raise ValueError(
+            'wrap_graph cannot run queue runners (tf.compat.v1.train.*_input_producer, *batch); feed the '
+            'graph from a tf.compat.v1.data iterator instead.')

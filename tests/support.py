@@ -1,0 +1,334 @@
+"""Shared helpers for the compat_mts tests: subprocesses, checkpoint and event-file inspection, log capture.
+
+Everything here is a plain function (or one small hook class) so that both the pytest modules and the standalone
+scenario scripts (`tests/v1_reference.py`, `tests/compat_reference.py`) can use it. TensorFlow is imported
+lazily, inside the functions that need it, so that importing this module from a pytest process stays cheap.
+"""
+
+import functools
+import glob
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS_DIR = os.path.join(REPO_ROOT, 'tests')
+
+_CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
+_CHECKPOINT_PATH = re.compile(r'model\.ckpt-(\d+)$')
+
+
+def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
+    """Runs `sys.executable` on a script file or a code string in a subprocess and returns the CompletedProcess.
+
+    The child gets `TF_CPP_MIN_LOG_LEVEL=2` (no C++ info noise) and the repository root first on PYTHONPATH, so
+    it imports this checkout's `compat_mts`. stdout and stderr are captured as text; the return code is not
+    checked (callers assert on it, and show stderr when it is not what they expected).
+
+    Args:
+      code_or_path: path of an existing `.py` file, or Python source to run with `-c`.
+      *args: command-line arguments for the script.
+      env: extra environment variables, applied over the current environment.
+      timeout: seconds before `subprocess.TimeoutExpired` is raised.
+      cwd: working directory of the child (default: the repository root).
+    """
+    child_env = dict(os.environ)
+    child_env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    child_env['PYTHONPATH'] = os.pathsep.join(
+        [REPO_ROOT] + [p for p in child_env.get('PYTHONPATH', '').split(os.pathsep) if p])
+    child_env.update(env or {})
+    if os.path.isfile(code_or_path):
+        command = [sys.executable, code_or_path, *args]
+    else:
+        command = [sys.executable, '-c', code_or_path, *args]
+    return subprocess.run(command, env=child_env, cwd=cwd or REPO_ROOT, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def last_json_line(stdout):
+    """Parses the last non-empty line of `stdout` as JSON (scripts print their one result object last)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        raise ValueError('The script printed nothing on stdout.')
+    return json.loads(lines[-1])
+
+
+def checkpoint_steps(directory):
+    """Returns the sorted steps N of the `model.ckpt-N.index` files in `directory` (not recursive)."""
+    if not os.path.isdir(directory):
+        return []
+    return sorted(int(match.group(1)) for match in map(_CHECKPOINT_INDEX.match, os.listdir(directory)) if match)
+
+
+def state_file_steps(directory):
+    """Returns the steps listed in `directory`'s `checkpoint` state file, in file order.
+
+    The steps of `all_model_checkpoint_paths`, read with `tf.train.get_checkpoint_state` (absolute and relative
+    paths alike). `[]` when there is no state file. The last entry is the `model_checkpoint_path` one.
+    """
+    import tensorflow as tf
+
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return []
+    return [_step_of(path) for path in state.all_model_checkpoint_paths]
+
+
+def latest_checkpoint_step(directory):
+    """Returns the step of the `checkpoint` state file's `model_checkpoint_path`, or None without one."""
+    import tensorflow as tf
+
+    state = tf.train.get_checkpoint_state(directory)
+    return None if state is None else _step_of(state.model_checkpoint_path)
+
+
+def _step_of(path):
+    match = _CHECKPOINT_PATH.search(path)
+    return int(match.group(1)) if match else path
+
+
+def events_files(directory):
+    """Returns the sorted paths of the `events.out.tfevents.*` files directly in `directory`.
+
+    Only the directory itself, not its subdirectories: that is where v1's `FileWriterCache` writes and where a
+    TensorBoard pointed at `summary_dir` finds the run.
+    """
+    return sorted(glob.glob(os.path.join(glob.escape(directory), 'events.out.tfevents.*')))
+
+
+def _events(directory):
+    """Yields the events of `directory`'s files as TensorBoard reads them: a truncated last record ends a file.
+
+    (A writer that was never flushed or closed, as v1 leaves one when `end()` is skipped, can leave one.)
+    """
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    for path in events_files(directory):
+        yield from LegacyEventFileLoader(path).Load()
+
+
+def read_events(directory):
+    """Returns `{tag: [(step, value), ...]}` for every scalar summary value in `directory`'s events files.
+
+    Both encodings count: v1's `simple_value` and TF2's `tensor` (what `tf.summary.scalar` writes). Events
+    without summary values (file version, graph_def, meta_graph_def, session logs) are skipped; see
+    `has_graph_event` and `value_kinds`. Values are Python floats, in file order within each tag.
+    """
+    scalars = {}
+    for event in _events(directory):
+        for value in event.summary.value:
+            number = _scalar_of(value)
+            if number is not None:
+                scalars.setdefault(value.tag, []).append((int(event.step), number))
+    return scalars
+
+
+def value_kinds(directory):
+    """Returns `{tag: sorted list of encodings}`, each `'simple_value'` or `'tensor'`, of `directory`'s scalars."""
+    kinds = {}
+    for event in _events(directory):
+        for value in event.summary.value:
+            kind = value.WhichOneof('value')
+            if kind in ('simple_value', 'tensor'):
+                kinds.setdefault(value.tag, set()).add(kind)
+    return {tag: sorted(found) for tag, found in kinds.items()}
+
+
+def _scalar_of(value):
+    import tensorflow as tf
+
+    kind = value.WhichOneof('value')
+    if kind == 'simple_value':
+        return float(value.simple_value)
+    if kind == 'tensor':
+        array = tf.make_ndarray(value.tensor)
+        if array.size == 1 and array.dtype.kind in 'fiub':
+            return float(array.reshape(()))
+    return None
+
+
+def has_graph_event(directory):
+    """Whether any events file in `directory` holds a `graph_def` event (what TensorBoard's graph tab shows)."""
+    return any(event.WhichOneof('what') == 'graph_def' for event in _events(directory))
+
+
+def listed_files(directory):
+    """Returns the sorted names of the files under `directory`, recursively, relative to it."""
+    names = []
+    for root, _, files in os.walk(directory):
+        names.extend(os.path.relpath(os.path.join(root, name), directory) for name in files)
+    return sorted(names)
+
+
+def jsonable(value):
+    """Turns a fetched value (NumPy scalars and arrays, bytes, nested dicts/lists/tuples) into JSON data."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode('utf-8', 'replace')
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+class LogRecorder(logging.Handler):
+    """A logging handler that keeps `record.getMessage()` of every record at INFO and above.
+
+    `install()` puts it on the root logger and lowers the `tensorflow` and `absl` loggers to INFO, so both v1's
+    `tf_logging` (logger `tensorflow`, which propagates) and absl logging (logger `absl`) are captured whatever
+    handlers they have of their own.
+    """
+
+    def __init__(self):
+        super().__init__(level=logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+    def install(self):
+        root = logging.getLogger()
+        root.addHandler(self)
+        if root.level > logging.INFO or root.level == logging.NOTSET:
+            root.setLevel(logging.INFO)
+        for name in ('tensorflow', 'absl'):
+            logging.getLogger(name).setLevel(logging.INFO)
+        return self
+
+    def take(self):
+        """Returns the messages recorded since the last call and forgets them."""
+        messages, self.messages = self.messages, []
+        return messages
+
+
+@functools.lru_cache(maxsize=None)
+def recording_hook_class():
+    """Returns `RecordingHook`, a `tf.compat.v1.train.SessionRunHook` subclass that logs each protocol call.
+
+    Built on demand so that this module does not import TensorFlow. Both scenario scripts use the very same
+    class: compat_mts must accept a user hook that subclasses the v1 class and returns the v1 `SessionRunArgs`.
+    """
+    import tensorflow as tf
+
+    class RecordingHook(tf.compat.v1.train.SessionRunHook):
+        """Appends `[name, method, details...]` to `calls` for each protocol call.
+
+        Args:
+          name: the hook's name in the record.
+          calls: the shared list the records go to (several hooks share one, so the order across hooks shows).
+          fetches: what `before_run` asks for (`SessionRunArgs(fetches)`), or None to ask for nothing.
+          global_step: a fetch of the global step; when given, `after_create_session` and `end` record
+            `session.run(global_step)` on the raw session they are handed.
+          stop_at_run: in its N-th `before_run` (1-based) the hook calls `run_context.request_stop()`.
+          raise_in_after_run: `(run, exception)`: raise `exception` from the N-th `after_run`.
+        """
+
+        def __init__(self, name, calls, fetches=None, global_step=None, stop_at_run=None, raise_in_after_run=None):
+            self.name = name
+            self.calls = calls
+            self.fetches = fetches
+            self.global_step = global_step
+            self.stop_at_run = stop_at_run
+            self.raise_in_after_run = raise_in_after_run
+            self.runs = 0
+            self.last_end_step = None
+
+        def _step(self, session):
+            if self.global_step is None or session is None:
+                return []
+            return [jsonable(session.run(self.global_step))]
+
+        def begin(self):
+            self.calls.append([self.name, 'begin'])
+
+        def after_create_session(self, session, coord):
+            self.calls.append([self.name, 'after_create_session', *self._step(session)])
+
+        def before_run(self, run_context):
+            self.runs += 1
+            self.calls.append([self.name, 'before_run'])
+            if self.runs == self.stop_at_run:
+                run_context.request_stop()
+            if self.fetches is None:
+                return None
+            return tf.compat.v1.train.SessionRunArgs(self.fetches)
+
+        def after_run(self, run_context, run_values):
+            self.calls.append([self.name, 'after_run', jsonable(run_values.results), run_context.stop_requested])
+            if self.raise_in_after_run and self.runs == self.raise_in_after_run[0]:
+                raise self.raise_in_after_run[1]
+
+        def end(self, session):
+            step = self._step(session)
+            if step:
+                self.last_end_step = step[0]
+            self.calls.append([self.name, 'end', *step])
+
+    return RecordingHook
+
+
+def run_scenarios(scenarios, names, side):
+    """Runs scenario functions and prints `{name: result}` as one JSON line on stdout.
+
+    The driver shared by `v1_reference.py` and `compat_reference.py`. Each scenario runs in its own fresh
+    directory (also the working directory, so stray files show up) inside `side.prepare()` (a fresh graph, a
+    reset global step) and fills in a `result` dict; whatever it raises is recorded as
+    `result["error"] = {"type", "message", "traceback"}`. Afterwards the driver adds what is on disk
+    (`disk_state`) and the captured `log_lines`.
+
+    Args:
+      scenarios: `{name: fn(side, result, directory)}`.
+      names: the scenario names to run (all when empty).
+      side: the object passed to each scenario; `side.prepare()` returns a context manager.
+    """
+    import tempfile
+    import traceback
+
+    recorder = LogRecorder().install()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix='compat_mts_differential_') as root:
+        for name in names or list(scenarios):
+            directory = os.path.join(root, name)
+            os.makedirs(directory)
+            result = {'returned': [], 'hook_calls': [], 'error': None}
+            recorder.take()
+            previous_cwd = os.getcwd()
+            os.chdir(directory)
+            try:
+                with side.prepare():
+                    scenarios[name](side, result, directory)
+            except Exception as error:  # Recorded for comparison; this is the point of the scenario.
+                result['error'] = {'type': type(error).__name__, 'message': str(error),
+                                   'traceback': traceback.format_exc()}
+            finally:
+                os.chdir(previous_cwd)
+            result['log_lines'] = recorder.take()
+            result.update(disk_state(directory))
+            results[name] = result
+    sys.stdout.write(json.dumps(results) + '\n')
+    sys.stdout.flush()
+
+
+def disk_state(directory):
+    """What a scenario left in `directory`: checkpoints, state file, events and the list of files."""
+    return {
+        'checkpoint_steps': checkpoint_steps(directory),
+        'state_file_steps': state_file_steps(directory),
+        'latest_checkpoint_step': latest_checkpoint_step(directory),
+        'events': {tag: [list(pair) for pair in pairs] for tag, pairs in read_events(directory).items()},
+        'value_kinds': value_kinds(directory),
+        'has_graph_event': has_graph_event(directory),
+        'files': listed_files(directory),
+    }
+

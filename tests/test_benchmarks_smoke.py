@@ -1,0 +1,50 @@
+"""`benchmarks/session_overhead.py` runs end to end, v1 graph-mode child included. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SCRIPT = REPO / 'benchmarks' / 'session_overhead.py'
+VARIANTS = ('bare_loop', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+TABLE_LABELS = ('bare loop', 'hand-written TF2', 'compat_mts (v1 default hooks)', 'v1 graph mode (tf.compat.v1 MTS)')
+
+
+def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
+    out = tmp_path / 'results.json'
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
+    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), '--steps', '20', '--repeats', '2', '--warmup', '3',
+         '--count-reads-steps', '5', '--out', str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=170, check=False)
+
+    assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
+    table_rows = {line.split('|')[1].strip(): line for line in result.stdout.splitlines() if line.startswith('| ')}
+    for label in TABLE_LABELS:
+        assert label in table_rows, result.stdout
+        cells = [cell.strip() for cell in table_rows[label].split('|')[2:-1]]
+        numbers = [float(part) for cell in cells for part in cell.split('-')]
+        assert numbers and all(math.isfinite(number) for number in numbers), table_rows[label]
+    assert 'compat_mts / hand-written TF2:' in result.stdout
+    assert 'compat_mts / v1 graph mode:' in result.stdout
+
+    report = json.loads(out.read_text())
+    assert set(report['variants']) == set(VARIANTS)
+    for name in VARIANTS:
+        variant = report['variants'][name]
+        assert len(variant['repeat_means_s']) == 2
+        assert variant['steps_timed'] == 40
+        values = {key: variant[key] for key in ('median_of_repeat_means_s', 'p50_step_s', 'p99_step_s',
+                                                 'median_cpu_per_step_s')}
+        values.update({f'ratio {kind}': ratio for kind, ratio in variant['ratios_to_bare_loop'].items()})
+        for key, value in values.items():
+            assert math.isfinite(value) and value > 0, (name, key, value)
+    assert report['tensorflow_v1_child'] == report['tensorflow']
+    assert sum(report['compat_mts_global_step_reads_per_run'].values()) == 5

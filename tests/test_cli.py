@@ -1,0 +1,71 @@
+"""`compat-mts demo`, run as a user runs it: a real process, twice on the same directory."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from compat_mts import cli
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def checkout_env() -> dict[str, str]:
+    """This process's environment with this checkout first on the path and TensorFlow's C++ logs off."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
+    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    return env
+
+
+def run_command(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'compat_mts', *args], cwd=cwd, env=checkout_env(),
+                          capture_output=True, text=True, timeout=180)
+
+
+def _checked(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
+    return result.stdout
+
+
+def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
+    demo_dir = tmp_path / 'compat-mts-demo'  # the default, relative to the working directory
+
+    first = _checked(run_command('demo', '--steps', '30', cwd=tmp_path))
+    assert f'Writing checkpoints and TensorBoard events to {demo_dir}' in first
+    assert 'Started fresh at step 0' in first
+    assert 'Finished at step 30,' in first
+    assert f'tensorboard --logdir {demo_dir}' in first
+
+    second = _checked(run_command('demo', '--dir', str(demo_dir), '--steps', '20', cwd=tmp_path))
+    assert re.search(r'^Resumed from step 30 \(.*model\.ckpt-30\)$', second, re.MULTILINE), second
+    assert 'Finished at step 50,' in second
+
+    files = sorted(path.name for path in demo_dir.iterdir())
+    assert {'model.ckpt-0.index', 'model.ckpt-30.index', 'model.ckpt-50.index', 'checkpoint'} <= set(files), files
+    events = [name for name in files if name.startswith('events.out.tfevents.')]
+    assert events, files
+    assert any(f'Event file: {demo_dir / name}' in second for name in events), second
+
+
+def test_help_answers_without_importing_tensorflow(tmp_path):
+    probe = ('import sys; from compat_mts import cli\n'
+             'try:\n    cli.main(["demo", "--help"])\nexcept SystemExit:\n    pass\n'
+             'assert "tensorflow" not in sys.modules, "compat-mts demo --help imported TensorFlow"')
+    result = subprocess.run([sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert '--steps STEPS' in result.stdout
+
+
+@pytest.mark.parametrize('argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['train']])
+def test_bad_command_lines_exit_with_usage_status(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert 'usage: compat-mts' in capsys.readouterr().err

@@ -1,0 +1,79 @@
+"""Every ```python block of migration_guide/*.md and README.md runs, as written, in a fresh process.
+
+A block is a whole program: it starts in an empty temporary directory with nothing imported, and passes when
+it exits with status 0 (the blocks assert what the text around them claims).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'migration_guide').glob('*.md'))]
+BLOCK_TIMEOUT_SECS = 180
+
+_FENCE = re.compile(r'^(\s*)(`{3,}|~{3,})\s*([\w+-]*)')
+
+
+def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
+    """The (first code line number, source) of each ```python block of the Markdown file `path`."""
+    blocks = []
+    fence = language = None
+    start, lines = 0, []
+    for number, line in enumerate(path.read_text(encoding='utf-8').splitlines(), start=1):
+        match = _FENCE.match(line)
+        if fence is None:
+            if match:
+                fence, language = match.group(2), match.group(3).lower()
+                start, lines = number + 1, []
+        elif match and match.group(2).startswith(fence) and not match.group(3) and not line[match.end():].strip():
+            if language in ('python', 'py'):
+                blocks.append((start, '\n'.join(lines) + '\n'))
+            fence = None
+        else:
+            lines.append(line)
+    if fence is not None:
+        raise ValueError(f'{path}: the code block opened at line {start - 1} is never closed.')
+    return blocks
+
+
+def _cases():
+    for path in DOCUMENTS:
+        if path.exists():
+            for line, source in python_blocks(path):
+                relative = path.relative_to(REPO).as_posix()
+                yield pytest.param(source, id=f'{relative}:{line}')
+
+
+def subprocess_env() -> dict[str, str]:
+    """The environment of a block: this checkout first on the path, TensorFlow's C++ chatter off."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
+    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    env['MPLBACKEND'] = 'Agg'
+    return env
+
+
+def test_python_blocks_parse_with_their_line_numbers(tmp_path):
+    document = tmp_path / 'doc.md'
+    document.write_text('text\n```python\nx = 1\n```\n```bash\nls\n```\n~~~python\ny = 2\n~~~\n')
+    assert python_blocks(document) == [(3, 'x = 1\n'), (9, 'y = 2\n')]
+
+
+@pytest.mark.parametrize('source', list(_cases()))
+def test_python_block_runs(source, tmp_path):
+    script = tmp_path / 'block.py'
+    script.write_text(source, encoding='utf-8')
+    work = tmp_path / 'work'
+    work.mkdir()
+    result = subprocess.run([sys.executable, str(script)], cwd=work, env=subprocess_env(), capture_output=True,
+                            text=True, timeout=BLOCK_TIMEOUT_SECS)
+    assert result.returncode == 0, (
+            f'exit status {result.returncode}\n--- stdout ---\n{result.stdout[-4000:]}'
+            f'\n--- stderr ---\n{result.stderr[-8000:]}')
