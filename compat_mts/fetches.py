@@ -305,10 +305,12 @@ def step_graph_def():
 
     What `save_graph_def` writes as `graph.pbtxt` and to TensorBoard, in place of v1's default graph.
     """
+    from compat_mts import legacy  # pylint: disable=import-outside-toplevel
+    wrapped_graph = legacy.wrapped_graph_of_global_step()
+    if wrapped_graph is not None:  # A `wrap_graph` program writes its graph, as v1 its default graph.
+        return wrapped_graph.graph.as_graph_def(add_shapes=True)
     step_fn, kwargs = _last_step
     get_concrete_function = getattr(step_fn, 'get_concrete_function', None)
-    if get_concrete_function is None:  # A `wrap_graph` program writes its graph, as v1 its default graph.
-        from compat_mts import legacy  # pylint: disable=import-outside-toplevel
-        wrapped_graph = legacy.wrapped_graph_of_global_step()
-        return wrapped_graph.graph.as_graph_def(add_shapes=True) if wrapped_graph is not None else None
+    if get_concrete_function is None:
+        return None
     return get_concrete_function(**(kwargs or {})).graph.as_graph_def(add_shapes=True)

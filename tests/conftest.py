@@ -17,6 +17,7 @@ def _forget_program_state():
     global_step_lib.reset_global_step()
     fetches_lib._graph_runners.clear()  # pylint: disable=protected-access
     fetches_lib._named_variables.clear()  # pylint: disable=protected-access
+    fetches_lib._last_step[:] = [None, None]  # pylint: disable=protected-access
 
 
 @pytest.fixture(autouse=True)
