@@ -40,10 +40,7 @@ def optimizer_slots(model: keras.Model) -> list[np.ndarray]:
 
 
 def logging_tensor_hook_class():
-    try:
-        from compat_mts.hooks.logging import LoggingTensorHook  # pylint: disable=import-outside-toplevel
-    except ImportError as error:
-        pytest.skip(f'LoggingTensorHook is not importable yet: {error}')
+    from compat_mts.hooks.logging import LoggingTensorHook  # pylint: disable=import-outside-toplevel
     return LoggingTensorHook
 
 

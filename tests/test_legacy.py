@@ -239,8 +239,6 @@ def test_wrap_graph_rejects_what_it_cannot_run():
 
 
 def test_final_ops_and_nan_hooks_take_graph_tensors(graph):
-    if not hasattr(mts, 'FinalOpsHook'):
-        pytest.skip('FinalOpsHook and NanTensorHook land with the hooks of spec §3.')
     x, y, loss, train_op = (graph.outputs[name] for name in ('x', 'y', 'loss', 'train_op'))
     final = mts.FinalOpsHook(loss, final_ops_feed_dict={x: FEATURES, y: TARGETS})
     with mts.MonitoredSession(hooks=[final, mts.NanTensorHook(loss)]) as session:

@@ -11,11 +11,10 @@ import pathlib
 import subprocess
 import sys
 
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip('nbformat')
-nbclient = pytest.importorskip('nbclient')
-from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402  (after the importorskip guards)
+from jupyter_client.kernelspec import KernelSpecManager
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / 'notebooks').glob('*.ipynb'))
