@@ -5,7 +5,7 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | fetch | result |
 | --- | --- |
 | a callable (a `tf.function` step, a plain function) | called once in this run; its return value, as NumPy |
-| `tf.Variable` | its value, read after the run's callables have executed |
+| `tf.Variable` (or a Keras 3 variable) | its value, read after the run's callables have executed |
 | eager `tf.Tensor` | its value |
 | a string | a key of a dict returned by a callable of this run, else a registered variable's name (`'global_step'`), else a name in a wrapped legacy graph |
 | `STALE_GLOBAL_STEP` | the global step as it was before this run's callables executed (what v1 hooks fetched) |
@@ -18,9 +18,14 @@ Only what was fetched is copied to the host: a step output nobody asked for stay
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import functools
+import weakref
+from typing import Any, Sequence
 
 import tensorflow as tf
+from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
+from tensorflow.python.profiler import trace
+from tensorflow.python.saved_model import save_context
 
 from compat_mts import global_step as global_step_lib
 
@@ -37,6 +42,7 @@ class _StaleGlobalStep:
 STALE_GLOBAL_STEP = _StaleGlobalStep()
 
 _STRUCTURES = (list, tuple, dict)
+_DISTRIBUTED_VALUES = tf.distribute.DistributedValues
 _NOT_CALLED = object()
 
 
@@ -93,6 +99,8 @@ def _is_graph_object(value: Any) -> bool:
 
 def to_numpy(value: Any) -> Any:
     """Converts a (nested) step output to NumPy; leaves that are not tensors are returned as they are."""
+    if value is None:  # The step of a train op returns nothing.
+        return None
     if type(value) is dict and not any(isinstance(v, _STRUCTURES) for v in value.values()):
         return {key: _leaf_to_numpy(v) for key, v in value.items()}  # The common case, without tf.nest.
     if isinstance(value, _STRUCTURES):
@@ -103,7 +111,7 @@ def to_numpy(value: Any) -> Any:
 def _leaf_to_numpy(value: Any) -> Any:
     if isinstance(value, (tf.Tensor, tf.Variable)):
         return value.numpy()
-    if isinstance(value, tf.distribute.DistributedValues):
+    if isinstance(value, _DISTRIBUTED_VALUES):
         return tuple(_leaf_to_numpy(v) for v in value.values)
     return value
 
@@ -142,20 +150,23 @@ class Run:
         keys of `feed_dict` as keyword arguments. Callables of later requests are called without
         arguments, once each even if several requests name them.
       feed_dict: the merged feeds of the run.
-      step_reader: reads the global step; used only when `STALE_GLOBAL_STEP` is fetched.
+      global_step: the variable `STALE_GLOBAL_STEP` reads (default: the registered global step).
     """
 
     def __init__(self, requests: Sequence[Any], feed_dict: dict | None = None,
-                 step_reader: Callable[[], int] | None = None):
+                 global_step: tf.Variable | None = None):
         self._requests = requests
         self._kwargs, self._graph_feeds = _check_feed_keys(feed_dict)
-        self._step_reader = step_reader
+        self._global_step = global_step
         self._outputs: dict[int, Any] = {}
         self._named: dict[str, Any] = {}
         self._graph_values: dict[int, Any] = {}
 
     def execute(self) -> list:
         """Runs the callables, then resolves every request; returns one result per request."""
+        results = self._execute_step_only()
+        if results is not None:
+            return results
         flat = []
         needs_stale = False
         for request in self._requests:
@@ -166,7 +177,7 @@ class Run:
                 leaves = [request]
                 needs_stale = needs_stale or request is STALE_GLOBAL_STEP
             flat.append(leaves)
-        stale = self._read_stale() if needs_stale else None
+        stale = self._step_with_stale_read(flat) if needs_stale else None
         self._call_callables(flat)
         if _graph_runners:
             self._run_graph_fetches(flat)
@@ -178,11 +189,48 @@ class Run:
                 results.append(self._resolve(request, stale))
         return results
 
-    def _read_stale(self) -> int:
-        if self._step_reader is not None:
-            return self._step_reader()
-        step = global_step_lib.require_global_step('STALE_GLOBAL_STEP')
-        return global_step_lib.step_reader(step)()
+    def _execute_step_only(self) -> list | None:
+        """The usual run, quickly: a `tf.function` step, and the hooks' `STALE_GLOBAL_STEP`s; else None."""
+        requests = self._requests
+        for request in requests[1:]:
+            if request is not STALE_GLOBAL_STEP:
+                return None
+        if self._kwargs or self._graph_feeds:
+            return None
+        step = requests[0]
+        direct = _direct_step(step)
+        if direct is None:
+            return None
+        if len(requests) == 1:
+            _last_step[:] = (step, self._kwargs)
+            return [to_numpy(direct.call())]
+        global_step = self._global_step
+        if global_step is None or type(global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+            return None
+        _last_step[:] = (step, self._kwargs)
+        stale, output = direct.call_after_read(global_step, self._kwargs)
+        return [to_numpy(output)] + [int(stale)] * (len(requests) - 1)
+
+    def _step_with_stale_read(self, flat: list) -> int:
+        """Reads the global step before any callable runs; in the step's own call when it can.
+
+        An eager read between two steps costs two to four times its own duration (see
+        benchmarks/RESULTS.md), so a `tf.function` step is called through `_DirectStep.call_after_read`,
+        which returns the read with the step's outputs from one call.
+        """
+        global_step = self._global_step
+        if global_step is None:
+            global_step = global_step_lib.require_global_step('STALE_GLOBAL_STEP')
+        step = _only_callable(flat[0])
+        direct = _direct_step(step) if step is not None else None
+        if direct is None or type(global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+            return int(global_step_lib.read_value(global_step))
+        _last_step[:] = (step, self._kwargs)
+        stale, output = direct.call_after_read(global_step, self._kwargs)
+        self._outputs[id(step)] = output
+        if isinstance(output, dict):
+            self._named.update(output)
+        return int(stale)
 
     def _call_callables(self, flat: list) -> None:
         for index, leaves in enumerate(flat):
@@ -191,7 +239,13 @@ class Run:
                     continue
                 if index == 0:
                     _last_step[:] = (leaf, self._kwargs)
-                output = leaf(**self._kwargs) if index == 0 and self._kwargs else leaf()
+                    if self._kwargs:
+                        output = leaf(**self._kwargs)
+                    else:
+                        direct = _direct_step(leaf)
+                        output = leaf() if direct is None else direct.call()
+                else:
+                    output = leaf()
                 self._outputs[id(leaf)] = output
                 if isinstance(output, dict):
                     self._named.update(output)
@@ -250,6 +304,9 @@ class Run:
             return self._graph_values[_graph_key(leaf)]
         if isinstance(leaf, tf.Tensor):
             return leaf.numpy()
+        variable = global_step_lib.as_tf_variable(leaf)  # A Keras 3 variable.
+        if variable is not leaf:
+            return global_step_lib.read_value(variable)
         raise TypeError(
             f'Fetch argument {leaf!r} has invalid type {type(leaf).__name__}: a fetch must be a callable '
             '(the step), a tf.Variable, an eager tf.Tensor, a string name, None, or a list, tuple or '
@@ -267,6 +324,111 @@ class Run:
         raise KeyError(
             f'Fetch name {name!r} is neither an output of the callables of this run nor a registered '
             f'variable. Available names: {available}.')
+
+
+_PLAIN_VARIABLES = (ResourceVariable, UninitializedVariable)
+
+
+def _only_callable(leaves: list) -> Any:
+    """The one callable among `leaves`, or None if there is none or more than one."""
+    found = None
+    for leaf in leaves:
+        if _is_callable_fetch(leaf):
+            if found is not None:
+                return None
+            found = leaf
+    return found
+
+
+class _DirectStep:
+    """Calls a `tf.function` step as its own dispatch would, at less cost per call.
+
+    A `tf.function` call binds its arguments, builds its tracing context and looks up its concrete
+    function on every call, which costs about as much as a tiny model's step (benchmarks/RESULTS.md).
+    Called without arguments in plain eager execution (no `tf.distribute` strategy in scope, not saving,
+    `tf.config.run_functions_eagerly` off), that lookup always finds the same concrete function, so it is
+    done once, and a concrete function without parameters that calls the step is called directly.
+    Anything else goes through the `tf.function`s.
+
+    `call_after_read` returns the global step as it was before the step ran together with the step's
+    outputs, from one function that reads the variable and then calls the step: eagerly, a separate
+    read op between two steps costs two to four times its own duration.
+    """
+
+    def __init__(self, step: Any):
+        self._step = weakref.ref(step, functools.partial(_forget_direct_step, id(step)))
+        # id(global step) or None (no read) -> [weakref of the global step, tf.function, its concrete function].
+        self._functions: dict[int | None, list] = {}
+
+    def is_for(self, step: Any) -> bool:
+        return self._step() is step
+
+    def call(self) -> Any:
+        """The step's outputs."""
+        return self._call(None, {})
+
+    def call_after_read(self, global_step: tf.Variable, kwargs: dict) -> tuple:
+        """`(global step before the step, the step's outputs)`."""
+        return self._call(global_step, kwargs)
+
+    def _call(self, global_step: tf.Variable | None, kwargs: dict) -> Any:
+        key = None if global_step is None else id(global_step)
+        entry = self._functions.get(key)
+        if entry is None or (global_step is not None and entry[0]() is not global_step):
+            entry = [None if global_step is None else weakref.ref(global_step), self._trace(global_step), None]
+            self._functions[key] = entry
+        if kwargs:
+            return entry[1](**kwargs)
+        if not _plain_eager_context():
+            return entry[1]()
+        if entry[2] is None:
+            entry[2] = entry[1].get_concrete_function()
+        if trace.enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
+            with trace.Trace(entry[1].name, tf_function_call='concrete'):
+                return entry[2]()
+        return entry[2]()
+
+    def _trace(self, global_step: tf.Variable | None) -> Any:
+        step_ref = self._step  # Weak: the cache of direct steps is keyed by the step.
+        if global_step is None:
+            def call_step(**kwargs):
+                return step_ref()(**kwargs)
+        else:
+            def call_step(**kwargs):
+                stale = global_step.read_value()
+                with tf.control_dependencies([stale]):
+                    return stale, step_ref()(**kwargs)
+        call_step.__name__ = self._step().name  # Profiles show the step's name.
+        return tf.function(call_step, autograph=False)
+
+
+_direct_steps: dict[int, _DirectStep] = {}
+
+
+def _direct_step(step: Any) -> _DirectStep | None:
+    """The direct caller of a `tf.function` step that has run before, else None.
+
+    The first call of a step goes through its `tf.function` alone: it may create variables, which a
+    `tf.function` allows on its first call only.
+    """
+    if not isinstance(step, tf.types.experimental.PolymorphicFunction):
+        return None
+    direct = _direct_steps.get(id(step))
+    if direct is not None and direct.is_for(step):
+        return direct
+    _direct_steps[id(step)] = _DirectStep(step)
+    return None
+
+
+def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
+    direct = _direct_steps.get(key)
+    if direct is not None and direct._step is step_ref:  # pylint: disable=protected-access
+        del _direct_steps[key]
+
+
+def _plain_eager_context() -> bool:
+    return not (tf.config.functions_run_eagerly() or tf.distribute.has_strategy()
+                or save_context.in_save_context())
 
 
 def _graph_key(fetch: Any) -> Any:

@@ -23,7 +23,11 @@ _registered_name: str | None = None
 
 
 def _graph_mode() -> bool:
-    return not tf.executing_eagerly()
+    """Whether a v1 graph is being built (`wrap_graph`, or v1 graph mode); not inside a `tf.function` trace."""
+    if tf.executing_eagerly():
+        return False
+    with tf.init_scope():  # Lifts out of `tf.function` traces, not out of a v1 graph.
+        return not tf.executing_eagerly()
 
 
 def get_global_step(graph=None) -> tf.Variable | None:
@@ -88,8 +92,7 @@ def set_global_step(variable, *, name: str | None = None) -> tf.Variable:
         ValueError: `variable` is not a scalar.
     """
     global _registered, _registered_name
-    if not isinstance(variable, tf.Variable) and isinstance(getattr(variable, 'value', None), tf.Variable):
-        variable = variable.value  # A Keras 3 variable.
+    variable = as_tf_variable(variable)
     if not isinstance(variable, tf.Variable):
         raise TypeError(
                 f'`variable` must be a tf.Variable of an integer dtype, got {type(variable).__name__}.')
@@ -103,6 +106,15 @@ def set_global_step(variable, *, name: str | None = None) -> tf.Variable:
     _registered = variable
     _registered_name = name
     return variable
+
+
+def as_tf_variable(value):
+    """The `tf.Variable` a Keras 3 variable holds; any other value as it is."""
+    if not isinstance(value, tf.Variable) and type(value).__module__.startswith('keras'):
+        held = getattr(value, 'value', None)
+        if isinstance(held, tf.Variable):
+            return held
+    return value
 
 
 def reset_global_step() -> None:

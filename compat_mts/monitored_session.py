@@ -34,7 +34,8 @@ from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.scaffold import Scaffold
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from compat_mts.session_run_hook import (STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunContext,
+                                         SessionRunValues)
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
 _WORKER_POLL_SECS = 0.5
@@ -312,7 +313,7 @@ class _MonitoredSession:
         for hook in self._hooks:
             hook.begin()
         self._recorders = summary_lib.take_requested()
-        self._step_reader: Callable[[], int] | None = None
+        self._global_step: tf.Variable | None = None
         if self._should_recover:
             self._create_recoverably()
         else:
@@ -325,8 +326,7 @@ class _MonitoredSession:
     def _create(self) -> None:
         self._raw = self._creator.create_session()
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
-        step = global_step_lib.get_global_step()
-        self._step_reader = global_step_lib.step_reader(step) if step is not None else None
+        self._global_step = global_step_lib.get_global_step()
         if getattr(self._raw, 'device', None) is not None:
             self._run_once = self._run_on_device
         for recorder in self._recorders:
@@ -437,6 +437,10 @@ class _MonitoredSession:
             request = hook.before_run(context)
             if request is None:
                 continue
+            if request is STALE_GLOBAL_STEP_REQUEST:  # The built-in hooks' usual request: nothing to merge.
+                requests.append(fetches_lib.STALE_GLOBAL_STEP)
+                requesting_hooks.append(index)
+                continue
             if request.fetches is not None:
                 requests.append(request.fetches)
                 requesting_hooks.append(index)
@@ -447,12 +451,20 @@ class _MonitoredSession:
                 hook_feeds.update(request.feed_dict)
             if request.options:
                 _merge_options(options, request.options)
-        results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._step_reader).execute()
+        results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step).execute()
         run_metadata = run_metadata or tf.compat.v1.RunMetadata()
-        hook_results = dict(zip(requesting_hooks, results[1:]))
-        for index, hook in enumerate(self._hooks):
-            hook.after_run(context, SessionRunValues(
-                results=hook_results.get(index), options=options, run_metadata=run_metadata))
+        values = [None] * len(self._hooks)
+        shared: dict[int, SessionRunValues] = {}  # Hooks that fetched the same object share its values.
+        for index, result in zip(requesting_hooks, results[1:]):
+            hook_values = shared.get(id(result))
+            if hook_values is None:
+                hook_values = shared[id(result)] = SessionRunValues(result, options, run_metadata)
+            values[index] = hook_values
+        if len(requesting_hooks) < len(values):
+            no_results = SessionRunValues(None, options, run_metadata)
+            values = [no_results if hook_values is None else hook_values for hook_values in values]
+        for hook, hook_values in zip(self._hooks, values):
+            hook.after_run(context, hook_values)
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
         return results[0]
 

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from tests.models import Regression
+from tests.models import FEATURES, TARGETS, Regression
 from tests.support import REPO_ROOT, checkpoint_steps, read_events
 
 _TRAIN_UNTIL = os.path.join(REPO_ROOT, 'tests', 'train_until.py')
@@ -149,3 +149,50 @@ def test_a_checkpoint_of_the_real_v1_session_is_resumed(tmp_path):
         while not session.should_stop():
             session.run(model.step)
     assert checkpoint_steps(directory) == [0, 3, 5]
+
+
+def _keras_program(seed_weights):
+    """A Keras model trained with Adam, whose slots the first step creates (inside the traced step)."""
+    global_step = mts.get_or_create_global_step()
+    model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(1, kernel_initializer='zeros')])
+    model.layers[0].kernel.assign(seed_weights)
+    optimizer = tf.keras.optimizers.Adam(0.05)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(FEATURES) - TARGETS))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        global_step.assign_add(1)
+        return {'loss': loss}
+
+    return model, optimizer, step, mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
+
+
+def _train_to(directory, last_step, seed_weights):
+    mts.reset_global_step()
+    model, optimizer, step, scaffold = _keras_program(seed_weights)
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=5,
+                                      hooks=[mts.StopAtStepHook(last_step=last_step)]) as session:
+        while not session.should_stop():
+            session.run(step)
+    return model.get_weights(), int(optimizer.iterations.numpy())
+
+
+def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoint_is_kept(tmp_path, absl_logs):
+    seed_weights = np.array([[0.3], [-0.2], [0.1]], np.float32)
+    uninterrupted, _ = _train_to(str(tmp_path / 'once'), 20, seed_weights)
+    _train_to(str(tmp_path / 'twice'), 10, seed_weights)
+    restored = tf.train.load_checkpoint(str(tmp_path / 'twice' / 'model.ckpt-10'))
+    slots_before = {name: restored.get_tensor(name) for name in restored.get_variable_to_shape_map()
+                    if name.startswith('optimizer/_variables/')}
+    assert slots_before  # Adam's moments were saved.
+    resumed, iterations = _train_to(str(tmp_path / 'twice'), 20, seed_weights)
+    assert iterations == 20
+    for resumed_weight, uninterrupted_weight in zip(resumed, uninterrupted):
+        np.testing.assert_allclose(resumed_weight, uninterrupted_weight, rtol=1e-6)
+    kept = tf.train.load_checkpoint(str(tmp_path / 'twice' / 'model.ckpt-10'))
+    for name, value in slots_before.items():
+        np.testing.assert_array_equal(kept.get_tensor(name), value)
+    assert any(line.endswith('model.ckpt-10 holds what this session restored; its files are kept as they are.')
+               for line in absl_logs.messages())

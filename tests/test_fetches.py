@@ -121,3 +121,110 @@ def test_feed_keys_of_other_types_are_rejected():
     with mts.MonitoredSession() as session:
         with pytest.raises(TypeError, match='`feed_dict` keys must be strings'):
             session.run(lambda: None, feed_dict={1: 2})
+
+
+# A `tf.function` step is called through its concrete function, with the stale global-step read in the same call.
+
+
+def test_stale_global_step_is_read_before_the_step_on_every_run_with_and_without_feeds():
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def step(scale=np.float32(1.0)):
+        global_step.assign_add(1)
+        return {'scaled': tf.cast(global_step, tf.float32) * scale}
+
+    calls = []
+    stale = Recorder('stale', calls, fetches=mts.STALE_GLOBAL_STEP)
+    after = Recorder('after', calls, fetches=global_step)
+    outputs = []
+    with mts.MonitoredSession(hooks=[stale, after]) as session:
+        for run in range(6):
+            feed_dict = {'scale': np.float32(10.0)} if run % 2 else None
+            outputs.append(float(session.run(step, feed_dict=feed_dict)['scaled']))
+    assert stale.results == [0, 1, 2, 3, 4, 5]
+    assert after.results == [1, 2, 3, 4, 5, 6]
+    assert outputs == [1.0, 20.0, 3.0, 40.0, 5.0, 60.0]
+
+
+def test_a_step_that_creates_its_variables_on_the_first_call_keeps_them():
+    global_step = mts.get_or_create_global_step()
+
+    class Counter(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.total = None
+
+        @tf.function
+        def __call__(self):
+            if self.total is None:
+                self.total = tf.Variable(100.0)
+            self.total.assign_add(1.0)
+            global_step.assign_add(1)
+            return self.total.read_value()
+
+    counter = Counter()
+    stale = Recorder('stale', [], fetches=mts.STALE_GLOBAL_STEP)
+    with mts.MonitoredSession(hooks=[stale]) as session:
+        totals = [float(session.run(counter)) for _ in range(4)]
+    assert totals == [101.0, 102.0, 103.0, 104.0]
+    assert stale.results == [0, 1, 2, 3]
+
+
+def test_with_run_functions_eagerly_the_step_runs_as_python_every_time():
+    global_step = mts.get_or_create_global_step()
+    python_calls = []
+
+    @tf.function
+    def step():
+        python_calls.append(1)
+        global_step.assign_add(1)
+
+    stale = Recorder('stale', [], fetches=mts.STALE_GLOBAL_STEP)
+    with mts.MonitoredSession(hooks=[stale]) as session:
+        session.run(step)
+        session.run(step)  # Traced twice by now: once alone, once in the call that reads the step first.
+        traced = len(python_calls)
+        tf.config.run_functions_eagerly(True)
+        try:
+            session.run(step)
+            session.run(step)
+        finally:
+            tf.config.run_functions_eagerly(False)
+        session.run(step)
+    assert len(python_calls) == traced + 2
+    assert stale.results == [0, 1, 2, 3, 4]
+
+
+def test_a_step_run_in_a_strategy_scope_goes_through_its_tf_function():
+    global_step = mts.get_or_create_global_step()
+    strategy = tf.distribute.OneDeviceStrategy('/cpu:0')
+    with strategy.scope():
+        weight = tf.Variable(1.0)
+
+    @tf.function
+    def step():
+        strategy.run(lambda: weight.assign_add(1.0))
+        global_step.assign_add(1)
+        return weight.read_value()
+
+    stale = Recorder('stale', [], fetches=mts.STALE_GLOBAL_STEP)
+    with mts.MonitoredSession(hooks=[stale]) as session:
+        values = [float(session.run(step))]
+        with strategy.scope():
+            values += [float(session.run(step)) for _ in range(2)]
+        values.append(float(session.run(step)))
+    assert values == [2.0, 3.0, 4.0, 5.0]
+    assert stale.results == [0, 1, 2, 3]
+
+
+def test_keras_variables_are_fetched_as_variables():
+    layer = tf.keras.layers.Dense(2, kernel_initializer='ones')
+    layer.build((None, 3))
+    assert not isinstance(layer.kernel, tf.Variable)
+    reads = Recorder('reads', [], fetches={'kernel': layer.kernel})
+    with mts.MonitoredSession(hooks=[reads]) as session:
+        kernel = session.run(layer.kernel)
+        session.run(lambda: layer.kernel.assign(layer.kernel * 2.0))
+    assert kernel.tolist() == [[1.0, 1.0]] * 3
+    assert [result['kernel'].tolist() for result in reads.results] == [[[1.0, 1.0]] * 3, [[2.0, 2.0]] * 3]

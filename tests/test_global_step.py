@@ -55,3 +55,18 @@ def test_inside_a_v1_graph_the_graphs_own_step_is_used():
         assert graph_step.graph is graph
         assert mts.get_global_step() is graph_step
     assert mts.get_global_step() is eager_step
+
+
+def test_inside_a_tf_function_trace_the_registered_step_is_found():
+    registered = mts.get_or_create_global_step()
+    seen = []
+
+    @tf.function
+    def step():
+        found = mts.get_global_step()
+        seen.append(found)
+        return found.assign_add(1)
+
+    assert int(step()) == 1
+    assert seen == [registered]
+    assert mts.get_or_create_global_step() is registered

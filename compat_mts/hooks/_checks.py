@@ -7,6 +7,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat_mts import global_step as global_step_lib
+
 
 def check_optional_int(value: Any, argument: str) -> None:
     """`value` must be None or an integer (not a bool)."""
@@ -35,9 +37,11 @@ def check_bool(value: Any, argument: str) -> None:
 def is_fetch(value: Any) -> bool:
     """Whether `value` is one fetch of the eager fetch model (`compat_mts.fetches`).
 
-    That is a name (str), a `tf.Variable`, a tensor (eager, or of a `wrap_graph` graph) or a callable.
+    That is a name (str), a `tf.Variable` (or Keras 3 variable), a tensor (eager, or of a `wrap_graph` graph) or a callable.
     """
     if isinstance(value, (str, tf.Tensor, tf.Variable, tf.Operation)):
+        return True
+    if global_step_lib.as_tf_variable(value) is not value:  # A Keras 3 variable.
         return True
     return callable(value) and not isinstance(value, type)
 

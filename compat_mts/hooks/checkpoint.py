@@ -140,7 +140,7 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord):
         global_step = int(session.run(self._global_step))
         self._graph_pending = self._writes_files
-        self._save(session, global_step)
+        self._save(session, global_step, restored_path=getattr(session, 'restored_path', None))
         self._timer.update_last_triggered_step(global_step)
 
     def before_run(self, run_context):
@@ -198,14 +198,25 @@ class CheckpointSaverHook(SessionRunHook):
                     checkpoint_name=self._checkpoint_basename)
         return self._manager
 
-    def _save(self, session, step: int) -> bool:
-        """Saves the checkpoint for `step`; returns True if a listener asked to stop."""
+    def _save(self, session, step: int, restored_path: str | None = None) -> bool:
+        """Saves the checkpoint for `step`; returns True if a listener asked to stop.
+
+        The creation save of a session that has just restored that very checkpoint leaves the files as
+        they are (v1 wrote the same values again): variables that the first step creates, such as a Keras
+        optimizer's slots, are restored from the files only when they are created, so writing before then
+        would replace the last good checkpoint with one that lacks them. (In a multi-worker cluster every
+        worker takes part in a save, so there the save happens as in v1.)
+        """
         logging.info('Calling checkpoint listeners before saving checkpoint %d...', step)
         for listener in self._listeners:
             listener.before_save(session, step)
+        path = f'{self._save_path}-{step}'
         if self._writes_files:
             logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
-            self._get_manager().save(checkpoint_number=step)
+            if self._cluster is None and restored_path is not None and _same_path(restored_path, path):
+                logging.info('%s holds what this session restored; its files are kept as they are.', path)
+            else:
+                self._get_manager().save(checkpoint_number=step)
         else:
             self._cluster.save_copy(self._get_manager().checkpoint, step, self._checkpoint_basename)
         logging.info('Calling checkpoint listeners after saving checkpoint %d...', step)
@@ -216,3 +227,7 @@ class CheckpointSaverHook(SessionRunHook):
                              listener)
                 should_stop = True
         return should_stop
+
+
+def _same_path(first: str, second: str) -> bool:
+    return os.path.normpath(os.path.abspath(first)) == os.path.normpath(os.path.abspath(second))
