@@ -58,7 +58,9 @@ from compat_mts import global_step as global_step_lib  # pylint: disable=wrong-i
 
 COMPAT_MTS_DIR = os.path.dirname(os.path.abspath(mts.__file__)) + os.sep
 READ_ALONE = 'the eager global-step read alone (what STALE_GLOBAL_STEP costs)'
-_STEP_FRAME = 'polymorphic_function.py'  # A tf.function call; per run, compat_mts calls none but the step.
+# A tf.function call, or a call of its concrete function (how compat_mts calls a step from its second run on);
+# per run, compat_mts calls none but the step.
+_STEP_FRAMES = ('polymorphic_function.py', 'concrete_function.py')
 _PY_SPY_FRAME = re.compile(r'^(?P<function>.*) \((?P<path>[^()]*?)(?::(?P<line>\d+))?\)$')
 
 
@@ -157,7 +159,7 @@ def cprofile_ranking(model_session, steps: int) -> tuple[list[tuple[str, float, 
         for caller, (_, _, _, edge_cumulative) in callers.items():
             if not _is_compat_mts(caller):
                 continue
-            if caller[2] == '_call_callables' and function[0] != '~':  # The step (builtins are not).
+            if caller[2] in ('_call_callables', '_call') and function[0] != '~':  # The step (builtins are not).
                 step_total += edge_cumulative
             else:
                 costs[caller] += edge_cumulative
@@ -242,7 +244,7 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
             path = match.group('path') if match else ''
             # The step's call: its tf.function, or TensorFlow's traceback filter around it (which the
             # bare loop pays too), entered straight from the loop or from the fetch model.
-            if _STEP_FRAME in path or ('traceback_utils' in path and (
+            if any(frame in path for frame in _STEP_FRAMES) or ('traceback_utils' in path and (
                     loop == 'bare' and owner == 'loop' or previous_path.endswith('compat_mts/fetches.py'))):
                 owner = 'step'
                 break

@@ -5,7 +5,10 @@ traced instance per variant, since a traced step keeps the summary writer it saw
 global step:
 
 1. `bare_loop`: `for _ in range(n): train_step()`. No default summary writer, so the step's
-   `tf.summary.scalar` is inert.
+   `tf.summary.scalar` is inert. The issue's baseline.
+1b. `bare_concrete`: the same loop calling `train_step.get_concrete_function()` instead, which skips the
+   `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts calls a step
+   that way (see `compat_mts.fetches`), so this row shows how much of its speed comes from that alone.
 2. `hand_written_tf2`: what people write in TF2 instead of v1's default hooks: each call inside
    `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 == 0)`, `gs.numpy()` read
    after every step to write `global_step/sec` every 100 steps, and a `tf.train.CheckpointManager` save
@@ -48,15 +51,18 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is impor
 import numpy as np  # pylint: disable=wrong-import-position
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
+from tensorflow.python import pywrap_tfe  # pylint: disable=wrong-import-position
+from tensorflow.python.eager import execute  # pylint: disable=wrong-import-position
+
 import compat_mts as mts  # pylint: disable=wrong-import-position
-from compat_mts import global_step as global_step_lib  # pylint: disable=wrong-import-position
 
 import workload  # pylint: disable=wrong-import-position
 
 BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ('bare_loop', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
 LABELS = {
     'bare_loop': 'bare loop',
+    'bare_concrete': 'bare loop, concrete function',
     'hand_written_tf2': 'hand-written TF2',
     'compat_mts': 'compat_mts (v1 default hooks)',
     'v1_graph_mode': 'v1 graph mode (tf.compat.v1 MTS)',
@@ -111,6 +117,21 @@ class BareLoop:
         for _ in range(warmup_steps):
             train_step()
         return workload.time_steps_with_cpu(train_step, steps)
+
+
+class BareConcreteLoop:
+    """Variant 1b: the step's concrete function called in a loop, nothing else."""
+
+    def __init__(self, workdir: str):
+        del workdir
+        self.model = Model(_new_global_step())
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        self.model.train_step()  # The first call creates the optimizer's variables.
+        concrete = self.model.train_step.get_concrete_function()
+        for _ in range(warmup_steps):
+            concrete()
+        return workload.time_steps_with_cpu(concrete, steps)
 
 
 class HandWrittenTF2:
@@ -172,30 +193,32 @@ class CompatMTS:
                 run_train_step()
             return workload.time_steps_with_cpu(run_train_step, steps)
 
-    def count_step_reads(self, steps: int) -> collections.Counter:
-        """How many times the session reads the global step to the host on each run, as {reads: runs}.
+    def count_executions(self, steps: int) -> collections.Counter:
+        """How many TensorFlow executions (eager ops and function calls) each run makes, as {executions: runs}.
 
-        Counts calls of `compat_mts.global_step.read_value`, through which the session, the fetch model
-        and the built-in hooks read the step (`STALE_GLOBAL_STEP`, `session.run(global_step)`).
+        A bare loop makes one per step, the step's function call; anything more is host work of the session
+        (a separate read of the global step, the summary switches, a checkpoint save).
         """
-        reads = [0]
-        original = global_step_lib.read_value
+        executions = [0]
+        originals = (pywrap_tfe.TFE_Py_FastPathExecute, execute.execute)
 
-        def counting_read_value(variable):
-            reads[0] += 1
-            return original(variable)
+        def counted(function):
+            def wrapper(*args, **kwargs):
+                executions[0] += 1
+                return function(*args, **kwargs)
+            return wrapper
 
-        reads_per_run = collections.Counter()
-        global_step_lib.read_value = counting_read_value
-        try:
-            with self.session() as session:
+        per_run = collections.Counter()
+        with self.session() as session:
+            pywrap_tfe.TFE_Py_FastPathExecute, execute.execute = (counted(f) for f in originals)
+            try:
                 for _ in range(steps):
-                    before = reads[0]
+                    before = executions[0]
                     session.run(self.model.train_step)
-                    reads_per_run[reads[0] - before] += 1
-        finally:
-            global_step_lib.read_value = original
-        return reads_per_run
+                    per_run[executions[0] - before] += 1
+            finally:
+                pywrap_tfe.TFE_Py_FastPathExecute, execute.execute = originals
+        return per_run
 
 
 class V1GraphModeChild:
@@ -236,12 +259,13 @@ class V1GraphModeChild:
         self._stderr.close()
 
 
-def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_reads_steps: int) -> dict:
-    """Builds the four variants, runs `repeats` interleaved rounds and returns the results as a dict."""
+def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int) -> dict:
+    """Builds the five variants, runs `repeats` interleaved rounds and returns the results as a dict."""
     workdir = tempfile.mkdtemp(prefix='session_overhead_')
     child = V1GraphModeChild(warmup_steps, steps, os.path.join(workdir, 'v1_graph_mode.stderr'))
     try:
-        variants: dict[str, object] = {'bare_loop': BareLoop(workdir), 'hand_written_tf2': HandWrittenTF2(workdir),
+        variants: dict[str, object] = {'bare_loop': BareLoop(workdir), 'bare_concrete': BareConcreteLoop(workdir),
+                                       'hand_written_tf2': HandWrittenTF2(workdir),
                                        'compat_mts': CompatMTS(workdir), 'v1_graph_mode': child}
         child.wait_until_ready()
         load_before = os.getloadavg()
@@ -261,7 +285,7 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_reads_steps
                 f'{name} {repeat_means[name][-1] * 1e6:.0f} us' for name in VARIANTS), file=sys.stderr)
         elapsed_s = time.perf_counter() - started
         load_after = os.getloadavg()
-        reads_per_run = variants['compat_mts'].count_step_reads(count_reads_steps) if count_reads_steps else None
+        executions_per_run = variants['compat_mts'].count_executions(count_steps) if count_steps else None
         tensorflow_in_child = child.tensorflow_version
     finally:
         child.close()
@@ -295,9 +319,10 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_reads_steps
         'variants': results,
         'compat_mts_over_hand_written_tf2': ratios('compat_mts', 'hand_written_tf2'),
         'compat_mts_over_v1_graph_mode': ratios('compat_mts', 'v1_graph_mode'),
-        'compat_mts_global_step_reads_per_run': (
-            {str(reads): runs for reads, runs in sorted(reads_per_run.items())} if reads_per_run else None),
-        'compat_mts_global_step_reads_counted_over_runs': count_reads_steps,
+        'compat_mts_over_bare_concrete': ratios('compat_mts', 'bare_concrete'),
+        'compat_mts_executions_per_run': (
+            {str(count): runs for count, runs in sorted(executions_per_run.items())} if executions_per_run else None),
+        'compat_mts_executions_counted_over_runs': count_steps,
     }
 
 
@@ -318,19 +343,17 @@ def format_table(report: dict) -> str:
             f"| {result['p99_step_s'] * 1e6:.1f} | {1 / median:.0f} | {ratios['mean']:.3f} | {ratios['p50']:.3f} "
             f"| {result['median_cpu_per_step_s'] * 1e6:.1f} | {ratios['cpu']:.3f} |")
     lines.append('')
-    for key, label in (('compat_mts_over_hand_written_tf2', 'compat_mts / hand-written TF2:'),
-                       ('compat_mts_over_v1_graph_mode', 'compat_mts / v1 graph mode:   ')):
+    for key, label in (('compat_mts_over_hand_written_tf2', 'compat_mts / hand-written TF2:       '),
+                       ('compat_mts_over_v1_graph_mode', 'compat_mts / v1 graph mode:          '),
+                       ('compat_mts_over_bare_concrete', 'compat_mts / bare concrete function: ')):
         ratios = report[key]
         lines.append(f"{label} {ratios['mean']:.3f}   (p50: {ratios['p50']:.3f}, CPU: {ratios['cpu']:.3f})")
-    reads = report['compat_mts_global_step_reads_per_run']
-    if reads:
-        counted = report['compat_mts_global_step_reads_counted_over_runs']
-        usual = max(reads, key=reads.get)
-        lines.append(f'compat_mts host reads of the global step per run: {usual} on most runs '
-                     f'(reads: runs over {counted} runs = {reads})')
-        if set(reads) == {'0'}:
-            lines.append('  (none counted: compat_mts may now read the step other than through '
-                         'compat_mts.global_step.read_value, which is what is counted)')
+    executions = report['compat_mts_executions_per_run']
+    if executions:
+        counted = report['compat_mts_executions_counted_over_runs']
+        usual = max(executions, key=executions.get)
+        lines.append(f'compat_mts TensorFlow executions (ops and function calls) per run: {usual} on most runs '
+                     f'(executions: runs over {counted} runs = {executions})')
     return '\n'.join(lines)
 
 
@@ -350,15 +373,15 @@ def main(argv: list[str] | None = None) -> None:
                         help='interleaved rounds, each timing every variant once (default: %(default)s)')
     parser.add_argument('--warmup', type=int, default=100,
                         help='untimed steps at the start of each repeat (default: %(default)s)')
-    parser.add_argument('--count-reads-steps', type=int, default=300,
-                        help='runs over which compat_mts\'s host reads of the global step are counted, '
+    parser.add_argument('--count-steps', type=int, default=300,
+                        help='runs over which compat_mts\'s TensorFlow executions are counted, '
                              '0 to skip (default: %(default)s)')
     parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.count_reads_steps < 0:
-        parser.error('--steps and --repeats must be positive, --warmup and --count-reads-steps non-negative.')
+    if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.count_steps < 0:
+        parser.error('--steps and --repeats must be positive, --warmup and --count-steps non-negative.')
 
-    report = run_benchmark(args.steps, args.repeats, args.warmup, args.count_reads_steps)
+    report = run_benchmark(args.steps, args.repeats, args.warmup, args.count_steps)
     _check_finite(report)
     print(f"{report['date']}  TensorFlow {report['tensorflow']}  Python {report['python']}  {report['machine']}")
     print(f"{args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up) per variant; "
