@@ -64,7 +64,7 @@ class GraphRunner:
 
 
 _graph_runners: list[GraphRunner] = []
-_last_step: list = [None, None]  # The caller's most recent callable fetch and its keyword arguments.
+_last_step: list = [None, None]  # The caller's most recent callable fetch in this session, and its keyword arguments.
 _named_variables: dict[str, tf.Variable] = {}
 
 
@@ -462,8 +462,13 @@ def run_fetches(fetches: Any, feed_dict: dict | None = None) -> Any:
     return Run([fetches], feed_dict).execute()[0]
 
 
+def forget_last_step() -> None:
+    """Called when a session is created: its graph is that of the steps it runs, not an earlier session's."""
+    _last_step[:] = [None, None]
+
+
 def step_graph_def():
-    """The GraphDef of the most recently run `tf.function` step (with shapes), or None.
+    """The GraphDef of the `tf.function` step the current session ran last (with shapes), or None.
 
     What `save_graph_def` writes as `graph.pbtxt` and to TensorBoard, in place of v1's default graph.
     """

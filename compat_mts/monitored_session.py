@@ -324,6 +324,7 @@ class _MonitoredSession:
     # Creation and teardown of the inner (re-creatable) session.
 
     def _create(self) -> None:
+        fetches_lib.forget_last_step()
         self._raw = self._creator.create_session()
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         self._global_step = global_step_lib.get_global_step()

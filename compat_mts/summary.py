@@ -79,12 +79,14 @@ def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
         tf.summary.graph(graph_def)
 
 
-def write_step_graph(writer: tf.summary.SummaryWriter) -> None:
-    """Writes the graph of the traced step function, if there is one (v1 wrote the default graph)."""
+def write_step_graph(writer: tf.summary.SummaryWriter) -> bool:
+    """Writes the graph of the session's traced step (v1 wrote the default graph); False if there is none yet."""
     from compat_mts import fetches  # The fetch model imports nothing of summaries; keep it that way.
     graph_def = fetches.step_graph_def()
-    if graph_def is not None:
-        write_graph(writer, graph_def)
+    if graph_def is None:
+        return False
+    write_graph(writer, graph_def)
+    return True
 
 
 class Recorder:

@@ -63,6 +63,19 @@ def test_help_answers_without_importing_tensorflow(tmp_path):
     assert '--steps STEPS' in result.stdout
 
 
+def test_check_runs_without_importing_tensorflow(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text('import tensorflow.compat.v1 as tf\nsaver = tf.train.Saver()\n')
+    probe = ('import sys; from compat_mts import cli\n'
+             f'code = cli.main(["check", {str(script)!r}])\n'
+             'assert "tensorflow" not in sys.modules, "compat-mts check imported TensorFlow"\n'
+             'sys.exit(code)')
+    result = subprocess.run([sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert 'imported TensorFlow' not in result.stderr, result.stderr
+    assert 'train.py:2:9: stage 1: tf.compat.v1.train.Saver' in result.stdout, result.stdout
+
+
 @pytest.mark.parametrize('argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['train']])
 def test_bad_command_lines_exit_with_usage_status(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import Regression
-from tests.support import checkpoint_steps, read_events, state_file_steps, value_kinds
+from tests.support import checkpoint_steps, has_graph_event, read_events, state_file_steps, value_kinds
 
 
 def hook_types(session):
@@ -258,3 +258,38 @@ def test_a_v1_saver_names_the_checkpoint_replacement():
         mts.Scaffold(saver=saver)
     with pytest.raises(TypeError, match='tf.compat.v1.train.Saver'):
         mts.CheckpointSaverHook('/tmp/unused', save_steps=1, saver=saver)
+
+
+def _graph_node_names(path):
+    from google.protobuf import text_format
+    graph_def = tf.compat.v1.GraphDef()
+    text_format.Parse(path.read_text(), graph_def)
+    names = {node.name for node in graph_def.node}
+    for function in graph_def.library.function:
+        names.update(node.name for node in function.node_def)
+    return names
+
+
+def test_a_session_writes_the_graph_of_its_own_step_even_if_its_first_run_has_none(tmp_path):
+    global_step = mts.get_or_create_global_step()
+
+    def step_named(name):
+        @tf.function
+        def step():
+            global_step.assign_add(1)
+            return {'marker': tf.identity(tf.constant(1.0), name=name)}
+        return step
+
+    first, second = step_named('only_in_the_first_step'), step_named('only_in_the_second_step')
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'first')) as session:
+        session.run(first)
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'second'),
+                                      save_summaries_steps=1) as session:
+        session.run(global_step)  # No step in this run: there is no graph to write yet.
+        assert 'graph.pbtxt' not in os.listdir(tmp_path / 'second')
+        session.run(second)
+        session.run(second)
+    assert 'only_in_the_first_step' in _graph_node_names(tmp_path / 'first' / 'graph.pbtxt')
+    names = _graph_node_names(tmp_path / 'second' / 'graph.pbtxt')
+    assert 'only_in_the_second_step' in names and 'only_in_the_first_step' not in names
+    assert has_graph_event(str(tmp_path / 'second'))

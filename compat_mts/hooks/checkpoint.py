@@ -52,7 +52,7 @@ class CheckpointSaverHook(SessionRunHook):
     involves all of them: the chief writes into `checkpoint_dir`, the others into temporary directories
     they remove at once, and `save_secs` follows the chief's clock.
 
-    After the first run of each session (eagerly the graph exists only once the step has been traced)
+    After the first step of each session (eagerly the graph exists only once the step has been traced)
     the traced step's graph goes to TensorBoard, and with `save_graph_def=True` also to `graph.pbtxt`,
     as v1 wrote the default graph at session creation.
 
@@ -148,8 +148,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_run(self, run_context, run_values):
         if self._graph_pending:
-            self._graph_pending = False
-            self._write_graph()
+            self._graph_pending = not self._write_graph()
         if self._cluster is not None and self._time_based:
             self._after_run_in_cluster(run_context)
         elif self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
@@ -175,13 +174,15 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.end(session, last_step)
 
-    def _write_graph(self) -> None:
+    def _write_graph(self) -> bool:
+        """Writes the session's step graph; False while this session has run no step yet."""
         graph_def = fetches_lib.step_graph_def()
         if graph_def is None:
-            return
+            return False
         if self._save_graph_def:
             tf.io.write_graph(graph_def, self._checkpoint_dir, 'graph.pbtxt', as_text=True)
         summary_lib.write_graph(self._summary_writer, graph_def)
+        return True
 
     def _get_manager(self) -> tf.train.CheckpointManager:
         if self._manager is None:

@@ -16,8 +16,8 @@ class StepCounterHook(SessionRunHook):
 
     The scalar is a v1 `simple_value` under v1's tag (`<global step name>/sec`) at the post-run global
     step. The first trigger only starts the clock, as in v1, and a global step that did not move
-    between runs gets v1's warning (at most five times). After the first run the traced step's graph is
-    written too, as v1's writer cache wrote the graph into every events file.
+    between runs gets v1's warning (at most five times). After the session's first step the traced step's graph
+    is written too, as v1's writer cache wrote the graph into every events file.
 
     Example:
 
@@ -51,14 +51,15 @@ class StepCounterHook(SessionRunHook):
         self._global_step = global_step_lib.require_global_step('StepCounterHook')
         self._summary_tag = global_step_lib.step_name(self._global_step) + '/sec'
         self._last_global_step = None
+        self._graph_pending = self._summary_writer is not None
 
     def before_run(self, run_context):
         return STALE_GLOBAL_STEP_REQUEST
 
     def after_run(self, run_context, run_values):
         stale_global_step = run_values.results
-        if self._last_global_step is None and self._summary_writer is not None:
-            summary_lib.write_step_graph(self._summary_writer)
+        if self._graph_pending:
+            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer)
         if self._timer.should_trigger_for_step(stale_global_step + self._steps_per_run):
             global_step = int(run_context.session.run(self._global_step))
             if self._timer.should_trigger_for_step(global_step):

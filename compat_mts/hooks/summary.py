@@ -18,7 +18,7 @@ class SummarySaverHook(SessionRunHook):
     v1 ran a merged summary op in the same `run` as the train op. Eagerly, the `tf.summary.*` calls in
     the user's step are recorded on the runs where this hook triggers (the first run, then by its timer),
     stamped with the post-run global step as v1 stamped them; on other runs they cost a variable read in
-    the step and write nothing. After the first run the traced step's graph is written too, as v1's
+    the step and write nothing. After the session's first step the traced step's graph is written too, as v1's
     writer cache wrote the graph into every events file. With `scaffold`, that is all it records (or `scaffold.summary_op` if set);
     with `summary_op` (a callable that writes summaries, or serialized `Summary` protos of a `wrap_graph`
     graph), that is fetched on trigger runs and written too.
@@ -55,6 +55,7 @@ class SummarySaverHook(SessionRunHook):
         if self._summary_writer is None and self._output_dir:
             self._summary_writer = summary_lib.summary_writer_for(self._output_dir)
         self._next_step = None
+        self._graph_pending = True
         self._global_step = global_step_lib.require_global_step('SummarySaverHook')
         self._recorder = None
         if self._summary_writer is not None:
@@ -94,8 +95,8 @@ class SummarySaverHook(SessionRunHook):
             if isinstance(results, dict):
                 for serialized in _serialized_summaries(results['summary']):
                     summary_lib.write_serialized(self._summary_writer, serialized, global_step)
-        if self._next_step is None:
-            summary_lib.write_step_graph(self._summary_writer)
+        if self._graph_pending:
+            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer)
         self._next_step = global_step + self._steps_per_run
 
     def end(self, session=None):
