@@ -202,14 +202,18 @@ class Run:
         if direct is None:
             return None
         if len(requests) == 1:
-            _last_step[:] = (step, self._kwargs)
-            return [to_numpy(direct.call())]
-        global_step = self._global_step
-        if global_step is None or type(global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
-            return None
-        _last_step[:] = (step, self._kwargs)
-        stale, output = direct.call_after_read(global_step, self._kwargs)
+            return [to_numpy(self._call_direct(step, direct))]
+        if type(self._global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+            return None  # No global step given, or a distributed one: the general path.
+        stale, output = self._call_direct(step, direct, self._global_step)
         return [to_numpy(output)] + [int(stale)] * (len(requests) - 1)
+
+    def _call_direct(self, step: Any, direct: '_DirectStep', global_step: tf.Variable | None = None) -> Any:
+        """Calls the caller's `step` through `direct`, after reading `global_step` into the result if given."""
+        _last_step[:] = (step, self._kwargs)
+        if global_step is None:
+            return direct.call()
+        return direct.call_after_read(global_step, self._kwargs)
 
     def _step_with_stale_read(self, flat: list) -> int:
         """Reads the global step before any callable runs; in the step's own call when it can.
@@ -225,8 +229,7 @@ class Run:
         direct = _direct_step(step) if step is not None else None
         if direct is None or type(global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
             return int(global_step_lib.read_value(global_step))
-        _last_step[:] = (step, self._kwargs)
-        stale, output = direct.call_after_read(global_step, self._kwargs)
+        stale, output = self._call_direct(step, direct, global_step)
         self._outputs[id(step)] = output
         if isinstance(output, dict):
             self._named.update(output)
@@ -237,13 +240,12 @@ class Run:
             for leaf in leaves:
                 if not _is_callable_fetch(leaf) or id(leaf) in self._outputs:
                     continue
-                if index == 0:
+                direct = _direct_step(leaf) if index == 0 and not self._kwargs else None
+                if direct is not None:
+                    output = self._call_direct(leaf, direct)
+                elif index == 0:
                     _last_step[:] = (leaf, self._kwargs)
-                    if self._kwargs:
-                        output = leaf(**self._kwargs)
-                    else:
-                        direct = _direct_step(leaf)
-                        output = leaf() if direct is None else direct.call()
+                    output = leaf(**self._kwargs)
                 else:
                     output = leaf()
                 self._outputs[id(leaf)] = output

@@ -454,16 +454,12 @@ class _MonitoredSession:
                 _merge_options(options, request.options)
         results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step).execute()
         run_metadata = run_metadata or tf.compat.v1.RunMetadata()
-        values = [None] * len(self._hooks)
-        shared: dict[int, SessionRunValues] = {}  # Hooks that fetched the same object share its values.
+        values = [SessionRunValues(None, options, run_metadata)] * len(self._hooks)
+        shared: dict[int, SessionRunValues] = {}  # Hooks given the same object (the stale step) share its values.
         for index, result in zip(requesting_hooks, results[1:]):
-            hook_values = shared.get(id(result))
-            if hook_values is None:
-                hook_values = shared[id(result)] = SessionRunValues(result, options, run_metadata)
-            values[index] = hook_values
-        if len(requesting_hooks) < len(values):
-            no_results = SessionRunValues(None, options, run_metadata)
-            values = [no_results if hook_values is None else hook_values for hook_values in values]
+            if id(result) not in shared:
+                shared[id(result)] = SessionRunValues(result, options, run_metadata)
+            values[index] = shared[id(result)]
         for hook, hook_values in zip(self._hooks, values):
             hook.after_run(context, hook_values)
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
