@@ -428,9 +428,12 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
         del _direct_steps[key]
 
 
+_functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
+_has_strategy = tf.distribute.has_strategy
+
+
 def _plain_eager_context() -> bool:
-    return not (tf.config.functions_run_eagerly() or tf.distribute.has_strategy()
-                or save_context.in_save_context())
+    return not (_functions_run_eagerly() or _has_strategy() or save_context.in_save_context())
 
 
 def _graph_key(fetch: Any) -> Any:
