@@ -71,7 +71,8 @@ def _check_hooks(hooks, argument: str = 'hooks') -> list:
     if hooks is None:
         return []
     if isinstance(hooks, tf.compat.v1.train.SessionRunHook):
-        raise TypeError(f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.')
+        raise TypeError(
+            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.')
     try:
         hooks = list(hooks)
     except TypeError:

@@ -37,7 +37,8 @@ def check_bool(value: Any, argument: str) -> None:
 def is_fetch(value: Any) -> bool:
     """Whether `value` is one fetch of the eager fetch model (`compat_mts.fetches`).
 
-    That is a name (str), a `tf.Variable` (or Keras 3 variable), a tensor (eager, or of a `wrap_graph` graph) or a callable.
+    That is a name (str), a `tf.Variable` (or Keras 3 variable), a tensor (eager, or of a `wrap_graph`
+    graph) or a callable.
     """
     if isinstance(value, (str, tf.Tensor, tf.Variable, tf.Operation)):
         return True

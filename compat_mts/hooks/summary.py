@@ -18,10 +18,10 @@ class SummarySaverHook(SessionRunHook):
     v1 ran a merged summary op in the same `run` as the train op. Eagerly, the `tf.summary.*` calls in
     the user's step are recorded on the runs where this hook triggers (the first run, then by its timer),
     stamped with the post-run global step as v1 stamped them; on other runs they cost a variable read in
-    the step and write nothing. After the session's first step the traced step's graph is written too, as v1's
-    writer cache wrote the graph into every events file. With `scaffold`, that is all it records (or `scaffold.summary_op` if set);
-    with `summary_op` (a callable that writes summaries, or serialized `Summary` protos of a `wrap_graph`
-    graph), that is fetched on trigger runs and written too.
+    the step and write nothing. After the session's first step the traced step's graph is written too,
+    as v1's writer cache wrote the graph into every events file. With `scaffold`, that is all it records
+    (or `scaffold.summary_op` if set); with `summary_op` (a callable that writes summaries, or serialized
+    `Summary` protos of a `wrap_graph` graph), that is fetched on trigger runs and written too.
 
     Example:
 
