@@ -151,13 +151,17 @@ class Run:
         arguments, once each even if several requests name them.
       feed_dict: the merged feeds of the run.
       global_step: the variable `STALE_GLOBAL_STEP` reads (default: the registered global step).
+      session_step: whether the caller's callable is the session's step, whose graph `step_graph_def`
+        returns: True for a session's own run. A run on the raw session (a hook's, or in `run_step_fn`)
+        names the step only while the session has run none.
     """
 
     def __init__(self, requests: Sequence[Any], feed_dict: dict | None = None,
-                 global_step: tf.Variable | None = None):
+                 global_step: tf.Variable | None = None, session_step: bool = False):
         self._requests = requests
         self._kwargs, self._graph_feeds = _check_feed_keys(feed_dict)
         self._global_step = global_step
+        self._session_step = session_step
         self._outputs: dict[int, Any] = {}
         self._named: dict[str, Any] = {}
         self._graph_values: dict[int, Any] = {}
@@ -210,7 +214,8 @@ class Run:
 
     def _call_direct(self, step: Any, direct: '_DirectStep', global_step: tf.Variable | None = None) -> Any:
         """Calls the caller's `step` through `direct`, after reading `global_step` into the result if given."""
-        _last_step[:] = (step, self._kwargs)
+        if self._session_step or _last_step[0] is None:
+            _last_step[:] = (step, self._kwargs)
         if global_step is None:
             return direct.call()
         return direct.call_after_read(global_step, self._kwargs)
@@ -244,7 +249,8 @@ class Run:
                 if direct is not None:
                     output = self._call_direct(leaf, direct)
                 elif index == 0:
-                    _last_step[:] = (leaf, self._kwargs)
+                    if self._session_step or _last_step[0] is None:
+                        _last_step[:] = (leaf, self._kwargs)
                     output = leaf(**self._kwargs)
                 else:
                     output = leaf()

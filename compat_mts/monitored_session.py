@@ -453,7 +453,8 @@ class _MonitoredSession:
                 hook_feeds.update(request.feed_dict)
             if request.options:
                 _merge_options(options, request.options)
-        results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step).execute()
+        results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step,
+                                  session_step=True).execute()
         run_metadata = run_metadata or tf.compat.v1.RunMetadata()
         values = [SessionRunValues(None, options, run_metadata)] * len(self._hooks)
         shared: dict[int, SessionRunValues] = {}  # Hooks given the same object (the stale step) share its values.

@@ -293,3 +293,28 @@ def test_a_session_writes_the_graph_of_its_own_step_even_if_its_first_run_has_no
     names = _graph_node_names(tmp_path / 'second' / 'graph.pbtxt')
     assert 'only_in_the_second_step' in names and 'only_in_the_first_step' not in names
     assert has_graph_event(str(tmp_path / 'second'))
+
+
+def test_a_hooks_own_function_run_on_the_raw_session_is_not_the_step_graph(tmp_path):
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def hook_function():
+        return tf.identity(tf.constant(2.0), name='only_in_the_hook_function')
+
+    @tf.function
+    def step():
+        global_step.assign_add(1)
+        return {'marker': tf.identity(tf.constant(1.0), name='only_in_the_step')}
+
+    class RunsItsOwnFunction(mts.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            run_context.session.run(hook_function)
+
+    # The hook's after_run comes before that of CheckpointSaverHook, which writes the graph.
+    hooks = [RunsItsOwnFunction(), mts.CheckpointSaverHook(str(tmp_path), save_steps=100)]
+    with mts.MonitoredSession(hooks=hooks) as session:
+        session.run(step)
+        session.run(step)
+    names = _graph_node_names(tmp_path / 'graph.pbtxt')
+    assert 'only_in_the_step' in names and 'only_in_the_hook_function' not in names
