@@ -214,11 +214,15 @@ class Run:
 
     def _call_direct(self, step: Any, direct: '_DirectStep', global_step: tf.Variable | None = None) -> Any:
         """Calls the caller's `step` through `direct`, after reading `global_step` into the result if given."""
-        if self._session_step or _last_step[0] is None:
-            _last_step[:] = (step, self._kwargs)
+        self._record_step(step)
         if global_step is None:
             return direct.call()
         return direct.call_after_read(global_step, self._kwargs)
+
+    def _record_step(self, step: Any) -> None:
+        """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
+        if self._session_step or _last_step[0] is None:
+            _last_step[:] = (step, self._kwargs)
 
     def _step_with_stale_read(self, flat: list) -> int:
         """Reads the global step before any callable runs; in the step's own call when it can.
@@ -249,8 +253,7 @@ class Run:
                 if direct is not None:
                     output = self._call_direct(leaf, direct)
                 elif index == 0:
-                    if self._session_step or _last_step[0] is None:
-                        _last_step[:] = (leaf, self._kwargs)
+                    self._record_step(leaf)
                     output = leaf(**self._kwargs)
                 else:
                     output = leaf()
@@ -365,7 +368,8 @@ class _DirectStep:
 
     def __init__(self, step: Any):
         self._step = weakref.ref(step, functools.partial(_forget_direct_step, id(step)))
-        # id(global step) or None (no read) -> [weakref of the global step, tf.function, its concrete function].
+        # id(global step) or None (no read) -> [tf.function, its concrete function once known]. The
+        # tf.function holds the global step, so its id stays unique while the entry lives.
         self._functions: dict[int | None, list] = {}
 
     def is_for(self, step: Any) -> bool:
@@ -382,19 +386,19 @@ class _DirectStep:
     def _call(self, global_step: tf.Variable | None, kwargs: dict) -> Any:
         key = None if global_step is None else id(global_step)
         entry = self._functions.get(key)
-        if entry is None or (global_step is not None and entry[0]() is not global_step):
-            entry = [None if global_step is None else weakref.ref(global_step), self._trace(global_step), None]
-            self._functions[key] = entry
+        if entry is None:
+            entry = self._functions[key] = [self._trace(global_step), None]
+        function, concrete = entry
         if kwargs:
-            return entry[1](**kwargs)
+            return function(**kwargs)
         if not _plain_eager_context():
-            return entry[1]()
-        if entry[2] is None:
-            entry[2] = entry[1].get_concrete_function()
+            return function()
+        if concrete is None:
+            concrete = entry[1] = function.get_concrete_function()
         if trace.enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
-            with trace.Trace(entry[1].name, tf_function_call='concrete'):
-                return entry[2]()
-        return entry[2]()
+            with trace.Trace(function.name, tf_function_call='concrete'):
+                return concrete()
+        return concrete()
 
     def _trace(self, global_step: tf.Variable | None) -> Any:
         step_ref = self._step  # Weak: the cache of direct steps is keyed by the step.
