@@ -4,6 +4,9 @@ The names are those of `tf.compat.v1.train` for this feature, with the same sign
 plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps` and
 the `keras` adapters.
 
+Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) with v1's formats, so
+`tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)` shows them where v1 programs showed theirs.
+
 Names are imported on first use (PEP 562), so that `compat-mts check`, which needs no TensorFlow, starts
 at once; `import compat_mts as mts; mts.MonitoredTrainingSession` reads exactly as an eager import.
 """

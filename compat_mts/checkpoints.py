@@ -9,11 +9,13 @@ restored, instead of failing the start. Object-based (`tf.train.Checkpoint`) and
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import logging as python_logging
 import os
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 # What reading a damaged checkpoint raises: OpErrors from the restore, Python errors from the reader.
 _RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
@@ -45,6 +47,7 @@ def restore(checkpoint: tf.train.Checkpoint, path: str) -> None:
     Raises:
       tf.errors.OpError, ValueError: the checkpoint cannot be read.
     """
+    logging.info('Restoring parameters from %s', path)
     tf.train.load_checkpoint(path)  # Fails fast on a missing or truncated index.
     status = checkpoint.restore(path)
     _report_unmatched(status, path)
@@ -80,9 +83,34 @@ def restore_latest(checkpoint: tf.train.Checkpoint, directory: str) -> str | Non
             logging.warning('Could not restore checkpoint %s (%s: %s); trying the previous one.',
                             path, type(error).__name__, _first_lines(str(error), 2))
             continue
-        logging.info('Restored checkpoint %s.', path)
         return path
     return None
+
+
+@contextlib.contextmanager
+def root_logger_left_alone():
+    """Keeps TensorFlow's checkpoint writer from configuring the root logger, which doubles the log lines.
+
+    TensorFlow's eager saver logs through absl, and absl's first call runs `logging.basicConfig()` when the
+    root logger has no handler. From then on each line of the `tensorflow` logger, which has a handler of its
+    own in a program that configured no logging, is printed twice. While the root logger has no handler it
+    gets Python's last-resort handler, which is what a root logger without handlers uses anyway.
+    """
+    root = python_logging.getLogger()
+    if root.handlers or python_logging.lastResort is None:
+        yield
+        return
+    root.addHandler(python_logging.lastResort)
+    try:
+        yield
+    finally:
+        root.removeHandler(python_logging.lastResort)
+
+
+def save_numbered(manager: tf.train.CheckpointManager, step: int) -> str:
+    """Saves `manager`'s checkpoint as `<prefix>-<step>`; returns its path."""
+    with root_logger_left_alone():
+        return manager.save(checkpoint_number=step)
 
 
 class Snapshot:
@@ -95,7 +123,8 @@ class Snapshot:
 
     def __init__(self, checkpoint: tf.train.Checkpoint):
         self._checkpoint = checkpoint
-        self._path = checkpoint.write(f'ram://compat_mts/snapshot-{next(self._counter)}/values')
+        with root_logger_left_alone():
+            self._path = checkpoint.write(f'ram://compat_mts/snapshot-{next(self._counter)}/values')
 
     def restore(self) -> None:
         self._checkpoint.read(self._path).expect_partial()

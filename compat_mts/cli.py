@@ -13,8 +13,6 @@ from typing import Sequence
 
 from compat_mts import check
 
-from absl import logging
-
 DEFAULT_DEMO_DIRECTORY = 'compat-mts-demo'
 DEFAULT_DEMO_STEPS = 400
 
@@ -30,10 +28,12 @@ def _positive_int(text: str) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    import tensorflow as tf
+
     from compat_mts import demo  # Imports TensorFlow, which only this subcommand needs.
 
     if args.verbose:
-        logging.set_verbosity(logging.INFO)
+        tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
     demo.run_demo(args.dir, args.steps)
     return 0
 

@@ -37,9 +37,10 @@ import tempfile
 import time
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 from tensorflow.python.eager import context  # The coordination service: key-value store, error reporting.
 
+from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 
 _TARGET = re.compile(r'^grpc://([^\s:/]+):(\d{1,5})$')
@@ -347,7 +348,7 @@ class Cluster:
         try:
             manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
                                                  checkpoint_name=checkpoint_name)
-            manager.save(checkpoint_number=step)
+            checkpoints.save_numbered(manager, step)
         finally:
             shutil.rmtree(directory)
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 from tensorflow.python.eager import context
 from tensorflow.python.framework import meta_graph as meta_graph_lib
 from tensorflow.python.framework import ops

@@ -27,6 +27,8 @@ from tensorflow.python.checkpoint import checkpoint_management
 from tensorflow.python.trackable import data_structures
 from tensorflow.python.training import py_checkpoint_reader
 
+from compat_mts import checkpoints
+
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _SAVE_COUNTER = 'save_counter'
@@ -405,7 +407,8 @@ def _write_object_based(file_prefix: str, values: Mapping[str, tf.Tensor]) -> st
     checkpoint = tf.train.Checkpoint()
     for name, value in values.items():
         setattr(checkpoint, name, tf.Variable(value, name=name.replace('/', '_'), trainable=False))
-    return checkpoint.write(file_prefix)
+    with checkpoints.root_logger_left_alone():
+        return checkpoint.write(file_prefix)
 
 
 def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:

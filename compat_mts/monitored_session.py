@@ -22,7 +22,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 from tensorflow.python.util import function_utils
 
 from compat_mts import checkpoints

@@ -28,7 +28,7 @@ import signal
 import threading
 from typing import Callable
 
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 PREEMPTION_EXIT_CODE = 42
 """The exit code of a process whose training was preempted by SIGTERM after its checkpoint was saved."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy

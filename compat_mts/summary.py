@@ -20,7 +20,7 @@ import os
 import threading
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
 _writers: dict[str, tf.summary.SummaryWriter] = {}

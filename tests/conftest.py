@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh global step per test, and absl log capture."""
+"""Shared fixtures: a fresh global step per test, and capture of what compat_mts logs."""
 
 from __future__ import annotations
 
@@ -41,14 +41,17 @@ class _Records(logging.Handler):
 
 
 @pytest.fixture
-def absl_logs():
-    """Collects what compat_mts logs through absl, with the level set to INFO."""
-    from absl import logging as absl_logging
+def tf_logs():
+    """Collects what compat_mts logs through the `tensorflow` logger, with v1's verbosity set to INFO.
+
+    That is `tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)`, as v1 programs set it.
+    """
+    import tensorflow as tf
     handler = _Records()
-    logger = logging.getLogger('absl')
-    previous = absl_logging.get_verbosity()
-    absl_logging.set_verbosity(absl_logging.INFO)
+    logger = logging.getLogger('tensorflow')
+    previous = tf.compat.v1.logging.get_verbosity()
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
     logger.addHandler(handler)
     yield handler
     logger.removeHandler(handler)
-    absl_logging.set_verbosity(previous)
+    tf.compat.v1.logging.set_verbosity(previous)

@@ -144,7 +144,7 @@ def main(mode: str, argument: str) -> None:
         remote(argument)
         return
     warnings = Warnings()
-    logging.getLogger('absl').addHandler(warnings)
+    logging.getLogger('tensorflow').addHandler(warnings)
     check_config(warnings)
     mirrored(argument)
 

@@ -56,7 +56,7 @@ class FakeClock:
 
 
 class LogCapture(logging.Handler):
-    """Keeps `[level, message]` of what v1 (`tensorflow` logger) and compat_mts (`absl`) log at INFO+."""
+    """Keeps `[level, message]` of what v1 and compat_mts log at INFO+ (both through the `tensorflow` logger)."""
 
     def __init__(self):
         super().__init__(level=logging.INFO)
@@ -69,21 +69,15 @@ class LogCapture(logging.Handler):
 
     @contextlib.contextmanager
     def installed(self):
-        from absl import logging as absl_logging
-        loggers = [logging.getLogger('tensorflow'), logging.getLogger('absl')]
-        levels = [logger.level for logger in loggers]
-        verbosity = absl_logging.get_verbosity()
-        absl_logging.set_verbosity(absl_logging.INFO)
-        for logger in loggers:
-            logger.setLevel(logging.INFO)
-            logger.addHandler(self)
+        logger = logging.getLogger('tensorflow')
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        logger.addHandler(self)
         try:
             yield self
         finally:
-            for logger, level in zip(loggers, levels):
-                logger.removeHandler(self)
-                logger.setLevel(level)
-            absl_logging.set_verbosity(verbosity)
+            logger.removeHandler(self)
+            logger.setLevel(level)
 
 
 class GraphModel:

@@ -185,9 +185,9 @@ def jsonable(value):
 class LogRecorder(logging.Handler):
     """A logging handler that keeps `record.getMessage()` of every record at INFO and above.
 
-    `install()` puts it on the root logger and lowers the `tensorflow` and `absl` loggers to INFO, so both v1's
-    `tf_logging` (logger `tensorflow`, which propagates) and absl logging (logger `absl`) are captured whatever
-    handlers they have of their own.
+    `install()` puts it on the root logger and lowers the `tensorflow` logger (v1's `tf_logging` and compat_mts
+    both log through it, and it propagates) to INFO, so its lines are captured whatever handlers it has of its
+    own.
     """
 
     def __init__(self):
@@ -202,8 +202,7 @@ class LogRecorder(logging.Handler):
         root.addHandler(self)
         if root.level > logging.INFO or root.level == logging.NOTSET:
             root.setLevel(logging.INFO)
-        for name in ('tensorflow', 'absl'):
-            logging.getLogger(name).setLevel(logging.INFO)
+        logging.getLogger('tensorflow').setLevel(logging.INFO)
         return self
 
     def take(self):

@@ -40,7 +40,7 @@ def _restored_step(directory: str) -> int:
 
 
 @pytest.mark.parametrize('damage', ['truncate_data', 'garble_data', 'truncate_index', 'delete_data'])
-def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, absl_logs, damage):
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tf_logs, damage):
     directory = str(tmp_path)
     _train(directory, last_step=5)
     assert checkpoint_steps(directory) == [0, 2, 4, 5]
@@ -55,7 +55,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, ab
     else:
         data.unlink()
     assert _restored_step(directory) == 4
-    warnings = [m for m in absl_logs.messages() if m.startswith('Could not restore checkpoint')]
+    warnings = [m for m in tf_logs.messages() if m.startswith('Could not restore checkpoint')]
     assert warnings and 'model.ckpt-5' in warnings[0]
 
 
@@ -179,7 +179,7 @@ def _train_to(directory, last_step, seed_weights):
     return model.get_weights(), int(optimizer.iterations.numpy())
 
 
-def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoint_is_kept(tmp_path, absl_logs):
+def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoint_is_kept(tmp_path, tf_logs):
     seed_weights = np.array([[0.3], [-0.2], [0.1]], np.float32)
     uninterrupted, _ = _train_to(str(tmp_path / 'once'), 20, seed_weights)
     _train_to(str(tmp_path / 'twice'), 10, seed_weights)
@@ -195,4 +195,4 @@ def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoi
     for name, value in slots_before.items():
         np.testing.assert_array_equal(kept.get_tensor(name), value)
     assert any(line.endswith('model.ckpt-10 holds what this session restored; its files are kept as they are.')
-               for line in absl_logs.messages())
+               for line in tf_logs.messages())

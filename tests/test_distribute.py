@@ -90,33 +90,33 @@ def test_a_master_connected_after_the_variables_exist_is_refused_with_the_fix(re
     assert "tf.config.experimental_connect_to_host('localhost:" in message
 
 
-def test_master_is_ignored_inside_a_strategy_scope(absl_logs):
+def test_master_is_ignored_inside_a_strategy_scope(tf_logs):
     with tf.distribute.OneDeviceStrategy('/cpu:0').scope():
         assert distribute.connect('grpc://localhost:1') is None
-    assert any('is ignored inside the scope of OneDeviceStrategy' in m for m in absl_logs.messages())
+    assert any('is ignored inside the scope of OneDeviceStrategy' in m for m in tf_logs.messages())
 
 
 # `config` and MirroredStrategy
 
 
-def test_config_fields_without_a_tf2_equivalent_are_named_in_one_warning(absl_logs):
+def test_config_fields_without_a_tf2_equivalent_are_named_in_one_warning(tf_logs):
     config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=5, isolate_session_state=True,
                                       allow_soft_placement=True)
     config.gpu_options.per_process_gpu_memory_fraction = 0.3
     with mts.MonitoredTrainingSession(config=config):
         pass
-    warnings = [m for m in absl_logs.messages() if 'ConfigProto' in m]
+    warnings = [m for m in tf_logs.messages() if 'ConfigProto' in m]
     assert warnings == ['compat_mts cannot honour these ConfigProto fields eagerly and ignores them: '
                         'gpu_options.per_process_gpu_memory_fraction, isolate_session_state, '
                         'operation_timeout_in_ms.']
 
 
-def test_threads_set_after_the_runtime_started_are_reported_as_too_late(absl_logs):
+def test_threads_set_after_the_runtime_started_are_reported_as_too_late(tf_logs):
     tf.constant(0)  # The runtime is running.
     threads = tf.config.threading.get_intra_op_parallelism_threads() + 3
     with mts.MonitoredTrainingSession(config=tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads)):
         pass
-    late = [m for m in absl_logs.messages() if 'too late' in m]
+    late = [m for m in tf_logs.messages() if 'too late' in m]
     assert len(late) == 1 and late[0].endswith(': intra_op_parallelism_threads.')
 
 
@@ -167,14 +167,14 @@ def test_a_single_process_session_pays_nothing_for_multi_worker_agreement(tmp_pa
     assert distribute.current_cluster() is None
 
 
-def test_a_session_outside_the_strategy_scope_of_a_tf_config_cluster_says_it_runs_alone(monkeypatch, absl_logs):
+def test_a_session_outside_the_strategy_scope_of_a_tf_config_cluster_says_it_runs_alone(monkeypatch, tf_logs):
     monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': {'worker': ['localhost:1', 'localhost:2']},
                                                 'task': {'type': 'worker', 'index': 0}}))
     monkeypatch.setattr(distribute, '_warned_outside_scope', False)
     with mts.MonitoredTrainingSession():
         pass
     assert any(m.startswith('TF_CONFIG describes a cluster of several workers, but no MultiWorkerMirroredStrategy')
-               for m in absl_logs.messages())
+               for m in tf_logs.messages())
 
 
 # Preemption
@@ -244,7 +244,7 @@ class ThreadHook(mts.SessionRunHook):
         thread.start()
 
 
-def test_close_waits_stop_grace_period_secs_for_the_threads_and_names_those_still_running(absl_logs):
+def test_close_waits_stop_grace_period_secs_for_the_threads_and_names_those_still_running(tf_logs):
     release = threading.Event()
     hooks = [ThreadHook(lambda coord: coord.wait_for_stop(), 'polite-reader'),
              ThreadHook(lambda coord: release.wait(30), 'stubborn-writer')]
@@ -256,15 +256,15 @@ def test_close_waits_stop_grace_period_secs_for_the_threads_and_names_those_stil
     finally:
         release.set()
     assert 0.4 < elapsed < 10
-    stragglers = [m for m in absl_logs.messages() if 'stop_grace_period_secs' in m]
+    stragglers = [m for m in tf_logs.messages() if 'stop_grace_period_secs' in m]
     assert stragglers == ['These threads of the session were still running 0.5 secs (stop_grace_period_secs) '
                           'after close() asked them to stop; they are left running: stubborn-writer.']
 
 
-def test_close_returns_as_soon_as_the_threads_have_stopped(absl_logs):
+def test_close_returns_as_soon_as_the_threads_have_stopped(tf_logs):
     session = mts.MonitoredSession(hooks=[ThreadHook(lambda coord: coord.wait_for_stop(), 'polite-reader')],
                                    stop_grace_period_secs=60)
     started = time.monotonic()
     session.close()
     assert time.monotonic() - started < 10
-    assert not [m for m in absl_logs.messages() if 'stop_grace_period_secs' in m]
+    assert not [m for m in tf_logs.messages() if 'stop_grace_period_secs' in m]

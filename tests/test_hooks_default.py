@@ -98,7 +98,7 @@ class Listener(mts.CheckpointSaverListener):
         self.calls.append(('end', global_step_value))
 
 
-def test_checkpoint_hook_saves_at_creation_on_its_timer_and_at_end(tmp_path, absl_logs):
+def test_checkpoint_hook_saves_at_creation_on_its_timer_and_at_end(tmp_path, tf_logs):
     model = Regression()
     calls = []
     hook = mts.CheckpointSaverHook(str(tmp_path), save_steps=3, scaffold=model.scaffold(),
@@ -108,7 +108,7 @@ def test_checkpoint_hook_saves_at_creation_on_its_timer_and_at_end(tmp_path, abs
     assert checkpoint_steps(str(tmp_path)) == [0, 3, 6, 7]
     assert calls == ['begin'] + [c for step in (0, 3, 6, 7) for c in (('before_save', step), ('after_save', step))] + [
         ('end', 7)]
-    messages = absl_logs.messages()
+    messages = tf_logs.messages()
     assert 'Create CheckpointSaverHook.' in messages
     save_lines = [m for m in messages if m.startswith('Saving checkpoints for ')]
     assert save_lines[1] == f'Saving checkpoints for 3 into {os.path.join(str(tmp_path), "model.ckpt")}.'
@@ -125,7 +125,7 @@ def test_end_does_not_save_a_step_that_was_just_saved(tmp_path):
     assert checkpoint_steps(str(tmp_path)) == [0, 2, 4]
 
 
-def test_a_listener_asking_to_stop_stops_training(tmp_path, absl_logs):
+def test_a_listener_asking_to_stop_stops_training(tmp_path, tf_logs):
     model = Regression()
     calls = []
     hook = mts.CheckpointSaverHook(str(tmp_path), save_steps=2, scaffold=model.scaffold(),
@@ -133,7 +133,7 @@ def test_a_listener_asking_to_stop_stops_training(tmp_path, absl_logs):
     run_until_stop([hook], model.step)
     assert int(model.global_step.numpy()) == 4
     assert any(m.startswith('A CheckpointSaverListener requested that training be stopped.')
-               for m in absl_logs.messages())
+               for m in tf_logs.messages())
 
 
 def test_checkpoint_hook_with_a_checkpoint_as_saver(tmp_path):
@@ -170,18 +170,18 @@ def test_step_counter_v1_errors_including_the_default_trap():
     mts.StepCounterHook(every_n_steps=None, every_n_secs=5)
 
 
-def test_step_counter_first_trigger_only_starts_the_clock(tmp_path, absl_logs):
+def test_step_counter_first_trigger_only_starts_the_clock(tmp_path, tf_logs):
     model = Regression()
     hook = mts.StepCounterHook(every_n_steps=2, output_dir=str(tmp_path))
     run_until_stop([hook, mts.StopAtStepHook(last_step=7)], model.step)
     assert [step for step, _ in read_events(str(tmp_path))['global_step/sec']] == [3, 5, 7]
-    assert len([m for m in absl_logs.messages() if m.startswith('global_step/sec: ')]) == 3
+    assert len([m for m in tf_logs.messages() if m.startswith('global_step/sec: ')]) == 3
 
 
 _NOT_INCREASED = """
+import tensorflow as tf
 import compat_mts as mts
-from absl import logging as absl_logging
-absl_logging.set_verbosity(absl_logging.INFO)
+tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
 mts.get_or_create_global_step()
 with mts.MonitoredSession(hooks=[mts.StepCounterHook(every_n_steps=10)]) as session:
     for _ in range(8):
@@ -190,7 +190,7 @@ with mts.MonitoredSession(hooks=[mts.StepCounterHook(every_n_steps=10)]) as sess
 
 
 def test_step_counter_warns_at_most_five_times_when_the_global_step_does_not_move():
-    # A fresh process: absl counts log_first_n per call site for the whole process, as v1's logging did.
+    # A fresh process: log_first_n counts per call site for the whole process, as v1's logging did.
     result = run_python(_NOT_INCREASED)
     assert result.returncode == 0, result.stderr[-2000:]
     warnings = [line for line in result.stderr.splitlines() if 'has not been increased' in line]

@@ -23,7 +23,7 @@ def fresh_global_step():
 
 @pytest.fixture
 def warnings(caplog):
-    caplog.set_level(logging.INFO, logger='absl')
+    caplog.set_level(logging.INFO, logger='tensorflow')
     return lambda: [r.getMessage() for r in caplog.records
                     if r.pathname.endswith(os.path.join('hooks', 'final_ops.py')) and r.levelno == logging.WARNING]
 

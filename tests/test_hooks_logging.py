@@ -24,8 +24,8 @@ def fresh_global_step():
 
 @pytest.fixture
 def lines(caplog):
-    """The INFO lines this hook logged through absl, read at assertion time."""
-    caplog.set_level(logging.INFO, logger='absl')
+    """The INFO lines this hook logged (the `tensorflow` logger), read at assertion time."""
+    caplog.set_level(logging.INFO, logger='tensorflow')
     return lambda: [r.getMessage() for r in caplog.records
                     if r.pathname.endswith(os.path.join('hooks', 'logging.py')) and r.levelno == logging.INFO]
 

@@ -21,8 +21,8 @@ def fresh_global_step():
 
 
 @pytest.fixture
-def absl_records(caplog):
-    caplog.set_level(logging.INFO, logger='absl')
+def tf_records(caplog):
+    caplog.set_level(logging.INFO, logger='tensorflow')
     return caplog
 
 
@@ -48,7 +48,7 @@ class EndCounter(mts.SessionRunHook):
         self.ends += 1
 
 
-def test_nan_loss_logs_an_error_and_raises_nan_loss_during_training_error(absl_records):
+def test_nan_loss_logs_an_error_and_raises_nan_loss_during_training_error(tf_records):
     step = scheduled_step([1.0, float('nan')])
     returned = []
     with pytest.raises(NanLossDuringTrainingError) as raised:
@@ -58,7 +58,7 @@ def test_nan_loss_logs_an_error_and_raises_nan_loss_during_training_error(absl_r
     assert returned == [1.0]
     assert str(raised.value) == 'NaN loss during training.'
     assert isinstance(raised.value, RuntimeError)
-    assert [(r.levelno, r.getMessage()) for r in absl_records.records if 'NaN' in r.getMessage()] == [
+    assert [(r.levelno, r.getMessage()) for r in tf_records.records if 'NaN' in r.getMessage()] == [
         (logging.ERROR, 'Model diverged with loss = NaN.')]
 
 
@@ -71,14 +71,14 @@ def test_the_error_leaves_the_with_block_without_end_calls():
     assert counter.ends == 0
 
 
-def test_without_fail_on_nan_loss_it_warns_and_requests_a_stop_and_the_run_returns(absl_records):
+def test_without_fail_on_nan_loss_it_warns_and_requests_a_stop_and_the_run_returns(tf_records):
     step = scheduled_step([1.0, float('nan'), 3.0])
     with mts.MonitoredSession(hooks=[NanTensorHook('loss', fail_on_nan_loss=False)]) as session:
         assert session.run(step)['loss'] == 1.0
         assert not session.should_stop()
         assert np.isnan(session.run(step)['loss'])
         assert session.should_stop()
-    assert [(r.levelno, r.getMessage()) for r in absl_records.records if 'NaN' in r.getMessage()] == [
+    assert [(r.levelno, r.getMessage()) for r in tf_records.records if 'NaN' in r.getMessage()] == [
         (logging.WARNING, 'Model diverged with loss = NaN.')]
 
 

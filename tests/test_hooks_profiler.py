@@ -29,7 +29,7 @@ def fresh_global_step():
 
 @pytest.fixture
 def lines(caplog):
-    caplog.set_level(logging.INFO, logger='absl')
+    caplog.set_level(logging.INFO, logger='tensorflow')
     return lambda: [(r.levelno, r.getMessage()) for r in caplog.records
                     if r.pathname.endswith(os.path.join('hooks', 'profiler.py'))]
 

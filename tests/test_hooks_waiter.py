@@ -24,7 +24,7 @@ def fresh_global_step():
 
 @pytest.fixture
 def lines(caplog):
-    caplog.set_level(logging.INFO, logger='absl')
+    caplog.set_level(logging.INFO, logger='tensorflow')
     return lambda: [r.getMessage() for r in caplog.records if r.pathname.endswith(os.path.join('hooks', 'waiter.py'))]
 
 

@@ -62,7 +62,7 @@ def test_hooks_are_called_in_the_session_order_once_per_batch():
                      ('first', 'end'), ('second', 'end')]
 
 
-def test_logging_tensor_hook_logs_on_v1_iterations_next_to_stop_and_checkpoint_hooks(tmp_path, absl_logs):
+def test_logging_tensor_hook_logs_on_v1_iterations_next_to_stop_and_checkpoint_hooks(tmp_path, tf_logs):
     logging_tensor_hook = logging_tensor_hook_class()
     model = compiled_model()
     losses = Recorder('losses', [], fetches='loss')
@@ -70,7 +70,7 @@ def test_logging_tensor_hook_logs_on_v1_iterations_next_to_stop_and_checkpoint_h
                 mts.CheckpointSaverHook(str(tmp_path), save_steps=3), losses])
     assert iterations(model) == 7
     assert checkpoint_steps(str(tmp_path)) == [0, 3, 6, 7]
-    lines = [message for message in absl_logs.messages() if message.startswith('loss = ')]
+    lines = [message for message in tf_logs.messages() if message.startswith('loss = ')]
     # Local iterations 0, 2, 4 and 6 of 7, as in a v1 session; the first line has no elapsed time.
     assert [line.split(' (')[0] for line in lines] == ['loss = %s' % losses.results[i] for i in (0, 2, 4, 6)]
     assert re.fullmatch(r'loss = \d+\.\d+', lines[0])

@@ -17,6 +17,8 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'migration_guide').glob('*.md'))]
 BLOCK_TIMEOUT_SECS = 180
+# A v1 reader expects the hooks' lines where v1 printed them: the `tensorflow` logger, at INFO.
+EXPECTED_LOG_LINES = {'README.md': re.compile(r'^INFO:tensorflow:loss = [\d.e+-]+, step = \d+', re.MULTILINE)}
 
 _FENCE = re.compile(r'^(\s*)(`{3,}|~{3,})\s*([\w+-]*)')
 
@@ -48,7 +50,7 @@ def _cases():
         if path.exists():
             for line, source in python_blocks(path):
                 relative = path.relative_to(REPO).as_posix()
-                yield pytest.param(source, id=f'{relative}:{line}')
+                yield pytest.param(source, EXPECTED_LOG_LINES.get(relative), id=f'{relative}:{line}')
 
 
 def subprocess_env() -> dict[str, str]:
@@ -66,8 +68,8 @@ def test_python_blocks_parse_with_their_line_numbers(tmp_path):
     assert python_blocks(document) == [(3, 'x = 1\n'), (9, 'y = 2\n')]
 
 
-@pytest.mark.parametrize('source', list(_cases()))
-def test_python_block_runs(source, tmp_path):
+@pytest.mark.parametrize('source, expected_log_line', list(_cases()))
+def test_python_block_runs(source, expected_log_line, tmp_path):
     script = tmp_path / 'block.py'
     script.write_text(source, encoding='utf-8')
     work = tmp_path / 'work'
@@ -77,3 +79,5 @@ def test_python_block_runs(source, tmp_path):
     assert result.returncode == 0, (
             f'exit status {result.returncode}\n--- stdout ---\n{result.stdout[-4000:]}'
             f'\n--- stderr ---\n{result.stderr[-8000:]}')
+    if expected_log_line is not None:
+        assert expected_log_line.search(result.stderr), result.stderr[-4000:]

@@ -25,7 +25,7 @@ def test_a_checkpoint_manager_is_accepted_as_saver(tmp_path):
     assert mts.Scaffold(saver=manager).finalize().checkpoint is model.checkpoint
 
 
-def test_without_a_saver_the_checkpoint_holds_the_global_step_alone(absl_logs, tmp_path):
+def test_without_a_saver_the_checkpoint_holds_the_global_step_alone(tf_logs, tmp_path):
     model = Regression()
     checkpoint = mts.Scaffold().finalize().checkpoint
     path = checkpoint.write(str(tmp_path / 'ckpt'))
@@ -94,7 +94,7 @@ def test_bad_scaffold_arguments_are_named(kwargs, message):
         mts.Scaffold(**kwargs)
 
 
-def test_restoring_reports_what_did_not_match(tmp_path, absl_logs):
+def test_restoring_reports_what_did_not_match(tmp_path, tf_logs):
     model = Regression()
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold()):
         pass
@@ -104,5 +104,5 @@ def test_restoring_reports_what_did_not_match(tmp_path, absl_logs):
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=grown.scaffold(),
                                       save_checkpoint_secs=0):
         pass
-    warnings = [m for m in absl_logs.messages() if 'left some objects of the program unmatched' in m]
+    warnings = [m for m in tf_logs.messages() if 'left some objects of the program unmatched' in m]
     assert warnings and 'model.ckpt-0' in warnings[0]

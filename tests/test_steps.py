@@ -187,7 +187,7 @@ def test_run_with_hooks_in_run_step_fn_is_limited_too():
 
 
 def test_step_counter_counts_global_steps(tmp_path, clock, caplog):
-    caplog.set_level(logging.INFO, logger='absl')
+    caplog.set_level(logging.INFO, logger='tensorflow')
     _, step = regression()
     hooks = [mts.StopAtStepHook(last_step=500), mts.StepCounterHook(every_n_steps=200, output_dir=str(tmp_path)),
              Tick(clock)]
@@ -233,7 +233,7 @@ def test_the_graph_of_the_k_step_function_is_written(tmp_path):
 
 
 def test_logging_tensor_hook_counts_k_local_steps_per_run(caplog):
-    caplog.set_level(logging.INFO, logger='absl')
+    caplog.set_level(logging.INFO, logger='tensorflow')
     _, step = regression()
     hooks = [mts.StopAtStepHook(last_step=500), LoggingTensorHook({'step': 'step'}, every_n_iter=200)]
     train(repeat_steps(step, 100), hooks)

@@ -118,7 +118,7 @@ def test_checkpoints_keep_the_last_five_on_the_step_timer(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-13')
 
 
-def test_summaries_and_steps_per_second_land_on_v1_steps(tmp_path, absl_logs):
+def test_summaries_and_steps_per_second_land_on_v1_steps(tmp_path, tf_logs):
     model = Regression()
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold(),
                                       save_summaries_steps=2, log_step_count_steps=2,
@@ -128,7 +128,7 @@ def test_summaries_and_steps_per_second_land_on_v1_steps(tmp_path, absl_logs):
     assert [step for step, _ in events['loss']] == [1, 3, 5, 7]
     assert [step for step, _ in events['global_step/sec']] == [3, 5, 7]
     assert set(value_kinds(str(tmp_path))['global_step/sec']) == {'simple_value'}
-    rate_lines = [m for m in absl_logs.messages() if m.startswith('global_step/sec: ')]
+    rate_lines = [m for m in tf_logs.messages() if m.startswith('global_step/sec: ')]
     assert len(rate_lines) == 3
     assert model.step.experimental_get_tracing_count() == 1
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 
+from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
@@ -217,7 +218,7 @@ class CheckpointSaverHook(SessionRunHook):
             if self._cluster is None and restored_path is not None and _same_path(restored_path, path):
                 logging.info('%s holds what this session restored; its files are kept as they are.', path)
             else:
-                self._get_manager().save(checkpoint_number=step)
+                checkpoints.save_numbered(self._get_manager(), step)
         else:
             self._cluster.save_copy(self._get_manager().checkpoint, step, self._checkpoint_basename)
         logging.info('Calling checkpoint listeners after saving checkpoint %d...', step)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 from compat_mts import fetches as fetches_lib
 from compat_mts.hooks._checks import check_bool, check_optional_int, check_optional_number, is_fetch

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 from compat_mts.hooks._checks import check_bool, check_fetch
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook

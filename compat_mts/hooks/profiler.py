@@ -7,7 +7,7 @@ import json
 import os
 
 import tensorflow as tf
-from absl import logging
+from tensorflow.compat.v1 import logging
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from compat_mts import global_step as global_step_lib

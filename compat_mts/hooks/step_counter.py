@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
@@ -68,7 +68,7 @@ class StepCounterHook(SessionRunHook):
                     self._log_and_record(elapsed_steps, elapsed_time, global_step)
         if stale_global_step == self._last_global_step:
             logging.log_first_n(
-                logging.WARNING,
+                logging.WARN,
                 'It seems that global step (tf.train.get_global_step) has not been increased. Current '
                 'value (could be stable): %s vs previous value: %s. You could increase the global step '
                 'by passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize.',

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import time
 
-from absl import logging
+from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
 from compat_mts.session_run_hook import SessionRunHook
