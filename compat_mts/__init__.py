@@ -54,6 +54,8 @@ _EXPORTS = {
     'MonitoredTrainingSession': 'compat_mts.training_session',
     'wrap_graph': 'compat_mts.legacy',
     'ClusterError': 'compat_mts.distribute',
+    'CheckpointMismatchError': 'compat_mts.checkpoints',
+    'DamagedCheckpointsError': 'compat_mts.checkpoints',
 }
 _SUBMODULES = ('keras', 'legacy')
 

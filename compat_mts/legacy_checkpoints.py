@@ -28,20 +28,13 @@ from tensorflow.python.trackable import data_structures
 from tensorflow.python.training import py_checkpoint_reader
 
 from compat_mts import checkpoints
+from compat_mts.checkpoints import CheckpointMismatchError
 
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _SAVE_COUNTER = 'save_counter'
 FORMATS = ('name', 'object')
 _ESCAPED = re.compile(r'\.(.)')  # TF's escaping of attribute names: '..' is '.', '.S' is '/'.
-
-
-class CheckpointMismatchError(RuntimeError):
-    """A checkpoint holds a variable's name with another shape or dtype: it belongs to another program.
-
-    Not a damaged file, so a session does not fall back to an older checkpoint (all would mismatch, and it
-    would start afresh over them); it stops, as v1's `Saver.restore` did.
-    """
 
 
 @dataclasses.dataclass(frozen=True)

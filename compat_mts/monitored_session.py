@@ -140,7 +140,7 @@ class ChiefSessionCreator:
             cluster.prepare(scaffold.checkpoint)
         session = RawSession(scaffold, self._checkpoint_dir)
         session.device = device
-        session.restored_path = self._restore(scaffold.checkpoint)
+        session.restored_path = self._restore(scaffold)
         if session.restored_path is None:
             if self._snapshot is not None:
                 self._snapshot.restore()
@@ -158,12 +158,14 @@ class ChiefSessionCreator:
             cluster.announce_ready(session.restored_path)
         return session
 
-    def _restore(self, checkpoint: tf.train.Checkpoint) -> str | None:
+    def _restore(self, scaffold: Scaffold) -> str | None:
+        partial = scaffold.allow_partial_restore
         if self._checkpoint_filename_with_path:
-            checkpoints.restore(checkpoint, self._checkpoint_filename_with_path)
-            return self._checkpoint_filename_with_path
+            path = checkpoints.expand_directory(self._checkpoint_filename_with_path)
+            checkpoints.restore(scaffold.checkpoint, path, allow_partial=partial)
+            return path
         if self._checkpoint_dir:
-            return checkpoints.restore_latest(checkpoint, self._checkpoint_dir)
+            return checkpoints.restore_latest(scaffold.checkpoint, self._checkpoint_dir, allow_partial=partial)
         return None
 
     @staticmethod
@@ -211,13 +213,18 @@ class WorkerSessionCreator:
             cluster.prepare(scaffold.checkpoint)
             session.restored_path = cluster.wait_for_chief(self._max_wait_secs)
             if session.restored_path is not None:
-                checkpoints.restore(scaffold.checkpoint, session.restored_path)
+                checkpoints.restore(scaffold.checkpoint, session.restored_path,
+                                    allow_partial=scaffold.allow_partial_restore)
             else:
                 ChiefSessionCreator._initialize(scaffold, session)  # pylint: disable=protected-access
         elif self._checkpoint_dir:
             deadline = time.time() + self._max_wait_secs
             while True:
-                session.restored_path = checkpoints.restore_latest(scaffold.checkpoint, self._checkpoint_dir)
+                try:
+                    session.restored_path = checkpoints.restore_latest(
+                        scaffold.checkpoint, self._checkpoint_dir, allow_partial=scaffold.allow_partial_restore)
+                except checkpoints.DamagedCheckpointsError as error:  # The chief may be writing its first one.
+                    logging.info('%s', error)
                 if session.restored_path is not None:
                     break
                 if time.time() >= deadline:

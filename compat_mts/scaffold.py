@@ -12,6 +12,9 @@ variables are initialized when they are created, so the scaffold is about the ch
   `ready_for_local_init_op`, if given, are callables returning the names of what is not ready yet.
 - `summary_op` is None (record the step's own `tf.summary` calls) or a callable / `wrap_graph` summary
   tensor that `SummarySaverHook` fetches on its trigger steps.
+- `allow_partial_restore` (eager-only, keyword-only): a session restores a checkpoint only if it holds
+  every variable of the program, as v1's `Saver` did; with True, it restores what matches and logs the
+  rest (`compat_mts.checkpoints`).
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class Scaffold:
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
                  ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,
-                 copy_from_scaffold=None, local_init_feed_dict=None):
+                 copy_from_scaffold=None, local_init_feed_dict=None, *, allow_partial_restore: bool | None = None):
         if copy_from_scaffold is not None:
             if not isinstance(copy_from_scaffold, Scaffold):
                 raise TypeError('copy_from_scaffold is not a Scaffold instance.')
@@ -87,6 +90,8 @@ class Scaffold:
             local_init_feed_dict = local_init_feed_dict or source.local_init_feed_dict
             summary_op = summary_op or source.summary_op
             saver = saver or source.saver
+            if allow_partial_restore is None:
+                allow_partial_restore = source.allow_partial_restore
         for value, argument in ((init_op, 'init_op'), (init_fn, 'init_fn'), (ready_op, 'ready_op'),
                                 (ready_for_local_init_op, 'ready_for_local_init_op'),
                                 (local_init_op, 'local_init_op'), (summary_op, 'summary_op')):
@@ -94,6 +99,9 @@ class Scaffold:
         _check_optional_dict(init_feed_dict, 'init_feed_dict')
         _check_optional_dict(local_init_feed_dict, 'local_init_feed_dict')
         check_saver(saver)
+        if allow_partial_restore is not None and not isinstance(allow_partial_restore, bool):
+            raise TypeError(f'`allow_partial_restore` must be a bool, got {allow_partial_restore!r}.')
+        self._allow_partial_restore = bool(allow_partial_restore)
         self._init_op = init_op
         self._init_feed_dict = init_feed_dict
         self._user_init_fn = init_fn
@@ -144,6 +152,11 @@ class Scaffold:
     def checkpoint(self) -> tf.train.Checkpoint | None:
         """The `tf.train.Checkpoint` that sessions restore and `CheckpointSaverHook` saves; None before `finalize()`."""
         return self._checkpoint
+
+    @property
+    def allow_partial_restore(self) -> bool:
+        """Whether a session may restore a checkpoint that lacks some of the program's variables."""
+        return self._allow_partial_restore
 
     @property
     def init_fn(self) -> Callable | None:

@@ -29,6 +29,7 @@ _writers_lock = threading.Lock()
 
 def ensure_writable_directory(directory: str, argument: str) -> None:
     """Creates `directory`; raises an error naming it when it cannot be created or written."""
+    directory = os.path.expanduser(directory)
     try:
         tf.io.gfile.makedirs(directory)
     except (tf.errors.OpError, OSError) as error:
@@ -43,7 +44,7 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
     Raises:
       PermissionError: the directory cannot be created or written; the message names it.
     """
-    key = os.path.abspath(os.fspath(directory))
+    key = os.path.abspath(os.path.expanduser(os.fspath(directory)))
     with _writers_lock:
         writer = _writers.get(key)
         if writer is None:

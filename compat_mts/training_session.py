@@ -6,6 +6,7 @@ import numbers
 import os
 from typing import Any
 
+from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import summary as summary_lib
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
@@ -122,8 +123,8 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
         save_summaries_steps, save_summaries_secs, default_steps=100, default_secs=None)
     save_checkpoint_steps, save_checkpoint_secs = _resolve_pair(
         save_checkpoint_steps, save_checkpoint_secs, default_steps=None, default_secs=600)
-    checkpoint_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else None
-    summary_dir = os.fspath(summary_dir) if summary_dir is not None else None
+    checkpoint_dir = checkpoints.expand_directory(checkpoint_dir) if checkpoint_dir is not None else None
+    summary_dir = checkpoints.expand_directory(summary_dir) if summary_dir is not None else None
     scaffold = scaffold or Scaffold()
 
     cluster = distribute.current_cluster()

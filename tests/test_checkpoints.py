@@ -59,13 +59,18 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tf
     assert warnings and 'model.ckpt-5' in warnings[0]
 
 
-def test_no_loadable_checkpoint_starts_fresh(tmp_path):
+def test_when_no_checkpoint_loads_the_session_refuses_to_start_afresh_over_them(tmp_path):
     directory = str(tmp_path)
     _train(directory, last_step=1)
     for name in os.listdir(directory):
         if name.startswith('model.ckpt-') and name.endswith('.index'):
             (tmp_path / name).write_bytes(b'')
-    assert _restored_step(directory) == 0
+    files = {name: (tmp_path / name).read_bytes() for name in os.listdir(directory) if name != 'graph.pbtxt'
+             and not name.startswith('events.')}
+    with pytest.raises(mts.DamagedCheckpointsError, match=r'No checkpoint of .* could be restored: '
+                                                          r'model\.ckpt-1 \(\w+\), model\.ckpt-0'):
+        _restored_step(directory)
+    assert {name: (tmp_path / name).read_bytes() for name in files} == files  # Nothing written over them.
 
 
 def _start(directory: str, last_step: int) -> subprocess.Popen:

@@ -94,15 +94,29 @@ def test_bad_scaffold_arguments_are_named(kwargs, message):
         mts.Scaffold(**kwargs)
 
 
-def test_restoring_reports_what_did_not_match(tmp_path, tf_logs):
+def _grown_program_on(directory):
+    """A checkpoint of `Regression`, then the same program with one more variable, `bias`."""
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold()):
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold()):
         pass
     mts.reset_global_step()
     grown = Regression()
-    grown.checkpoint.bias = tf.Variable(0.5)
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=grown.scaffold(),
-                                      save_checkpoint_secs=0):
+    grown.checkpoint.bias = tf.Variable(0.5, name='bias')
+    return grown
+
+
+def test_a_checkpoint_lacking_variables_of_the_program_is_refused_with_their_names(tmp_path):
+    grown = _grown_program_on(str(tmp_path))
+    with pytest.raises(mts.CheckpointMismatchError, match=r'model\.ckpt-0 does not hold these variables of the '
+                                                          r'program: bias\. .*allow_partial_restore=True'):
+        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=grown.scaffold(), save_checkpoint_secs=0)
+
+
+def test_allow_partial_restore_restores_what_matches_and_names_the_rest(tmp_path, tf_logs):
+    grown = _grown_program_on(str(tmp_path))
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_secs=0,
+                                      scaffold=grown.scaffold(allow_partial_restore=True)):
         pass
-    warnings = [m for m in tf_logs.messages() if 'left some objects of the program unmatched' in m]
-    assert warnings and 'model.ckpt-0' in warnings[0]
+    warnings = [m for m in tf_logs.messages() if 'left these variables of the program unmatched' in m]
+    assert warnings and 'model.ckpt-0' in warnings[0] and warnings[0].endswith(': bias.')
+    assert float(grown.checkpoint.bias.numpy()) == 0.5

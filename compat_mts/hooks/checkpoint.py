@@ -92,7 +92,7 @@ class CheckpointSaverHook(SessionRunHook):
             if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
                 raise TypeError(
                     f'`listeners` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
-        self._checkpoint_dir = os.fspath(checkpoint_dir)
+        self._checkpoint_dir = checkpoints.expand_directory(checkpoint_dir)
         self._saver = saver
         self._scaffold = scaffold
         self._checkpoint_basename = checkpoint_basename
@@ -187,18 +187,32 @@ class CheckpointSaverHook(SessionRunHook):
 
     def _get_manager(self) -> tf.train.CheckpointManager:
         if self._manager is None:
-            if isinstance(self._saver, tf.train.CheckpointManager):
-                self._manager = self._saver
+            scaffold = self._scaffold or self._default_scaffold or Scaffold()
+            saver = self._saver if self._saver is not None else scaffold.saver
+            if isinstance(saver, tf.train.CheckpointManager):  # Its own max_to_keep and file name.
+                self._check_manager_directory(saver)
+                self._manager = saver
             else:
                 checkpoint = self._saver
                 if checkpoint is None:
-                    checkpoint = (self._scaffold or self._default_scaffold or Scaffold()).finalize().checkpoint
+                    checkpoint = scaffold.finalize().checkpoint
                 elif getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
                     setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
+                if self._writes_files:
+                    checkpoints.prepare_directory_state(self._checkpoint_dir)
                 self._manager = tf.train.CheckpointManager(
                     checkpoint, self._checkpoint_dir, max_to_keep=MAX_TO_KEEP,
                     checkpoint_name=self._checkpoint_basename)
         return self._manager
+
+    def _check_manager_directory(self, manager: tf.train.CheckpointManager) -> None:
+        if os.path.realpath(manager.directory) != os.path.realpath(self._checkpoint_dir):
+            raise ValueError(
+                f'The tf.train.CheckpointManager given as saver writes to {manager.directory!r}, but the '
+                f'checkpoints of this session are restored from and saved to {self._checkpoint_dir!r} '
+                '(checkpoint_dir). Create the manager on checkpoint_dir.')
+        if getattr(manager.checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
+            setattr(manager.checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
 
     def _save(self, session, step: int, restored_path: str | None = None) -> bool:
         """Saves the checkpoint for `step`; returns True if a listener asked to stop.

@@ -61,7 +61,7 @@ class ProfilerHook(SessionRunHook):
         check_bool(show_dataflow, 'show_dataflow')
         check_bool(show_memory, 'show_memory')
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
-        self._output_dir = os.fspath(output_dir)
+        self._output_dir = os.path.expanduser(os.fspath(output_dir))
         self._output_file = os.path.join(self._output_dir, 'timeline-{}.json')
         self._file_writer = summary_lib.summary_writer_for(self._output_dir)
         self._steps_per_run = 1

@@ -1,0 +1,144 @@
+"""Checkpoint directories as users give them, next to real v1: relative, `~`, symlinks, v1's state, other programs.
+
+The programs are `tests/v1_programs/directory_legs.py`: the same graph code run by the real v1
+`MonitoredTrainingSession` (graph mode, in a subprocess) or by compat_mts (`wrap_graph`, in this process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat_mts as mts
+from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
+from tests.v1_programs.directory_legs import leg_compat
+
+_LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
+
+
+def _v1_legs(directory: str, *legs: str, cwd: str | None = None, model: str = 'regression') -> list[dict]:
+    result = run_python(_LEGS, 'v1', directory, *legs, '--model', model, cwd=cwd)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
+
+
+def _checkpoint_files(directory) -> dict[str, bytes]:
+    """The checkpoint files and the state file of `directory`, with their contents."""
+    return {path.name: path.read_bytes() for path in directory.iterdir()
+            if path.name == 'checkpoint' or path.name.startswith('model.ckpt')}
+
+
+def _straight_weights(last_step: int) -> list[float]:
+    """`w` after `last_step` uninterrupted steps, computed here with NumPy."""
+    features = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+    targets = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+    weights = np.zeros([3, 1], np.float32)
+    for _ in range(last_step):
+        weights -= 0.1 * 2 * features.T @ (features @ weights - targets) / len(features)
+    return weights.ravel().tolist()
+
+
+@pytest.mark.parametrize('writer', ['v1', 'compat'])
+@pytest.mark.parametrize('form', ['relative', 'home', 'symlink'])
+def test_a_relative_home_or_symlinked_directory_resumes_as_an_absolute_one(tmp_path, monkeypatch, form, writer):
+    real = tmp_path / 'work' / 'checkpoints'
+    real.parent.mkdir()
+    monkeypatch.chdir(real.parent)
+    monkeypatch.setenv('HOME', str(real.parent))
+    given = {'relative': './checkpoints', 'home': '~/checkpoints', 'symlink': str(tmp_path / 'link')}[form]
+    if form == 'symlink':
+        real.mkdir()
+        os.symlink(real, tmp_path / 'link')
+    if writer == 'v1':  # v1 does not expand `~`; it wrote through the real path.
+        written = _v1_legs(str(real) if form == 'home' else given, '3:0', cwd=str(real.parent))
+    else:
+        written = [leg_compat(given, 3, 0, 'regression')]
+    assert written[0]['final'] == 3
+    assert checkpoint_steps(str(real)) == [0, 3]
+
+    resumed = leg_compat(given, 5, 0, 'regression')
+    assert resumed['start'] == 3
+    np.testing.assert_allclose(resumed['w'], _straight_weights(5), rtol=1e-5)
+    assert checkpoint_steps(str(real)) == [0, 3, 5]
+    assert state_file_steps(str(real)) == [0, 3, 5]
+    assert not (real.parent / '~').exists()
+
+
+def test_continuing_a_v1_directory_keeps_v1s_entries_and_rotates_them_as_v1_does(tmp_path):
+    reference = str(tmp_path / 'v1_only')
+    v1_only = _v1_legs(reference, '3:0', '6:1', '9:1')
+    mixed = str(tmp_path / 'mixed')
+    first = _v1_legs(mixed, '3:0')
+    second = leg_compat(mixed, 6, 1, 'regression')
+    assert state_file_steps(mixed) == [0, 3, 4, 5, 6]  # v1's 0 and 3 stay listed, as v1 keeps them.
+    third = _v1_legs(mixed, '9:1')
+    assert [leg['start'] for leg in first + [second] + third] == [leg['start'] for leg in v1_only] == [0, 3, 6]
+    assert state_file_steps(mixed) == state_file_steps(reference) == [5, 6, 7, 8, 9]
+    assert checkpoint_steps(mixed) == checkpoint_steps(reference)
+    np.testing.assert_allclose(third[-1]['w'], v1_only[-1]['w'], rtol=1e-5)
+
+
+def test_a_checkpoint_of_another_program_is_refused_as_v1_refused_it(tmp_path):
+    directory = str(tmp_path)
+    assert _v1_legs(directory, '2:0', model='other')[0]['final'] == 2
+    before = _checkpoint_files(tmp_path)
+
+    v1 = _v1_legs(directory, '4:0')
+    assert v1[0]['error'] == 'NotFoundError' and "Key w not found in checkpoint" in v1[0]['message']
+
+    with pytest.raises(mts.CheckpointMismatchError) as refused:
+        leg_compat(directory, 4, 0, 'regression')
+    message = str(refused.value)
+    assert os.path.join(directory, 'model.ckpt-2') in message
+    assert 'does not hold these variables of the program: w.' in message
+    assert 'it holds global_step, other' in message
+    assert 'allow_partial_restore=True' in message
+    assert len(message) < 600  # Names, not values.
+    assert _checkpoint_files(tmp_path) == before
+
+
+def test_an_eager_program_refuses_a_v1_directory_of_another_model_instead_of_resuming_its_step(tmp_path):
+    directory = str(tmp_path)
+    _v1_legs(directory, '2:0', model='other')
+    global_step = mts.get_or_create_global_step()
+    model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(1)])
+    scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model))
+    with pytest.raises(mts.CheckpointMismatchError, match=r'variables of the program: sequential/dense/kernel, '
+                                                          r'sequential/dense/bias\.'):
+        mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold)
+    assert checkpoint_steps(directory) == [0, 2]
+    del global_step
+
+
+def test_a_failed_save_leaves_the_last_good_checkpoint_to_resume_from(tmp_path):
+    directory = str(tmp_path)
+    # A directory where the step-4 data file goes: the save of step 4 cannot write it.
+    os.makedirs(os.path.join(directory, 'model.ckpt-4.data-00000-of-00001', 'x'))
+    with pytest.raises((tf.errors.OpError, OSError)):
+        leg_compat(directory, 6, 2, 'regression')
+    assert state_file_steps(directory) == [0, 2]
+    mts.reset_global_step()
+    assert leg_compat(directory, 3, 0, 'regression')['start'] == 2
+
+
+@pytest.mark.parametrize('damage', ['deleted', 'text_garbage', 'empty', 'binary_garbage'])
+def test_a_missing_or_unreadable_state_file_is_rebuilt_from_the_checkpoints_on_disk(tmp_path, tf_logs, damage):
+    directory = str(tmp_path)
+    leg_compat(directory, 4, 2, 'regression')
+    state = tmp_path / 'checkpoint'
+    if damage == 'deleted':
+        state.unlink()
+    else:
+        state.write_bytes({'text_garbage': b'not a checkpoint state\n', 'empty': b'',
+                           'binary_garbage': bytes(range(256))}[damage])
+    mts.reset_global_step()
+    resumed = leg_compat(directory, 6, 2, 'regression')
+    assert resumed['start'] == 4
+    np.testing.assert_allclose(resumed['w'], _straight_weights(6), rtol=1e-5)
+    warnings = [m for m in tf_logs.messages() if 'no readable `checkpoint` state file' in m]
+    assert len(warnings) == 1 and 'model.ckpt-4' in warnings[0]
+    assert state_file_steps(directory) == [0, 2, 4, 6]
