@@ -9,10 +9,12 @@ already has (for example `optimizer.iterations`), and `reset_global_step` forget
 
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from typing import Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context
 from tensorflow.python.ops import gen_resource_variable_ops
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
 
@@ -28,6 +30,25 @@ def _graph_mode() -> bool:
         return False
     with tf.init_scope():  # Lifts out of `tf.function` traces, not out of a v1 graph.
         return not tf.executing_eagerly()
+
+
+def in_graph_mode() -> bool:
+    """Whether the caller is building a v1 graph: inside `wrap_graph`, or a program's `with tf.Graph().as_default():`."""
+    return _graph_mode()
+
+
+@contextlib.contextmanager
+def outside_graph_mode() -> Iterator[None]:
+    """Runs the block eagerly when called while a v1 graph is being built (see `in_graph_mode`).
+
+    compat_mts's own objects (summary writers, switches, the session's work) live in the eager context, also
+    when a v1 program creates them inside `with tf.Graph().as_default():`.
+    """
+    if _graph_mode():
+        with context.eager_mode():
+            yield
+    else:
+        yield
 
 
 def get_global_step(graph=None) -> tf.Variable | None:

@@ -33,7 +33,7 @@ from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNa
                                            NameBasedRestoreStatus, RestoreReport, _Entry, convert_checkpoint,
                                            restore_from_v1)
 
-__all__ = ['wrap_graph', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
+__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
            'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1', 'convert_checkpoint',
            'wrapped_graph_of_global_step']
 
@@ -92,9 +92,49 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
     graph = tf.Graph()
     with graph.as_default():
         outputs = build_fn()
-        summary_op = tf.compat.v1.summary.merge_all() if graph.get_collection(
-            tf.compat.v1.GraphKeys.SUMMARIES) else None
-    wrapped = WrappedGraph(graph, outputs, summary_op)
+        summary_op = _merged_summaries(graph)
+    with global_step_lib.outside_graph_mode():
+        return _register(WrappedGraph(graph, outputs, summary_op))
+
+
+def graph_being_built() -> tf.Graph | None:
+    """The program's own v1 graph when the caller is inside its `with tf.Graph().as_default():`, else None."""
+    if not global_step_lib.in_graph_mode():
+        return None
+    return tf.compat.v1.get_default_graph()
+
+
+def adopt_graph(graph: tf.Graph) -> 'WrappedGraph':
+    """`wrap_graph` for a graph the program built itself: a session created inside its `as_default()` block.
+
+    v1 programs build their graph inside `with tf.Graph().as_default():` and create the session there. The
+    session runs that graph as `wrap_graph` runs one: a fresh import per session, whose variables are
+    initialized or restored as a new v1 `tf.Session`'s were, replacing what an earlier session of the same
+    graph ran. The graph's summaries are merged once, into its `SUMMARY_OP` collection, as v1's `Scaffold`
+    did. The graph is finalized while the session is open (as v1 finalized it); the caller unfinalizes it.
+    """
+    summary_op = _merged_summaries(graph, collection=tf.compat.v1.GraphKeys.SUMMARY_OP)
+    for earlier in [wrapped for wrapped in _wrapped_graphs if wrapped.graph is graph]:
+        _wrapped_graphs.remove(earlier)
+        fetches_lib.unregister_graph_runner(earlier)
+    with global_step_lib.outside_graph_mode():
+        return _register(WrappedGraph(graph, None, summary_op))
+
+
+def _merged_summaries(graph: tf.Graph, collection: str | None = None) -> tf.Tensor | None:
+    """`merge_all()` of `graph`'s summaries, or None without any; kept in `collection` and reused if given."""
+    if collection is not None and graph.get_collection(collection):
+        return graph.get_collection(collection)[0]
+    if not graph.get_collection(tf.compat.v1.GraphKeys.SUMMARIES) or graph.finalized:
+        return None
+    with graph.as_default():
+        summary_op = tf.compat.v1.summary.merge_all()
+    if collection is not None:
+        graph.add_to_collection(collection, summary_op)
+    return summary_op
+
+
+def _register(wrapped: 'WrappedGraph') -> 'WrappedGraph':
     fetches_lib.register_graph_runner(wrapped)
     _wrapped_graphs.append(wrapped)
     if wrapped.global_step is not None:

@@ -17,6 +17,7 @@ session whose `run(fetches, feed_dict=None)` follows the eager fetch model witho
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from typing import Any, Callable, Sequence
@@ -29,6 +30,7 @@ from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import legacy
 from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
@@ -61,7 +63,8 @@ class RawSession:
         del options, run_metadata
         if self._closed:
             raise RuntimeError('Attempted to use a closed Session.')
-        return fetches_lib.run_fetches(fetches, feed_dict)
+        with global_step_lib.outside_graph_mode():  # A hook's, or the program's, inside its own graph.
+            return fetches_lib.run_fetches(fetches, feed_dict)
 
     def close(self) -> None:
         self._closed = True
@@ -295,6 +298,17 @@ def _merge_options(target, source) -> None:
         target.report_tensor_allocations_upon_oom or source.report_tensor_allocations_upon_oom)
 
 
+def _outside_graph_mode(method: Callable) -> Callable:
+    """Runs a session method eagerly also when the program calls it inside its `with tf.Graph().as_default():`."""
+    @functools.wraps(method)
+    def eagerly(self, *args, **kwargs):
+        if self._graph is None:
+            return method(self, *args, **kwargs)
+        with global_step_lib.outside_graph_mode():
+            return method(self, *args, **kwargs)
+    return eagerly
+
+
 class _MonitoredSession:
     """The loop shared by `MonitoredSession` and `SingularMonitoredSession`."""
 
@@ -318,16 +332,32 @@ class _MonitoredSession:
         self._preempted = False
         self._sigterm_received = False
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
+        # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
+        self._graph = legacy.graph_being_built()
+        self._unfinalize_at_close = self._graph is not None and not self._graph.finalized
         for hook in self._hooks:
-            hook.begin()
-        self._recorders = summary_lib.take_requested()
-        self._global_step: tf.Variable | None = None
-        if self._should_recover:
-            self._create_recoverably()
-        else:
-            self._create()
+            hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
+        try:
+            with global_step_lib.outside_graph_mode():
+                if self._graph is not None:
+                    legacy.adopt_graph(self._graph)
+                self._recorders = summary_lib.take_requested()
+                self._global_step: tf.Variable | None = None
+                if self._should_recover:
+                    self._create_recoverably()
+                else:
+                    self._create()
+        except BaseException:
+            self._unfinalize_graph()
+            raise
         if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
             self._sigterm.install()
+
+    def _unfinalize_graph(self) -> None:
+        """Lets the program add ops to its graph again, as v1 did after a session closed."""
+        if self._unfinalize_at_close:
+            self._unfinalize_at_close = False
+            self._graph._unsafe_unfinalize()  # pylint: disable=protected-access
 
     # Creation and teardown of the inner (re-creatable) session.
 
@@ -394,6 +424,7 @@ class _MonitoredSession:
         """v1 returned the session's graph; eagerly there is none, so this is None."""
         return None
 
+    @_outside_graph_mode
     def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
         """Runs `fetches` with every hook's fetches in one execution and returns them as NumPy.
 
@@ -502,6 +533,7 @@ class _MonitoredSession:
         else:
             self._sigterm_received = True
 
+    @_outside_graph_mode
     def run_step_fn(self, step_fn: Callable) -> Any:
         """Runs `step_fn(step_context)` with recovery, as v1 did; returns what it returns.
 
@@ -528,6 +560,7 @@ class _MonitoredSession:
     def _run_without_recovery(self, fetches, feed_dict=None, options=None, run_metadata=None):
         return self._coordinated_run(fetches, feed_dict, options, run_metadata)
 
+    @_outside_graph_mode
     def should_stop(self) -> bool:
         """True once a hook requested a stop, the coordinator stopped, or the session is closed."""
         if self._closed:
@@ -557,6 +590,7 @@ class _MonitoredSession:
         """Calls every hook's `end()`, then stops threads, flushes summaries and closes (v1's order)."""
         self._close_internal(None)
 
+    @_outside_graph_mode
     def _close_internal(self, exception_type) -> None:
         try:
             if not exception_type:
@@ -572,6 +606,7 @@ class _MonitoredSession:
                 self._raw = None
                 self._coord = None
                 self._sigterm.uninstall()
+                self._unfinalize_graph()
         if self._preempted and not exception_type:
             logging.warning('Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
                             preemption.PREEMPTION_EXIT_CODE)

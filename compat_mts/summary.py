@@ -23,6 +23,8 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
+from compat_mts import global_step as global_step_lib
+
 _writers: dict[str, tf.summary.SummaryWriter] = {}
 _writers_lock = threading.Lock()
 
@@ -45,7 +47,7 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
       PermissionError: the directory cannot be created or written; the message names it.
     """
     key = os.path.abspath(os.path.expanduser(os.fspath(directory)))
-    with _writers_lock:
+    with _writers_lock, global_step_lib.outside_graph_mode():
         writer = _writers.get(key)
         if writer is None:
             ensure_writable_directory(key, 'summary directory')
@@ -102,7 +104,7 @@ class Recorder:
         # Plain variables, outside any tf.distribute strategy: they are switches this process sets from the
         # host. A MultiWorkerMirroredStrategy creates its variables with a broadcast every worker must join,
         # and only the chief records summaries.
-        with tf.init_scope():
+        with global_step_lib.outside_graph_mode(), tf.init_scope():
             self._recording = ResourceVariable(False, trainable=False, name='compat_mts_record_summaries')
             self._step = ResourceVariable(0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step')
         self._recording_now = False

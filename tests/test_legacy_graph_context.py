@@ -1,0 +1,139 @@
+"""A session created inside the program's own `with tf.Graph().as_default():` runs that graph, as v1's did.
+
+Nearly every public v1 trainer builds its graph and its session in that block. The reference is the same
+program in real v1 graph mode (`tests/v1_programs/cifar10_train.py`, shaped like the tensorflow/models CIFAR-10
+tutorial trainer), then the protocol details in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat_mts as mts
+from tests.support import (REPO_ROOT, checkpoint_steps, events_files, read_events, run_python,
+                           state_file_steps)
+
+_TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
+
+
+@pytest.fixture(scope='module')
+def tutorial_runs(tmp_path_factory):
+    """The trainer run twice on one directory (to step 30, then resumed to 40), by v1 and by compat_mts."""
+    runs = {}
+    for mode in ('v1', 'compat'):
+        directory = str(tmp_path_factory.mktemp(mode))
+        result = run_python(_TRAINER, mode, directory, '30', '40')
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs[mode] = {'directory': directory, 'logged': json.loads(result.stdout.splitlines()[-1])['logged'],
+                      'lines': [line for line in result.stdout.splitlines() if line.startswith('step ')]}
+    return runs
+
+
+def test_the_tutorial_trainer_logs_the_losses_v1_logs_and_resumes_where_v1_resumes(tutorial_runs):
+    v1, compat = tutorial_runs['v1'], tutorial_runs['compat']
+    assert [len(leg) for leg in v1['logged']] == [6, 2]  # Steps 0, 5, ..., 25; then the resumed run's 0, 5.
+    assert [len(leg) for leg in compat['logged']] == [len(leg) for leg in v1['logged']]
+    np.testing.assert_allclose(sum(compat['logged'], []), sum(v1['logged'], []), rtol=1e-5)
+    assert checkpoint_steps(compat['directory']) == checkpoint_steps(v1['directory']) == [0, 10, 20, 30, 40]
+    assert state_file_steps(compat['directory']) == state_file_steps(v1['directory'])
+
+
+def test_the_tutorial_trainer_checkpoints_v1s_variables_with_v1s_values(tutorial_runs):
+    v1 = tf.train.load_checkpoint(os.path.join(tutorial_runs['v1']['directory'], 'model.ckpt-40'))
+    compat = tf.train.load_checkpoint(os.path.join(tutorial_runs['compat']['directory'], 'model.ckpt-40'))
+    names = sorted(v1.get_variable_to_shape_map())
+    assert 'conv1/weights/ExponentialMovingAverage' in names and 'global_step' in names
+    assert sorted(compat.get_variable_to_shape_map()) == names
+    for name in names:
+        np.testing.assert_allclose(compat.get_tensor(name), v1.get_tensor(name), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_the_tutorial_trainer_writes_v1s_summaries_at_v1s_steps(tutorial_runs):
+    v1 = read_events(tutorial_runs['v1']['directory'])
+    compat = read_events(tutorial_runs['compat']['directory'])
+    assert 'learning_rate' in v1 and 'total_loss__raw_' in v1
+    assert sorted(compat) == sorted(v1)
+    for tag in ('learning_rate', 'total_loss__raw_', 'conv1/conv1/conv1/sparsity'):
+        assert [step for step, _ in compat[tag]] == [step for step, _ in v1[tag]], tag
+        np.testing.assert_allclose([value for _, value in compat[tag]], [value for _, value in v1[tag]],
+                                   rtol=1e-4, atol=1e-6, err_msg=tag)
+    assert events_files(tutorial_runs['compat']['directory'])
+
+
+def _build_regression():
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+    weights = tf.compat.v1.get_variable('w', initializer=np.zeros([3, 1], np.float32))
+    features = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) - 1.0), name='loss')
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
+    return global_step, weights, loss, train_op
+
+
+class _OpInBeginHook(tf.compat.v1.train.SessionRunHook):
+    """Adds an op to the graph in `begin()`, as v1 allowed, and fetches it with the train op."""
+
+    def begin(self):
+        self.doubled_loss = tf.multiply(tf.compat.v1.get_default_graph().get_tensor_by_name('loss:0'), 2.0)
+        self.values = []
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self.doubled_loss)
+
+    def after_run(self, run_context, run_values):
+        self.values.append(float(run_values.results))
+
+
+def _regression_losses(steps: int) -> list[float]:
+    features = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+    weights, losses = np.zeros([3, 1], np.float32), []
+    for _ in range(steps):
+        errors = features @ weights - 1.0
+        losses.append(float(np.mean(np.square(errors))))
+        weights -= 0.1 * 2 * features.T @ errors / errors.size
+    return losses
+
+
+def test_hooks_add_ops_in_begin_and_the_graph_is_finalized_only_while_the_session_is_open():
+    with tf.Graph().as_default() as graph:
+        global_step, weights, loss, train_op = _build_regression()
+        hook = _OpInBeginHook()
+        with mts.MonitoredTrainingSession(hooks=[hook, mts.StopAtStepHook(last_step=3)]) as session:
+            assert graph.finalized
+            while not session.should_stop():
+                session.run(train_op)
+        assert not graph.finalized  # As v1 left a graph it had finalized itself.
+        tf.identity(loss, name='after_the_session')
+    np.testing.assert_allclose(hook.values, [2 * loss for loss in _regression_losses(3)], rtol=1e-5)
+
+
+def test_each_session_of_the_graph_starts_from_a_fresh_init_or_the_checkpoint_as_a_v1_session_did(tmp_path):
+    with tf.Graph().as_default():
+        global_step, weights, loss, train_op = _build_regression()
+        for _ in range(2):
+            with mts.MonitoredTrainingSession(hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+                assert session.run(global_step) == 0  # No checkpoint: initialized again.
+                while not session.should_stop():
+                    session.run(train_op)
+        for expected_start in (0, 2):
+            with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                              hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+                assert session.run(global_step) == expected_start
+                while not session.should_stop():
+                    session.run(train_op)
+    assert checkpoint_steps(str(tmp_path)) == [0, 2, 4]
+
+
+def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
+    other = tf.Variable(np.ones([2, 2], np.float32))
+    tf.train.CheckpointManager(mts.legacy.NameBasedCheckpoint({'w': other}), str(tmp_path), max_to_keep=1,
+                               checkpoint_name='model.ckpt').save(checkpoint_number=1)
+    with tf.Graph().as_default() as graph:
+        _build_regression()
+        with pytest.raises(mts.CheckpointMismatchError):
+            mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
+        assert not graph.finalized
