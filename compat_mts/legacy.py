@@ -246,9 +246,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._initialize(imported)
         plain_step = tf.compat.v1.train.get_global_step(graph)
         self.global_step = eager[_op_name(plain_step)] if plain_step is not None else None
+        self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables}
         self.checkpoint = self._default_checkpoint(global_variables)
         self._targets: dict[Any, tuple[Any, tuple[str, Any] | None]] = {}
-        self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables}
         self._foreign_names: set[str] = set()
         self._plans: dict[tuple, _Plan] = {}
         self._functions: dict[tuple, Any] = {}
@@ -303,18 +303,40 @@ class WrappedGraph(fetches_lib.GraphRunner):
             self.function.prune([], initializers)()
 
     def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
+        saveables = self.graph.get_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS)
+        if saveables:
+            logging.warning('wrap_graph: the graph\'s SAVEABLE_OBJECTS (%s) are not saved in checkpoints; '
+                            'only variables are.', ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)))
+        return self._checkpoint_of([(None, variable) for variable in global_variables])
+
+    def checkpoint_of_saver(self, saver: tf.compat.v1.train.Saver) -> NameBasedCheckpoint:
+        """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names, and the global step.
+
+        A `Saver()` without `var_list` saves every global variable, as `checkpoint` does.
+
+        Raises:
+          TypeError: `var_list` holds something that is not a variable of this graph.
+        """
+        var_list = saver._var_list  # pylint: disable=protected-access  # v1's Saver keeps no public copy.
+        if var_list is None:
+            return self.checkpoint
+        named = list(var_list.items()) if isinstance(var_list, dict) else [(None, item) for item in var_list]
+        for name, variable in named:
+            if id(variable) not in self._plain_variable_ids:
+                raise TypeError(f'The var_list of the tf.compat.v1.train.Saver given as saver holds {variable!r} '
+                                f'({name or "in a list"}), which is not a variable of the graph the session runs.')
+        return self._checkpoint_of(named)
+
+    def _checkpoint_of(self, named: list) -> NameBasedCheckpoint:
+        """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs."""
         whole, partitions = {}, []
-        for variable in global_variables:
+        for name, variable in named:
             eager = self._eager_by_name[_op_name(variable)]
             slice_info = getattr(variable, '_save_slice_info', None)
             if slice_info is not None:
                 partitions.append(_Entry(slice_info.full_name, slice_info.spec, eager))
             else:
-                whole[_op_name(variable)] = eager
-        saveables = self.graph.get_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS)
-        if saveables:
-            logging.warning('wrap_graph: the graph\'s SAVEABLE_OBJECTS (%s) are not saved in checkpoints; '
-                            'only variables are.', ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)))
+                whole[name or _op_name(variable)] = eager
         checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
         if self.global_step is not None:
             checkpoint.global_step = self.global_step

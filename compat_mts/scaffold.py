@@ -28,19 +28,25 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
 
 _CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
+DEFAULT_MAX_TO_KEEP = 5
 _logged_step_only = False
 
 
+_V1_SAVER_MESSAGE = (
+    '`{argument}` is a tf.compat.v1.train.Saver{reason}. A Saver built in the graph code a session runs (a '
+    'wrap_graph build_fn, or the program\'s `with tf.Graph().as_default():` block) is honoured; otherwise pass a '
+    'tf.train.Checkpoint of the objects to save (for example tf.train.Checkpoint(model=model, '
+    'optimizer=optimizer)) or a tf.train.CheckpointManager; compat_mts adds the global step to it.')
+
+
 def check_saver(saver: Any, argument: str = 'saver') -> None:
-    """Raises a TypeError naming the replacement when `saver` is not a TF2 checkpoint object."""
+    """Raises a TypeError naming the replacement when `saver` is not a TF2 checkpoint object or a graph's Saver."""
     if saver is None or isinstance(saver, _CHECKPOINT_TYPES):
         return
     if isinstance(saver, tf.compat.v1.train.Saver):
-        raise TypeError(
-            f'`{argument}` is a tf.compat.v1.train.Saver, which needs a graph and a tf.compat.v1.Session. '
-            'Pass a tf.train.Checkpoint of the objects to save (for example '
-            'tf.train.Checkpoint(model=model, optimizer=optimizer)) or a tf.train.CheckpointManager; '
-            'compat_mts adds the global step to it.')
+        if saver.saver_def is None:  # Built eagerly: it needs a tf.compat.v1.Session to save.
+            raise TypeError(_V1_SAVER_MESSAGE.format(argument=argument, reason=' built eagerly'))
+        return
     raise TypeError(
         f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got '
         f'{type(saver).__name__}.')
@@ -127,6 +133,11 @@ class Scaffold:
             checkpoint = self._saver.checkpoint
         elif isinstance(self._saver, tf.train.Checkpoint):
             checkpoint = self._saver
+        elif isinstance(self._saver, tf.compat.v1.train.Saver):  # Built in the graph code: v1's names and files.
+            if wrapped_graph is None:
+                raise TypeError(_V1_SAVER_MESSAGE.format(argument='saver',
+                                                         reason=' but no graph of the program is being run'))
+            checkpoint = wrapped_graph.checkpoint_of_saver(self._saver)
         elif wrapped_graph is not None:  # Every graph variable under its v1 name, as v1's default Saver.
             checkpoint = wrapped_graph.checkpoint
         else:
@@ -185,6 +196,21 @@ class Scaffold:
     @property
     def saver(self):
         return self._saver
+
+    @property
+    def max_to_keep(self) -> int | None:
+        """How many checkpoints `CheckpointSaverHook` keeps: a v1 `Saver`'s `max_to_keep`, else 5 (v1's default)."""
+        if isinstance(self._saver, tf.compat.v1.train.Saver):
+            return self._saver._max_to_keep or None  # pylint: disable=protected-access  # 0 or None: keep all.
+        return DEFAULT_MAX_TO_KEEP
+
+    @property
+    def keep_checkpoint_every_n_hours(self) -> float | None:
+        """A v1 `Saver`'s `keep_checkpoint_every_n_hours` (checkpoints kept beyond `max_to_keep`), else None."""
+        if isinstance(self._saver, tf.compat.v1.train.Saver):
+            hours = self._saver._keep_checkpoint_every_n_hours  # pylint: disable=protected-access
+            return hours if hours < 10000.0 else None  # v1's default, 10000 hours, keeps none extra.
+        return None
 
     @property
     def init_feed_dict(self):

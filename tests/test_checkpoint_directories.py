@@ -20,8 +20,10 @@ from tests.v1_programs.directory_legs import leg_compat
 _LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
 
 
-def _v1_legs(directory: str, *legs: str, cwd: str | None = None, model: str = 'regression') -> list[dict]:
-    result = run_python(_LEGS, 'v1', directory, *legs, '--model', model, cwd=cwd)
+def _v1_legs(directory: str, *legs: str, cwd: str | None = None, model: str = 'regression',
+             max_to_keep: int | None = None) -> list[dict]:
+    options = ['--max-to-keep', str(max_to_keep)] if max_to_keep is not None else []
+    result = run_python(_LEGS, 'v1', directory, *legs, '--model', model, *options, cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
 
@@ -80,6 +82,18 @@ def test_continuing_a_v1_directory_keeps_v1s_entries_and_rotates_them_as_v1_does
     assert state_file_steps(mixed) == state_file_steps(reference) == [5, 6, 7, 8, 9]
     assert checkpoint_steps(mixed) == checkpoint_steps(reference)
     np.testing.assert_allclose(third[-1]['w'], v1_only[-1]['w'], rtol=1e-5)
+
+
+def test_a_v1_saver_built_in_the_graph_code_keeps_as_many_checkpoints_as_in_v1(tmp_path):
+    reference = str(tmp_path / 'v1')
+    v1 = _v1_legs(reference, '6:1', max_to_keep=2)
+    compat_dir = str(tmp_path / 'compat')
+    compat = leg_compat(compat_dir, 6, 1, 'regression', max_to_keep=2)
+    assert checkpoint_steps(reference) == [5, 6]
+    assert checkpoint_steps(compat_dir) == checkpoint_steps(reference)
+    assert state_file_steps(compat_dir) == state_file_steps(reference)
+    np.testing.assert_allclose(compat['w'], v1[0]['w'], rtol=1e-5)
+    assert sorted(tf.train.load_checkpoint(compat_dir).get_variable_to_shape_map()) == ['global_step', 'w']
 
 
 def test_a_checkpoint_of_another_program_is_refused_as_v1_refused_it(tmp_path):

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import Regression
+from tests.support import checkpoint_steps
 
 
 def test_finalize_adds_the_global_step_to_the_users_checkpoint():
@@ -120,3 +121,36 @@ def test_allow_partial_restore_restores_what_matches_and_names_the_rest(tmp_path
     warnings = [m for m in tf_logs.messages() if 'left these variables of the program unmatched' in m]
     assert warnings and 'model.ckpt-0' in warnings[0] and warnings[0].endswith(': bias.')
     assert float(grown.checkpoint.bias.numpy()) == 0.5
+
+
+def test_a_v1_saver_built_eagerly_is_refused_with_the_replacement():
+    variable = tf.Variable(1.0, name='eager_variable')
+    with pytest.raises(TypeError, match=r'tf\.compat\.v1\.train\.Saver built eagerly.*tf\.train\.Checkpoint'):
+        mts.Scaffold(saver=tf.compat.v1.train.Saver(var_list=[variable]))
+
+
+def test_a_v1_saver_of_the_graph_code_needs_the_graph_to_be_run():
+    with tf.Graph().as_default():
+        tf.compat.v1.get_variable('w', [1])
+        saver = tf.compat.v1.train.Saver(max_to_keep=3)
+    scaffold = mts.Scaffold(saver=saver)
+    assert scaffold.max_to_keep == 3
+    with pytest.raises(TypeError, match='no graph of the program is being run'):
+        scaffold.finalize()
+
+
+def test_a_checkpoint_manager_as_saver_keeps_its_own_max_to_keep(tmp_path):
+    model = Regression()
+    manager = tf.train.CheckpointManager(model.checkpoint, str(tmp_path), max_to_keep=2, checkpoint_name='model.ckpt')
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=mts.Scaffold(saver=manager),
+                                      save_checkpoint_steps=1) as session:
+        for _ in range(4):
+            session.run(model.step)
+    assert checkpoint_steps(str(tmp_path)) == [3, 4]
+
+
+def test_a_checkpoint_manager_on_another_directory_is_refused(tmp_path):
+    model = Regression()
+    manager = tf.train.CheckpointManager(model.checkpoint, str(tmp_path / 'elsewhere'), max_to_keep=2)
+    with pytest.raises(ValueError, match=r'writes to .*elsewhere.*Create the manager on checkpoint_dir'):
+        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'here'), scaffold=mts.Scaffold(saver=manager))

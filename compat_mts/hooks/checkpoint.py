@@ -17,8 +17,6 @@ from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.scaffold import Scaffold, check_saver
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
-MAX_TO_KEEP = 5
-
 
 class CheckpointSaverListener:
     """Interface for listeners that act before and after each checkpoint save (v1's protocol).
@@ -92,6 +90,8 @@ class CheckpointSaverHook(SessionRunHook):
             if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
                 raise TypeError(
                     f'`listeners` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
+        if isinstance(saver, tf.compat.v1.train.Saver):  # Built in the graph code: saved as a scaffold saves it.
+            scaffold, saver = Scaffold(saver=saver), None
         self._checkpoint_dir = checkpoints.expand_directory(checkpoint_dir)
         self._saver = saver
         self._scaffold = scaffold
@@ -201,7 +201,8 @@ class CheckpointSaverHook(SessionRunHook):
                 if self._writes_files:
                     checkpoints.prepare_directory_state(self._checkpoint_dir)
                 self._manager = tf.train.CheckpointManager(
-                    checkpoint, self._checkpoint_dir, max_to_keep=MAX_TO_KEEP,
+                    checkpoint, self._checkpoint_dir, max_to_keep=scaffold.max_to_keep,
+                    keep_checkpoint_every_n_hours=scaffold.keep_checkpoint_every_n_hours,
                     checkpoint_name=self._checkpoint_basename)
         return self._manager
 
