@@ -29,10 +29,12 @@ gradients. compat_mts never exchanges parameters itself; it adds what v1's sessi
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 
@@ -68,6 +70,24 @@ def check_master(master) -> None:
             f"`master` must be '' (in-process) or a TensorFlow server target 'grpc://host:port', got {master!r}.")
 
 
+def check_not_between_graph(master: str) -> None:
+    """Raises a ValueError saying what to do when `master` is this process's server in a cluster of several tasks.
+
+    That is v1's between-graph replication (ps tasks hold the variables, each worker runs a session of its
+    own), which compat_mts does not run yet. Checked when a session creator is made, before any graph is run.
+    """
+    if master:
+        own_server = _own_server(master)
+        if own_server is not None:
+            _check_single_task(master, own_server)
+
+
+PS_CLUSTERS_NOT_SUPPORTED = (
+    'compat_mts does not run parameter-server clusters yet; run as one worker with master=\'\' (drop the server '
+    'and tf.compat.v1.train.replica_device_setter), or as a multi-worker all-reduce cluster '
+    '(tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG): see migration_guide/distributed.md.')
+
+
 def check_config(config) -> None:
     if config is not None and not isinstance(config, tf.compat.v1.ConfigProto):
         raise TypeError(f'`config` must be None or a tf.compat.v1.ConfigProto, got {type(config).__name__}.')
@@ -93,6 +113,12 @@ def connect(master: str) -> str | None:
         logging.info('`master` %r is ignored inside the scope of %s, which decides where the steps run.',
                      master, type(tf.distribute.get_strategy()).__name__)
         return None
+    own_server = _own_server(master)
+    if own_server is not None:
+        _check_single_task(master, own_server)
+        logging.info('`master` %s is a tf.distribute.Server of this process, whose cluster is this task alone: the '
+                     'session runs in-process, as v1 ran it on that server.', master)
+        return None
     if not _connected_to_remote_task():
         if global_step_lib.get_global_step() is not None:
             raise ValueError(
@@ -104,6 +130,34 @@ def connect(master: str) -> str | None:
         tf.config.experimental_connect_to_host(master[len('grpc://'):], job_name='worker')
         logging.info('Connected to %s; the session\'s steps run on %s.', master, REMOTE_DEVICE)
     return REMOTE_DEVICE
+
+
+def _own_server(master: str) -> 'tf.distribute.Server | None':
+    """The `tf.distribute.Server` of this process that `master` names (v1's `server.target`), or None.
+
+    v1 programs start a server and give its target to the session of the same process. TensorFlow keeps no
+    registry of a process's servers, so the live ones are looked up among the process's objects, once per
+    session with a `grpc://` master.
+    """
+    host, port = _TARGET.match(master).groups()
+    if host not in ('localhost', '127.0.0.1', '0.0.0.0', '[::1]', socket.gethostname()):
+        return None
+    for candidate in gc.get_objects():
+        if isinstance(candidate, tf.distribute.Server) and _TARGET.match(candidate.target).group(2) == port:
+            return candidate
+    return None
+
+
+def _check_single_task(master: str, server: 'tf.distribute.Server') -> None:
+    """Raises, saying what to do, when the server's cluster has other tasks: v1's between-graph replication."""
+    jobs = {job.name: len(job.tasks) for job in server.server_def.cluster.job}
+    if sum(jobs.values()) <= 1:
+        return
+    layout = ', '.join(f'{name}: {count} task{"s" * (count > 1)}' for name, count in sorted(jobs.items()))
+    raise ValueError(
+        f'`master` {master!r} is the tf.distribute.Server of this process in a cluster of several tasks ({layout}): '
+        'v1\'s between-graph replication, where ps tasks hold the variables and each worker runs its own session. '
+        + PS_CLUSTERS_NOT_SUPPORTED)
 
 
 def _connected_to_remote_task() -> bool:

@@ -27,6 +27,7 @@ from tensorflow.python.framework import meta_graph as meta_graph_lib
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 
+from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNames, NameBasedCheckpoint,
@@ -488,6 +489,12 @@ def _op_name(variable: Any) -> str:
 
 
 def _check_supported(graph: tf.Graph, variables: list) -> None:
+    jobs = sorted({tf.DeviceSpec.from_string(op.device).job for op in graph.get_operations() if op.device}
+                  - {None, 'localhost', 'worker', 'chief'})
+    if jobs:
+        raise ValueError(
+            f'The graph places ops on the job(s) {jobs} (tf.compat.v1.train.replica_device_setter, or tf.device): '
+            f'v1\'s parameter-server placement. {distribute.PS_CLUSTERS_NOT_SUPPORTED}')
     references = [v.name for v in variables if not resource_variable_ops.is_resource_variable(v)]
     if references:
         raise TypeError(

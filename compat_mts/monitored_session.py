@@ -125,6 +125,7 @@ class ChiefSessionCreator:
             raise TypeError(_scaffold_type_message(scaffold))
         distribute.check_master(master)
         distribute.check_config(config)
+        distribute.check_not_between_graph(master)
         if checkpoint_dir and checkpoint_filename_with_path:
             raise ValueError('Can not provide both checkpoint_dir and checkpoint_filename_with_path.')
         self._scaffold = scaffold or Scaffold()
@@ -198,6 +199,7 @@ class WorkerSessionCreator:
             raise TypeError(_scaffold_type_message(scaffold))
         distribute.check_master(master)
         distribute.check_config(config)
+        distribute.check_not_between_graph(master)
         _check_non_negative(max_wait_secs, 'max_wait_secs')
         self._scaffold = scaffold or Scaffold()
         self._master = master
