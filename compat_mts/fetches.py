@@ -75,6 +75,12 @@ def register_graph_runner(runner: GraphRunner) -> None:
     _graph_runners.append(runner)
 
 
+def unregister_graph_runner(runner: GraphRunner) -> None:
+    """Makes `runner`'s graph no longer fetchable, so that a program done with it lets it be freed."""
+    if runner in _graph_runners:
+        _graph_runners.remove(runner)
+
+
 def register_variable(name: str, variable: tf.Variable) -> None:
     """Makes `variable` fetchable by `name` (and `name:0`)."""
     _named_variables[name] = variable

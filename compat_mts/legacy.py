@@ -35,7 +35,7 @@ from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNa
 
 __all__ = ['wrap_graph', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
            'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1', 'convert_checkpoint',
-           'wrapped_graph_of_global_step']
+           'wrapped_graph_of_global_step', 'forget_graph']
 
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
@@ -100,6 +100,17 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
     if wrapped.global_step is not None:
         global_step_lib.set_global_step(wrapped.global_step)
     return wrapped
+
+
+def forget_graph(wrapped: 'WrappedGraph') -> None:
+    """Drops `wrapped` from the fetch model and from the wrapped graphs, so that it can be freed.
+
+    For a program that builds one graph per phase and is done with it (`compat_mts.estimator` builds one
+    per `train`, `evaluate` and `predict` call). Restoring the global step registration is the caller's.
+    """
+    fetches_lib.unregister_graph_runner(wrapped)
+    if wrapped in _wrapped_graphs:
+        _wrapped_graphs.remove(wrapped)
 
 
 def wrapped_graph_of_global_step() -> 'WrappedGraph | None':
