@@ -230,3 +230,20 @@ def test_model_fn_and_its_results_are_checked_with_v1s_messages(tmp_path):
     with pytest.raises(ValueError, match='^model_fn should return an EstimatorSpec.$'):
         not_a_spec.train(linear.input_fn(), steps=1)
     assert mts.get_global_step() is None
+
+
+def test_input_fn_may_return_tensors_and_gets_mode_params_and_config(tmp_path):
+    seen = []
+
+    def input_fn(mode, params, config):
+        seen.append((mode, params['learning_rate'], config.model_dir))
+        features, labels = linear.data(32)
+        dataset = tf.data.Dataset.from_tensor_slices(({'x': features}, labels)).batch(8)
+        return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
+    model = make_estimator(tmp_path, {'learning_rate': 0.1})
+    model.train(input_fn)
+    assert model.get_variable_value('global_step') == 4  # The tensors end with the data, too.
+    first = model.evaluate(input_fn, checkpoint_path=os.path.join(str(tmp_path), 'model.ckpt-0'))
+    assert first['global_step'] == 0
+    assert seen == [('train', 0.1, str(tmp_path)), ('eval', 0.1, str(tmp_path))]

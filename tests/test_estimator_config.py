@@ -153,3 +153,28 @@ def test_the_package_is_a_lazy_submodule_of_compat_mts():
     assert compat_mts.estimator is estimator
     assert 'estimator' in compat_mts.__all__
     assert estimator.LoggingTensorHook is compat_mts.LoggingTensorHook
+
+
+def test_v1_built_in_hooks_become_their_compat_mts_twins_with_the_same_arguments():
+    from compat_mts.estimator import _hooks
+
+    with tf.Graph().as_default():
+        loss = tf.constant(1.0)
+        v1 = tf.compat.v1.train
+        twins = _hooks.as_compat_hooks([
+            v1.LoggingTensorHook({'loss': loss}, every_n_secs=5), v1.StopAtStepHook(last_step=7),
+            v1.NanTensorHook(loss, fail_on_nan_loss=False), v1.StepCounterHook(every_n_steps=3),
+            v1.SummarySaverHook(save_steps=4, summary_op=tf.compat.v1.summary.scalar('s', loss)),
+            v1.FinalOpsHook({'loss': loss}), v1.FeedFnHook(dict), v1.GlobalStepWaiterHook(9)])
+    assert [type(twin) for twin in twins] == [
+        compat_mts.LoggingTensorHook, compat_mts.StopAtStepHook, compat_mts.NanTensorHook,
+        compat_mts.StepCounterHook, compat_mts.SummarySaverHook, compat_mts.FinalOpsHook, compat_mts.FeedFnHook,
+        compat_mts.GlobalStepWaiterHook]
+    logging_hook, stop, nan, counter, saver, final_ops, feed, waiter = twins
+    assert logging_hook._timer._every_secs == 5 and logging_hook._tags == ['loss']  # pylint: disable=protected-access
+    assert stop.last_step == 7 and nan._fail_on_nan_loss is False  # pylint: disable=protected-access
+    assert counter._timer._every_steps == 3 and saver._timer._every_steps == 4  # pylint: disable=protected-access
+    assert final_ops._final_ops == {'loss': loss} and feed.feed_fn is dict  # pylint: disable=protected-access
+    assert waiter._wait_until_step == 9  # pylint: disable=protected-access
+    user_hook = tf.compat.v1.train.SessionRunHook()
+    assert _hooks.as_compat_hook(user_hook) is user_hook
