@@ -1,8 +1,8 @@
 """compat_mts: run TF1 `MonitoredTrainingSession` programs eagerly on TF2, and migrate them step by step.
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
-plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps` and
-the `keras` adapters.
+plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
+`keras` adapters and `estimator` (v1's `tf.estimator` on the eager session).
 
 Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) with v1's formats, so
 `tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)` shows them where v1 programs showed theirs.
@@ -57,7 +57,7 @@ _EXPORTS = {
     'CheckpointMismatchError': 'compat_mts.checkpoints',
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
 }
-_SUBMODULES = ('keras', 'legacy')
+_SUBMODULES = ('estimator', 'keras', 'legacy')
 
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
 

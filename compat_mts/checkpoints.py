@@ -165,9 +165,9 @@ def _check_matched(status, path: str, allow_partial: bool) -> None:
     try:
         status.assert_consumed()
     except AssertionError as unused:
-        logging.info('Some values in %s were not restored yet; those of objects not created yet '
-                     '(such as optimizer slots before the first step) are restored when the objects '
-                     'are created: %s', path, _first_lines(str(unused)))
+        logging.info('Some values in %s have no object of the program yet: those of objects created later (such '
+                     'as optimizer slots before the first step) are restored when they are created; others (a '
+                     'graph that does not train has no slots) stay unused: %s', path, _first_lines(str(unused), 3))
     status.expect_partial()
 
 

@@ -76,7 +76,7 @@ def register_graph_runner(runner: GraphRunner) -> None:
 
 
 def unregister_graph_runner(runner: GraphRunner) -> None:
-    """Makes `runner`'s graph no longer fetchable (a graph that a newer runner of the same graph replaces)."""
+    """Makes `runner`'s graph no longer fetchable: a newer runner replaces it, or the program is done with it."""
     if runner in _graph_runners:
         _graph_runners.remove(runner)
 

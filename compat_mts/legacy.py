@@ -36,7 +36,7 @@ from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNa
 
 __all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
            'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1', 'convert_checkpoint',
-           'wrapped_graph_of_global_step']
+           'wrapped_graph_of_global_step', 'forget_graph']
 
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
@@ -116,8 +116,7 @@ def adopt_graph(graph: tf.Graph) -> 'WrappedGraph':
     """
     summary_op = _merged_summaries(graph, collection=tf.compat.v1.GraphKeys.SUMMARY_OP)
     for earlier in [wrapped for wrapped in _wrapped_graphs if wrapped.graph is graph]:
-        _wrapped_graphs.remove(earlier)
-        fetches_lib.unregister_graph_runner(earlier)
+        forget_graph(earlier)
     with global_step_lib.outside_graph_mode():
         return _register(WrappedGraph(graph, None, summary_op))
 
@@ -141,6 +140,17 @@ def _register(wrapped: 'WrappedGraph') -> 'WrappedGraph':
     if wrapped.global_step is not None:
         global_step_lib.set_global_step(wrapped.global_step)
     return wrapped
+
+
+def forget_graph(wrapped: 'WrappedGraph') -> None:
+    """Drops `wrapped` from the fetch model and from the wrapped graphs, so that it can be freed.
+
+    For a program that builds one graph per phase and is done with it (`compat_mts.estimator` builds one
+    per `train`, `evaluate` and `predict` call). Restoring the global step registration is the caller's.
+    """
+    fetches_lib.unregister_graph_runner(wrapped)
+    if wrapped in _wrapped_graphs:
+        _wrapped_graphs.remove(wrapped)
 
 
 def wrapped_graph_of_global_step() -> 'WrappedGraph | None':

@@ -1,0 +1,72 @@
+"""Calling an `input_fn` and reading what it returns, as v1's Estimator did, inside the mode's graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.compat.v1 import logging
+from tensorflow.python.util import function_utils
+
+from compat_mts.session_run_hook import SessionRunHook
+
+
+class DatasetInitializerHook(SessionRunHook):
+    """Initializes the iterator of the `input_fn`'s dataset when the session is created (again, on recovery)."""
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+
+    def begin(self):
+        self._initializer = self._iterator.initializer
+
+    def after_create_session(self, session, coord):
+        session.run(self._initializer)
+
+
+def call_input_fn(input_fn, mode: str, params: dict, config) -> Any:
+    """Calls `input_fn` with the arguments it names among `mode`, `params` and `config` (v1's), on the CPU."""
+    arguments = function_utils.fn_args(input_fn)
+    kwargs = {}
+    if 'mode' in arguments:
+        kwargs['mode'] = mode
+    if 'params' in arguments:
+        kwargs['params'] = params
+    if 'config' in arguments:
+        kwargs['config'] = config
+    with tf.device('/cpu:0'):
+        return input_fn(**kwargs)
+
+
+def parse_input_fn_result(result: Any) -> tuple[Any, Any, list]:
+    """`(features, labels, input_hooks)` of what an `input_fn` returned (v1's rules).
+
+    A `tf.data.Dataset` is read through an initializable iterator that a hook initializes when the session is
+    created; its elements, like a returned tuple, are `(features, labels)` or `features` alone.
+
+    Raises:
+      ValueError: a list or tuple that is not of length 2 (v1's message).
+    """
+    hooks = []
+    if isinstance(result, tf.data.Dataset) or hasattr(result, 'make_initializable_iterator'):
+        iterator = tf.compat.v1.data.make_initializable_iterator(result)
+        hooks.append(DatasetInitializerHook(iterator))
+        result = iterator.get_next()
+    features, labels = parse_iterator_result(result)
+    return features, labels, hooks
+
+
+def parse_iterator_result(result: Any) -> tuple[Any, Any]:
+    if isinstance(result, (list, tuple)):
+        if len(result) != 2:
+            raise ValueError('input_fn should return (features, labels) as a len 2 tuple.')
+        return result[0], result[1]
+    return result, None
+
+
+def warn_unless_from_dataset(features: Any) -> None:
+    """v1's warning when prediction features do not come from a dataset: predict would never end."""
+    tensors = [value for value in tf.nest.flatten(features) if isinstance(value, tf.Tensor)]
+    if not any(tensor.op.type == 'IteratorGetNext' for tensor in tensors):
+        logging.warning('Input graph does not use tf.data.Dataset or contain a QueueRunner. That means predict '
+                        'yields forever. This is probably a mistake.')

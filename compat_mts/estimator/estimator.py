@@ -1,0 +1,618 @@
+"""`Estimator`: v1's `tf.estimator.Estimator` on the eager session — train, evaluate, predict, export.
+
+v1's `Estimator.train` was a `MonitoredTrainingSession` loop around the graph a `model_fn` builds. Here each
+call builds the graph of its mode with `compat_mts.wrap_graph` (the `input_fn`, then the `model_fn`, in v1's
+order), runs it with compat_mts's session and hooks, and drops it when the call returns, as v1 dropped its
+graph. The checkpoints in `model_dir` are v1 name-based, so a directory written by TF <= 2.15's Estimator
+resumes here, and the other way round.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import os
+import tempfile
+import time
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.compat.v1 import logging
+from tensorflow.python.training import training_util
+from tensorflow.python.util import function_utils
+
+from compat_mts import global_step as global_step_lib
+from compat_mts import legacy
+from compat_mts.estimator import _evaluation
+from compat_mts.estimator import _hooks
+from compat_mts.estimator import _inputs
+from compat_mts.estimator import _saved_model
+from compat_mts.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
+from compat_mts.estimator.run_config import RunConfig, get_default_session_config
+from compat_mts.hooks.checkpoint import CheckpointSaverHook, CheckpointSaverListener
+from compat_mts.hooks.final_ops import FinalOpsHook
+from compat_mts.hooks.logging import LoggingTensorHook
+from compat_mts.hooks.nan import NanTensorHook
+from compat_mts.hooks.stop import StopAtStepHook
+from compat_mts.legacy_checkpoints import CheckpointNames
+from compat_mts.monitored_session import ChiefSessionCreator, MonitoredSession
+from compat_mts.training_session import MonitoredTrainingSession
+
+_VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}
+_GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP
+VocabInfo = tf.compat.v1.train.VocabInfo
+
+
+class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
+        'ckpt_to_initialize_from', 'vars_to_warm_start', 'var_name_to_vocab_info', 'var_name_to_prev_var_name'])):
+    """Settings for warm-starting an `Estimator` (v1's fields and defaults).
+
+    The warm start is v1's `tf.compat.v1.train.warm_start`, run in the `model_fn`'s graph: it makes the
+    variables' initializers read the checkpoint, so it applies when `model_dir` has no checkpoint yet.
+    """
+
+    def __new__(cls, ckpt_to_initialize_from, vars_to_warm_start='.*', var_name_to_vocab_info=None,
+                var_name_to_prev_var_name=None):
+        if not ckpt_to_initialize_from:
+            raise ValueError('`ckpt_to_initialize_from` MUST be set in WarmStartSettings')
+        return super().__new__(cls, ckpt_to_initialize_from, vars_to_warm_start, var_name_to_vocab_info or {},
+                               var_name_to_prev_var_name or {})
+
+
+class _Program:
+    """What the graph of one mode holds for the loop that runs it."""
+
+    def __init__(self, spec: EstimatorSpec, input_hooks: list, global_step, **extras):
+        self.spec = spec
+        self.input_hooks = input_hooks
+        self.global_step = global_step
+        for name, value in extras.items():
+            setattr(self, name, value)
+
+
+class Estimator:
+    """Trains, evaluates, predicts with and exports a model given by a `model_fn`, eagerly (v1's API).
+
+    `model_fn(features, labels, mode, params, config)` is v1 graph code: `tf.compat.v1.get_variable`,
+    `tf.compat.v1.train.*Optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())`,
+    `tf.compat.v1.summary.*`, `tf.compat.v1.metrics.*`; it returns a `compat_mts.estimator.EstimatorSpec`.
+    `input_fn` returns a `tf.data.Dataset` of `(features, labels)` or the tuple itself. The signatures,
+    defaults, messages, default hooks and `model_dir` layout are v1's (`model.ckpt-N`, `graph.pbtxt`, the
+    events, `eval/` or `eval_<name>/`).
+
+    Differences from v1 (migration_guide/estimator.md lists them):
+
+    - no `.meta` files next to the checkpoints; `export_saved_model` writes a TF2 SavedModel;
+    - the `model_fn` must not build Keras 2 `tf.compat.v1.layers` (they fail under Keras 3): write dense
+      layers with `tf.compat.v1.get_variable` and `tf.matmul`;
+    - single process, default device placement (`RunConfig` refuses distribution settings).
+
+    Example:
+
+    ```python
+    estimator = compat_mts.estimator.Estimator(model_fn, model_dir=directory)
+    estimator.train(train_input_fn, max_steps=1000)
+    metrics = estimator.evaluate(eval_input_fn)
+    ```
+
+    Args:
+      model_fn: the model function (see above).
+      model_dir: where checkpoints and events go; `config.model_dir` if None, else a temporary directory.
+      config: a `compat_mts.estimator.RunConfig`.
+      params: hyperparameters passed to `model_fn` (and `input_fn`) as `params`.
+      warm_start_from: a checkpoint (directory or prefix) or a `WarmStartSettings`.
+
+    Raises:
+      ValueError: v1's messages: no `model_fn`, `model_fn` arguments that do not fit `params`, a `config`
+        that is not a `RunConfig`, two different model directories, a subclass overriding a member.
+    """
+
+    def __init__(self, model_fn: Callable, model_dir: str | None = None, config: RunConfig | None = None,
+                 params: dict | None = None, warm_start_from=None):
+        _assert_members_are_not_overridden(Estimator, self)
+        self._user_session_config = getattr(config, 'session_config', None)
+        self._config = _config_with_model_dir(config, model_dir)
+        self._model_dir = self._config.model_dir
+        self._session_config = self._config.session_config
+        logging.info('Using config: %s', str(vars(self._config)))
+        if model_fn is None:
+            raise ValueError('model_fn must be provided to Estimator.')
+        _verify_model_fn_args(model_fn, params)
+        self._model_fn = model_fn
+        self._params = copy.deepcopy(params or {})
+        self._warm_start_settings = _get_default_warm_start_settings(warm_start_from)
+
+    @property
+    def model_dir(self) -> str:
+        return self._model_dir
+
+    @property
+    def config(self) -> RunConfig:
+        return copy.deepcopy(self._config)
+
+    @property
+    def params(self) -> dict:
+        return copy.deepcopy(self._params)
+
+    @property
+    def model_fn(self) -> Callable:
+        """The `model_fn` bound to `self.params`: `model_fn(features, labels, mode, config)`."""
+
+        def public_model_fn(features, labels, mode, config):
+            return self._call_model_fn(features, labels, mode, config)
+
+        return public_model_fn
+
+    def get_variable_value(self, name: str) -> np.ndarray:
+        """The value of the variable `name` in the latest checkpoint of `model_dir`.
+
+        Raises:
+          ValueError: `model_dir` has no checkpoint yet (v1's message).
+        """
+        _check_checkpoint_available(self.model_dir)
+        return tf.train.load_variable(self.model_dir, name)
+
+    def get_variable_names(self) -> list[str]:
+        """The names of the variables in the latest checkpoint of `model_dir`."""
+        _check_checkpoint_available(self.model_dir)
+        return [name for name, _ in tf.train.list_variables(self.model_dir)]
+
+    def latest_checkpoint(self) -> str | None:
+        """The path of the latest checkpoint in `model_dir`, or None."""
+        return tf.train.latest_checkpoint(self.model_dir)
+
+    def eval_dir(self, name: str | None = None) -> str:
+        """Where `evaluate(name=name)` writes its events: `model_dir/eval` or `model_dir/eval_<name>`."""
+        return os.path.join(self._model_dir, 'eval' if not name else 'eval_' + name)
+
+    # Training.
+
+    def train(self, input_fn, hooks=None, steps: int | None = None, max_steps: int | None = None,
+              saving_listeners=None) -> 'Estimator':
+        """Trains the model on `input_fn`'s data (v1's arguments, defaults and stop rules).
+
+        `steps` counts from the global step the call starts at (two `train(steps=10)` calls train 20 steps);
+        `max_steps` is a total: when the latest checkpoint is already there, the call logs
+        `Skipping training since max_steps has already saved.` and returns without building anything. The
+        end of `input_fn`'s data ends training too. The hooks are v1's: yours, then
+        `NanTensorHook(loss)`, `LoggingTensorHook({'loss', 'step'}, every_n_iter=log_step_count_steps)`,
+        the spec's `training_hooks`; a `CheckpointSaverHook` (with `saving_listeners`) and the spec's
+        `training_chief_hooks`; and the session's step counter and summary saver.
+
+        Returns:
+          `self`, for chaining.
+
+        Raises:
+          ValueError: both `steps` and `max_steps`, or either not positive (v1's messages); listeners
+            without checkpoints.
+          TypeError: a hook or listener of the wrong type (v1's messages).
+        """
+        if steps is not None and max_steps is not None:
+            raise ValueError('Can not provide both steps and max_steps.')
+        if steps is not None and steps <= 0:
+            raise ValueError('Must specify steps > 0, given: {}'.format(steps))
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError('Must specify max_steps > 0, given: {}'.format(max_steps))
+        if max_steps is not None:
+            start_step = _load_global_step_from_checkpoint_dir(self._model_dir)
+            if max_steps <= start_step:
+                logging.info('Skipping training since max_steps has already saved.')
+                return self
+        hooks = _check_hooks_type(hooks)
+        if steps is not None or max_steps is not None:
+            hooks.append(StopAtStepHook(steps, max_steps))
+        saving_listeners = _check_listeners_type(saving_listeners)
+        loss = self._train_model(input_fn, hooks, saving_listeners)
+        logging.info('Loss for final step: %s.', loss)
+        return self
+
+    def _train_model(self, input_fn, hooks: list, saving_listeners: list):
+        def build():
+            global_step = self._start_graph()
+            training_util._get_or_create_global_step_read()  # pylint: disable=protected-access  # In v1's graph too.
+            features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
+            spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+            if self._warm_start_settings:
+                self._warm_start()
+            if not any(summary.op.name == 'loss'
+                       for summary in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)):
+                tf.compat.v1.summary.scalar('loss', spec.loss)
+            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
+            return _Program(spec, input_hooks, global_step)
+
+        with self._graph(build) as wrapped:
+            program = wrapped.outputs
+            spec = program.spec
+            worker_hooks = list(program.input_hooks) + hooks + [NanTensorHook(spec.loss)]
+            if self._config.log_step_count_steps is not None:
+                worker_hooks.append(LoggingTensorHook({'loss': spec.loss, 'step': program.global_step},
+                                                      every_n_iter=self._config.log_step_count_steps))
+            worker_hooks.extend(spec.training_hooks)
+            chief_hooks = self._checkpoint_hooks(wrapped, worker_hooks + list(spec.training_chief_hooks),
+                                                 saving_listeners)
+            with MonitoredTrainingSession(
+                    master=self._config.master, is_chief=self._config.is_chief, checkpoint_dir=self._model_dir,
+                    scaffold=spec.scaffold, hooks=worker_hooks,
+                    chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+                    save_checkpoint_secs=0, save_summaries_steps=self._config.save_summary_steps,
+                    config=self._user_session_config, max_wait_secs=self._config.session_creation_timeout_secs,
+                    log_step_count_steps=self._config.log_step_count_steps) as session:
+                loss = None
+                any_step_done = False
+                while not session.should_stop():
+                    _, loss = session.run([spec.train_op, spec.loss])
+                    any_step_done = True
+        if not any_step_done:
+            logging.warning('Training with estimator made no steps. Perhaps input is empty or misspecified.')
+        return loss
+
+    def _checkpoint_hooks(self, wrapped, hooks: list, saving_listeners: list) -> list:
+        """v1's default `CheckpointSaverHook` (unless a hook is one), with the saving listeners on the first."""
+        chief_hooks = []
+        saver_hooks = [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]
+        if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) and not saver_hooks:
+            manager = tf.train.CheckpointManager(
+                wrapped.checkpoint, self._model_dir, max_to_keep=self._config.keep_checkpoint_max or None,
+                keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
+                checkpoint_name='model.ckpt')
+            chief_hooks = [CheckpointSaverHook(self._model_dir, save_secs=self._config.save_checkpoints_secs,
+                                               save_steps=self._config.save_checkpoints_steps, saver=manager,
+                                               save_graph_def=self._config.checkpoint_save_graph_def)]
+            saver_hooks = chief_hooks
+        if saving_listeners:
+            if not saver_hooks:
+                raise ValueError(
+                    'There should be a CheckpointSaverHook to use saving_listeners. Please set one of the '
+                    'RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.')
+            listeners = saver_hooks[0]._listeners  # pylint: disable=protected-access  # v1 added them so too.
+            listeners.extend(listener for listener in saving_listeners if listener not in listeners)
+        return chief_hooks
+
+    # Evaluation.
+
+    def evaluate(self, input_fn, steps: int | None = None, hooks=None, checkpoint_path: str | None = None,
+                 name: str | None = None) -> dict:
+        """Evaluates the model on `input_fn`'s data: `steps` batches, or until the data ends (v1's loop).
+
+        The metrics are the spec's `eval_metric_ops` and the mean `loss`: their update ops run once per batch,
+        their values once after the last. The results, stamped with the evaluated checkpoint's global step,
+        go to `eval_dir(name)` as one v1 summary (and the checkpoint's path as a `checkpoint_path` text
+        summary). Without a checkpoint, the freshly initialized model is evaluated (with a log line).
+
+        Returns:
+          A dict of the metric values (NumPy scalars, as v1 returned them), with `loss` and `global_step`.
+
+        Raises:
+          ValueError: `steps` not positive, or a metric named `loss` or `global_step` (v1's messages).
+          TypeError: a hook of the wrong type (v1's message).
+        """
+        hooks = _check_hooks_type(hooks)
+        stop_hook = None
+        if steps is not None:
+            if steps <= 0:
+                raise ValueError('Must specify steps > 0, given: {}'.format(steps))
+            stop_hook = _evaluation.StopAfterNEvalsHook(num_evals=steps)
+            hooks.append(stop_hook)
+        if not checkpoint_path:
+            latest = tf.train.latest_checkpoint(self._model_dir)
+            if not latest:
+                logging.info('Could not find trained model in model_dir: {}, running initialization to evaluate.'
+                             .format(self._model_dir))
+            checkpoint_path = latest
+
+        def build():
+            global_step = self._start_graph()
+            features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
+            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            metric_ops = dict(spec.eval_metric_ops)
+            if LOSS_METRIC_KEY in metric_ops:
+                raise ValueError('Metric with name "%s" is not allowed, because Estimator ' % LOSS_METRIC_KEY
+                                 + 'already defines a default metric with the same name.')
+            metric_ops[LOSS_METRIC_KEY] = tf.compat.v1.metrics.mean(spec.loss)
+            eval_dict = {name: metric_ops[name][0] for name in sorted(metric_ops)}
+            update_op = tf.group(*[metric_ops[name][1] for name in sorted(metric_ops)])
+            if not checkpoint_path and self._warm_start_settings:
+                self._warm_start()
+            if _GLOBAL_STEP in eval_dict:
+                raise ValueError('Metric with name `global_step` is not allowed, because Estimator already defines '
+                                 'a default metric with the same name.')
+            eval_dict[_GLOBAL_STEP] = global_step
+            eval_ops, eval_step_value = _evaluation.eval_step_ops(update_op)
+            return _Program(spec, input_hooks, global_step, eval_dict=eval_dict, eval_ops=eval_ops,
+                            eval_step_value=eval_step_value)
+
+        with self._graph(build) as wrapped:
+            program = wrapped.outputs
+            if stop_hook is not None:
+                stop_hook.set_evals_completed_tensor(program.eval_step_value)
+            final_ops_hook = FinalOpsHook(program.eval_dict)
+            all_hooks = list(program.input_hooks) + hooks + list(program.spec.evaluation_hooks) + [final_ops_hook]
+            logging.info('Starting evaluation at ' + time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
+            start = time.time()
+            creator = ChiefSessionCreator(scaffold=program.spec.scaffold, checkpoint_filename_with_path=checkpoint_path,
+                                          master=self._config.evaluation_master, config=self._user_session_config)
+            with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
+                while not session.should_stop():
+                    session.run(program.eval_ops)
+            logging.info('Inference Time : {:0.5f}s'.format(time.time() - start))
+            logging.info('Finished evaluation at ' + time.strftime('%Y-%m-%d-%H:%M:%S', time.localtime()))
+            results = _evaluation.results_as_v1(final_ops_hook.final_ops_values)
+            graph_def = wrapped.graph.as_graph_def(add_shapes=True)
+        current_global_step = results[_GLOBAL_STEP]
+        output_dir = self.eval_dir(name)
+        _evaluation.write_dict_to_summary(output_dir, results, current_global_step, graph_def)
+        if checkpoint_path:
+            _evaluation.write_checkpoint_path_to_summary(output_dir, checkpoint_path, current_global_step, graph_def)
+        return results
+
+    # Prediction.
+
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path: str | None = None,
+                yield_single_examples: bool = True) -> Iterator:
+        """Yields the predictions of the model for `input_fn`'s features, until the data ends (v1's).
+
+        A generator, as in v1: nothing runs before the first `next()`. With `yield_single_examples` each
+        example's predictions are yielded (a dict if `predictions` is one), else each batch's.
+
+        Raises:
+          ValueError: `predict_keys` with non-dict predictions or matching none of them, or predictions of
+            different batch lengths (v1's messages).
+        """
+        hooks = _check_hooks_type(hooks)
+        if not checkpoint_path:
+            checkpoint_path = tf.train.latest_checkpoint(self._model_dir)
+        if not checkpoint_path:
+            logging.info('Could not find trained model in model_dir: {}, running initialization to predict.'
+                         .format(self._model_dir))
+
+        def build():
+            global_step = self._start_graph()
+            features, _, input_hooks = self._input(input_fn, ModeKeys.PREDICT)
+            _inputs.warn_unless_from_dataset(features)
+            spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
+            if not checkpoint_path and self._warm_start_settings:
+                self._warm_start()
+            return _Program(spec, input_hooks, global_step,
+                            predictions=_extract_keys(spec.predictions, predict_keys))
+
+        with self._graph(build) as wrapped:
+            program = wrapped.outputs
+            predictions = program.predictions
+            all_hooks = list(program.input_hooks) + hooks + list(program.spec.prediction_hooks)
+            creator = ChiefSessionCreator(scaffold=program.spec.scaffold, checkpoint_filename_with_path=checkpoint_path,
+                                          master=self._config.master, config=self._user_session_config)
+            with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
+                while not session.should_stop():
+                    values = session.run(predictions)
+                    if not yield_single_examples:
+                        yield values
+                    elif not isinstance(predictions, dict):
+                        yield from values
+                    else:
+                        for index in range(_extract_batch_length(values)):
+                            yield {key: value[index] for key, value in values.items()}
+
+    # Export.
+
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                           checkpoint_path=None, experimental_mode=ModeKeys.PREDICT) -> bytes:
+        """Exports the PREDICT graph, with the checkpoint's values, as a TF2 SavedModel (v1's arguments).
+
+        `serving_input_receiver_fn()` returns a `compat_mts.estimator.export.ServingInputReceiver`; the
+        `model_fn` is built on its features in PREDICT mode and the checkpoint (the latest of `model_dir`
+        by default) is restored into it. The SavedModel, written by `tf.saved_model.save` into
+        `export_dir_base/<timestamp>`, has one signature per `export_outputs` entry (`serving_default`
+        among them) taking the receiver tensors by name; `tf.saved_model.load(path)` loads it.
+
+        Returns:
+          The export directory, as bytes (v1 returned bytes).
+
+        Raises:
+          ValueError: no `serving_input_receiver_fn`, no checkpoint, or a checkpoint that lacks variables of
+            the graph (v1's messages).
+          NotImplementedError: a mode other than PREDICT, or a graph holding resources other than variables
+            (lookup tables), which a TF2 SavedModel of this graph cannot track.
+        """
+        if not serving_input_receiver_fn:
+            raise ValueError('An input_receiver_fn must be defined.')
+        if experimental_mode != ModeKeys.PREDICT:
+            raise NotImplementedError(
+                'compat_mts.estimator exports the PREDICT graph only (a TF2 SavedModel of serving signatures); '
+                f'got experimental_mode={experimental_mode!r}.')
+        if not checkpoint_path:
+            checkpoint_path = self.latest_checkpoint()
+        if not checkpoint_path:
+            if not self._warm_start_settings:
+                raise ValueError("Couldn't find trained model at {}.".format(self._model_dir))
+            checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
+            if tf.io.gfile.isdir(checkpoint_path):
+                checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
+
+        def build():
+            global_step = self._start_graph()
+            receiver = serving_input_receiver_fn()
+            spec = self._call_model_fn(receiver.features, getattr(receiver, 'labels', None), ModeKeys.PREDICT,
+                                       self.config)
+            return _Program(spec, [], global_step, receiver=receiver)
+
+        with self._graph(build) as wrapped:
+            return _saved_model.export(wrapped, wrapped.outputs.receiver, wrapped.outputs.spec.export_outputs,
+                                       checkpoint_path, export_dir_base, assets_extra=assets_extra, as_text=as_text)
+
+    # Building the graph of a mode.
+
+    @contextlib.contextmanager
+    def _graph(self, build_fn: Callable[[], _Program]):
+        """The graph `build_fn` builds, wrapped; dropped afterwards, with the global step registered before."""
+        previous_step = global_step_lib.get_global_step()
+        wrapped = legacy.wrap_graph(build_fn)
+        try:
+            yield wrapped
+        finally:
+            legacy.forget_graph(wrapped)
+            if previous_step is None:
+                global_step_lib.reset_global_step()
+            else:
+                global_step_lib.set_global_step(previous_step)
+
+    def _start_graph(self):
+        """What v1 did first in each mode's graph: the random seed, then the global step."""
+        tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+        global_step = tf.compat.v1.train.create_global_step()
+        if not global_step.dtype.is_integer:
+            raise AssertionError('The global step must be an integer variable.')
+        return global_step
+
+    def _input(self, input_fn, mode: str):
+        return _inputs.parse_input_fn_result(_inputs.call_input_fn(input_fn, mode, self.params, self.config))
+
+    def _warm_start(self) -> None:
+        logging.info('Warm-starting with WarmStartSettings: %s' % (self._warm_start_settings,))
+        tf.compat.v1.train.warm_start(*self._warm_start_settings)
+
+    def _call_model_fn(self, features, labels, mode: str, config: RunConfig) -> EstimatorSpec:
+        """Calls `model_fn` with the arguments it names (v1's rules and messages)."""
+        arguments = function_utils.fn_args(self._model_fn)
+        kwargs = {}
+        if 'labels' in arguments:
+            kwargs['labels'] = labels
+        elif labels is not None:
+            raise ValueError('model_fn does not take labels, but input_fn returns labels.')
+        if 'mode' in arguments:
+            kwargs['mode'] = mode
+        if 'params' in arguments:
+            kwargs['params'] = self.params
+        if 'config' in arguments:
+            kwargs['config'] = config
+        logging.info('Calling model_fn.')
+        spec = self._model_fn(features=features, **kwargs)
+        logging.info('Done calling model_fn.')
+        if not isinstance(spec, EstimatorSpec):
+            raise ValueError('model_fn should return an EstimatorSpec.')
+        return spec
+
+
+def _assert_members_are_not_overridden(cls: type, obj: Any) -> None:
+    allowed_overrides = {'model_fn', '_create_and_assert_global_step', '_export_all_saved_models',
+                         'latest_checkpoint'}
+    estimator_members = {member for member in dir(cls) if not member.startswith('__')}
+    subclass_members = set(obj.__class__.__dict__)
+    common = estimator_members & subclass_members - allowed_overrides
+    overridden = [member for member in common if getattr(cls, member) != getattr(obj.__class__, member)]
+    if overridden:
+        raise ValueError('Subclasses of Estimator cannot override members of Estimator. '
+                         '{} does override {}'.format(obj.__class__, overridden))
+
+
+def _config_with_model_dir(config: RunConfig | None, model_dir) -> RunConfig:
+    """v1's resolution of `config` and `model_dir`: one of them, the same in both, or a temporary directory."""
+    if config is None:
+        config = RunConfig()
+        logging.info('Using default config.')
+    if not isinstance(config, RunConfig):
+        raise ValueError('config must be an instance of `RunConfig`, but provided %s.' % config)
+    if config.session_config is None:
+        config = config.replace(session_config=get_default_session_config())
+    if model_dir is not None:
+        model_dir = os.fspath(model_dir)
+        if config.model_dir is not None and config.model_dir != model_dir:
+            raise ValueError(
+                "`model_dir` are set both in constructor and `RunConfig`, but with different values. In "
+                "constructor: '{}', in `RunConfig`: '{}' ".format(model_dir, config.model_dir))
+    if model_dir:
+        config = config.replace(model_dir=model_dir)
+    elif config.model_dir is None:
+        model_dir = tempfile.mkdtemp()
+        logging.warning('Using temporary folder as model directory: %s', model_dir)
+        config = config.replace(model_dir=model_dir)
+    return config
+
+
+def _verify_model_fn_args(model_fn: Callable, params) -> None:
+    arguments = set(function_utils.fn_args(model_fn))
+    if 'features' not in arguments:
+        raise ValueError('model_fn (%s) must include features argument.' % model_fn)
+    if params is not None and 'params' not in arguments:
+        raise ValueError('model_fn (%s) does not include params argument, but params (%s) is passed to Estimator.'
+                         % (model_fn, params))
+    if params is None and 'params' in arguments:
+        logging.warning('Estimator\'s model_fn (%s) includes params argument, but params are not passed to '
+                        'Estimator.', model_fn)
+    unexpected = list(arguments - _VALID_MODEL_FN_ARGS)
+    if unexpected:
+        raise ValueError('model_fn (%s) has following not expected args: %s' % (model_fn, unexpected))
+
+
+def _get_default_warm_start_settings(warm_start_from) -> WarmStartSettings | None:
+    if warm_start_from is None:
+        return None
+    if isinstance(warm_start_from, (str, bytes, os.PathLike)):
+        warm_start_from = os.fsdecode(warm_start_from)
+        if tf.io.gfile.exists(os.path.join(warm_start_from, 'variables', 'variables.index')):
+            logging.info('Warm-starting from a SavedModel')
+            return WarmStartSettings(ckpt_to_initialize_from=os.path.join(warm_start_from, 'variables', 'variables'))
+        return WarmStartSettings(ckpt_to_initialize_from=warm_start_from)
+    if isinstance(warm_start_from, WarmStartSettings):
+        return warm_start_from
+    raise ValueError('warm_start_from must be a string or a WarmStartSettings, instead got {}'
+                     .format(type(warm_start_from)))
+
+
+def _check_checkpoint_available(model_dir: str) -> None:
+    if not tf.train.latest_checkpoint(model_dir):
+        raise ValueError('Could not find trained model in model_dir: {}.'.format(model_dir))
+
+
+def _check_hooks_type(hooks) -> list:
+    """The hooks as a list (v1's TypeError for a non-hook), v1 built-in hooks as their compat_mts twins."""
+    hooks = list(hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+            raise TypeError('Hooks must be a SessionRunHook, given: {}'.format(hook))
+    return _hooks.as_compat_hooks(hooks)
+
+
+def _check_listeners_type(saving_listeners) -> list:
+    listeners = list(saving_listeners or [])
+    for listener in listeners:
+        if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
+            raise TypeError('saving_listeners must be a list of CheckpointSaverListener, given: {}'.format(listener))
+    return listeners
+
+
+def _load_global_step_from_checkpoint_dir(checkpoint_dir: str) -> int:
+    """The global step of the latest checkpoint of `checkpoint_dir` (v1 or compat_mts format), or 0."""
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if latest is None:
+        return 0
+    try:
+        names = CheckpointNames(latest)
+        if _GLOBAL_STEP not in names.keys:
+            return 0
+        return int(tf.train.load_checkpoint(latest).get_tensor(names.keys[_GLOBAL_STEP]))
+    except (tf.errors.OpError, ValueError):
+        return 0
+
+
+def _extract_keys(predictions, predict_keys):
+    if not predict_keys:
+        return predictions
+    if not isinstance(predictions, dict):
+        raise ValueError('predict_keys argument is not valid in case of non-dict predictions.')
+    existing_keys = predictions.keys()
+    predictions = {key: value for key, value in predictions.items() if key in predict_keys}
+    if not predictions:
+        raise ValueError('Expected to run at least one output from %s, provided %s.' % (existing_keys, predict_keys))
+    return predictions
+
+
+def _extract_batch_length(values: dict) -> int:
+    batch_length = None
+    for key, value in values.items():
+        batch_length = batch_length or value.shape[0]
+        if value.shape[0] != batch_length:
+            raise ValueError('Batch length of predictions should be same. %s has different batch length than '
+                             'others.' % key)
+    return batch_length

@@ -1,0 +1,170 @@
+"""`ModeKeys` and `EstimatorSpec`: what a `model_fn` is told and what it returns, with v1's validation."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import tensorflow as tf
+
+from compat_mts.estimator import _hooks
+from compat_mts.estimator import _scaffold
+
+LOSS_METRIC_KEY = 'loss'
+AVERAGE_LOSS_METRIC_KEY = 'average_loss'
+
+
+class ModeKeys:
+    """Standard names for model modes: `TRAIN`, `EVAL` and `PREDICT` (v1's strings)."""
+
+    TRAIN = 'train'
+    EVAL = 'eval'
+    PREDICT = 'infer'
+
+
+_DEFAULT_GRAPH_ERROR = (
+    '{0} with "{1}" must be from the default graph. Possible causes of this error include: \n\n'
+    '1) {0} was created outside the context of the default graph.\n\n'
+    '2) The object passed through to EstimatorSpec was not created in the most recent call to "model_fn".')
+
+
+class EstimatorSpec(collections.namedtuple('EstimatorSpec', [
+        'mode', 'predictions', 'loss', 'train_op', 'eval_metric_ops', 'export_outputs', 'training_chief_hooks',
+        'training_hooks', 'scaffold', 'evaluation_hooks', 'prediction_hooks'])):
+    """Ops and objects returned from a `model_fn` and passed to an `Estimator` (v1's fields and checks).
+
+    A `model_fn` runs as v1 graph code (`compat_mts.wrap_graph` builds it), so the tensors and ops here are
+    those of that graph, checked as v1 checked them: `TRAIN` needs `loss` and `train_op`, `EVAL` needs
+    `loss`, `PREDICT` needs `predictions`; `loss` must be a scalar (a `[1]` loss is reshaped);
+    `eval_metric_ops` are `(value, update_op)` pairs such as `tf.compat.v1.metrics.*` return.
+
+    Differences from v1, because no `tf.compat.v1.Session` runs the graph:
+
+    - `scaffold` may be a `tf.compat.v1.train.Scaffold` or a `compat_mts.Scaffold`; it is kept as the
+      `compat_mts.Scaffold` with the same `init_op`, `init_fn`, `local_init_op`, `ready_op`,
+      `ready_for_local_init_op`, `summary_op` and feeds. A `saver` is refused: the default checkpoint saves
+      every global variable under its v1 name, as v1's default `Saver` did.
+    - hooks may be compat_mts hooks, your own `tf.compat.v1.train.SessionRunHook` subclasses, or the
+      `tf.compat.v1.train` built-in hooks that `compat_mts` re-implements with the same arguments
+      (`LoggingTensorHook`, `NanTensorHook`, `StopAtStepHook`, `StepCounterHook`, `SummarySaverHook`,
+      `FinalOpsHook`, `FeedFnHook`, `GlobalStepWaiterHook`); those are replaced by their compat_mts twins.
+    - `eval_metric_ops` values are `(value, update_op)` tuples; Keras `Metric` objects are not accepted
+      (Keras 3 metrics do not build v1 graphs).
+    - `export_outputs` values are `compat_mts.estimator.export` outputs.
+
+    Example:
+
+    ```python
+    return compat_mts.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+    ```
+
+    Raises:
+      ValueError: a field the mode needs is missing, or a tensor is not of the model_fn's graph (v1's messages).
+      TypeError: a field has the wrong type (v1's messages).
+    """
+
+    def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None, export_outputs=None,
+                training_chief_hooks=None, training_hooks=None, scaffold=None, evaluation_hooks=None,
+                prediction_hooks=None):
+        train_op = _validate_train_op(train_op, mode)
+        loss = _validate_loss(loss, mode)
+        predictions = _validate_predictions(predictions, mode)
+        if mode == ModeKeys.PREDICT:
+            from compat_mts.estimator import export  # pylint: disable=import-outside-toplevel
+            export_outputs = export.export_outputs_or_default(export_outputs, predictions)
+        return super().__new__(
+            cls, mode=mode, predictions=predictions, loss=loss, train_op=train_op,
+            eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops), export_outputs=export_outputs,
+            training_chief_hooks=_validate_hooks(training_chief_hooks), training_hooks=_validate_hooks(training_hooks),
+            scaffold=_scaffold.as_compat_scaffold(scaffold), evaluation_hooks=_validate_hooks(evaluation_hooks),
+            prediction_hooks=_validate_hooks(prediction_hooks))
+
+    def _replace(self, **kwds):
+        """A new EstimatorSpec with the given fields replaced; the mode cannot change (v1's message)."""
+        if 'mode' in kwds and self.mode != kwds['mode']:
+            raise ValueError('mode of EstimatorSpec cannot be changed.')
+        fields = [kwds.pop(name, value) for name, value in zip(self._fields, self)]
+        return EstimatorSpec(*fields)
+
+
+def _check_in_default_graph(value: Any, what: str, name: str) -> None:
+    if getattr(value, 'graph', None) is not tf.compat.v1.get_default_graph():
+        raise ValueError(_DEFAULT_GRAPH_ERROR.format(what, name))
+
+
+def _check_tensor_or_operation(value: Any, name: str) -> None:
+    if not (isinstance(value, tf.Operation) or isinstance(value, (tf.Tensor, tf.Variable))):
+        raise TypeError('{} must be Operation or Tensor, given: {}'.format(name, value))
+
+
+def _check_tensor(value: Any, name: str) -> Any:
+    if not isinstance(value, (tf.Tensor, tf.Variable)):
+        raise TypeError('{} must be Tensor, given: {}'.format(name, value))
+    return value
+
+
+def _validate_train_op(train_op, mode):
+    if train_op is None:
+        if mode == ModeKeys.TRAIN:
+            raise ValueError('Missing train_op.')
+        return None
+    _check_tensor_or_operation(train_op, 'train_op')
+    _check_in_default_graph(train_op, 'train_op', getattr(train_op, 'name', train_op))
+    return train_op
+
+
+def _validate_loss(loss, mode):
+    if loss is None:
+        if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
+            raise ValueError('Missing loss.')
+        return None
+    loss = _check_tensor(loss, 'loss')
+    _check_in_default_graph(loss, 'loss', getattr(loss, 'name', loss))
+    shape = loss.shape
+    if shape.num_elements() not in (None, 1):
+        raise ValueError('Loss must be scalar, given: {}'.format(loss))
+    if not shape.is_compatible_with(tf.TensorShape([])):
+        loss = tf.reshape(loss, [])
+    return loss
+
+
+def _validate_predictions(predictions, mode):
+    if predictions is None:
+        if mode == ModeKeys.PREDICT:
+            raise ValueError('Missing predictions.')
+        return {}
+    if isinstance(predictions, dict):
+        predictions = {key: _check_tensor(value, 'predictions[{}]'.format(key)) for key, value in predictions.items()}
+        for key, value in predictions.items():
+            _check_in_default_graph(value, 'prediction values', '{0}: {1}'.format(key, value.name))
+        return predictions
+    predictions = _check_tensor(predictions, 'predictions')
+    _check_in_default_graph(predictions, 'prediction values', predictions.name)
+    return predictions
+
+
+def _validate_hooks(hooks) -> tuple:
+    hooks = tuple(hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+            raise TypeError('All hooks must be SessionRunHook instances, given: {}'.format(hook))
+    return tuple(_hooks.as_compat_hooks(hooks))
+
+
+def _validate_eval_metric_ops(eval_metric_ops) -> dict:
+    if eval_metric_ops is None:
+        return {}
+    if not isinstance(eval_metric_ops, dict):
+        raise TypeError('eval_metric_ops must be a dict, given: {}'.format(eval_metric_ops))
+    for key, value in eval_metric_ops.items():
+        if not isinstance(value, tuple) or len(value) != 2:
+            raise TypeError('Values of eval_metric_ops must be (metric_value, update_op) tuples, given: {} for key: {}'
+                            .format(value, key))
+        metric_value, metric_update = value
+        for member in tf.nest.flatten(metric_value):
+            _check_tensor_or_operation(member, 'eval_metric_ops[{}]'.format(key))
+        _check_tensor_or_operation(metric_update, 'eval_metric_ops[{}]'.format(key))
+    for key, value in eval_metric_ops.items():
+        for member in tf.nest.flatten(value):
+            _check_in_default_graph(member, 'eval_metric_ops', '{0}: {1}'.format(key, member.name))
+    return dict(eval_metric_ops)

@@ -1,0 +1,201 @@
+"""`TrainSpec`, `EvalSpec` and `train_and_evaluate`: v1's train-then-evaluate loop, in one process.
+
+As in v1's local (non-distributed) mode, `train_and_evaluate` calls `Estimator.train` once, with a
+checkpoint listener that evaluates (and runs the exporters) after each new checkpoint once at least
+`throttle_secs` have passed since the last evaluation, and after the last step.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import tensorflow as tf
+from tensorflow.compat.v1 import logging
+
+from compat_mts.estimator.estimator import Estimator
+from compat_mts.estimator.exporter import Exporter
+from compat_mts.hooks.checkpoint import CheckpointSaverListener
+from compat_mts.hooks.timer import SecondOrStepTimer
+
+
+def _validate_input_fn(input_fn) -> None:
+    if not callable(input_fn):
+        raise TypeError('`input_fn` must be callable, given: {}'.format(input_fn))
+
+
+def _validate_hooks(hooks) -> tuple:
+    hooks = tuple(hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+            raise TypeError('All hooks must be `SessionRunHook` instances, given: {}'.format(hook))
+    return hooks
+
+
+def _validate_saving_listeners(saving_listeners) -> tuple:
+    saving_listeners = tuple(saving_listeners or [])
+    for listener in saving_listeners:
+        if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
+            raise TypeError('All saving_listeners must be `CheckpointSaverListener` instances, given: {}'
+                            .format(listener))
+    return saving_listeners
+
+
+def _validate_exporters(exporters) -> tuple:
+    if not exporters:
+        return ()
+    if isinstance(exporters, Exporter):
+        exporters = [exporters]
+    names = []
+    try:
+        for exporter in exporters:
+            if not isinstance(exporter, Exporter):
+                raise TypeError
+            if not exporter.name:
+                raise ValueError('An Exporter cannot have a name that is `None` or empty. All exporter names: {}'
+                                 .format([e.name for e in exporters]))
+            if not isinstance(exporter.name, str):
+                raise ValueError('An Exporter must have a string name. Given: {}'.format(type(exporter.name)))
+            if exporter.name in names:
+                raise ValueError('`exporters` must have unique names. Such a name cannot be `None`. All exporter '
+                                 'names: {}'.format([e.name for e in exporters]))
+            names.append(exporter.name)
+    except TypeError:
+        raise TypeError('`exporters` must be an Exporter, an iterable of Exporter, or `None`, found %s.'
+                        % exporters) from None
+    return tuple(exporters)
+
+
+class TrainSpec(collections.namedtuple('TrainSpec', ['input_fn', 'max_steps', 'hooks', 'saving_listeners'])):
+    """The training part of `train_and_evaluate`: data, total steps, hooks, listeners (v1's checks)."""
+
+    def __new__(cls, input_fn, max_steps=None, hooks=None, saving_listeners=None):
+        _validate_input_fn(input_fn)
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError('Must specify max_steps > 0, given: {}'.format(max_steps))
+        return super().__new__(cls, input_fn=input_fn, max_steps=max_steps, hooks=_validate_hooks(hooks),
+                               saving_listeners=_validate_saving_listeners(saving_listeners))
+
+
+class EvalSpec(collections.namedtuple('EvalSpec', ['input_fn', 'steps', 'name', 'hooks', 'exporters',
+                                                   'start_delay_secs', 'throttle_secs'])):
+    """The evaluation part of `train_and_evaluate` (v1's fields, defaults and checks).
+
+    `start_delay_secs` concerned v1's separate evaluator task; in one process it is unused, as in v1's
+    local mode.
+    """
+
+    def __new__(cls, input_fn, steps=100, name=None, hooks=None, exporters=None, start_delay_secs=120,
+                throttle_secs=600):
+        _validate_input_fn(input_fn)
+        if steps is not None and steps <= 0:
+            raise ValueError('Must specify steps > 0, given: {}'.format(steps))
+        if name is not None and not isinstance(name, str):
+            raise TypeError('`name` must be string, given: {}'.format(name))
+        hooks = _validate_hooks(hooks)
+        exporters = _validate_exporters(exporters)
+        if start_delay_secs < 0:
+            raise ValueError('Must specify start_delay_secs >= 0, given: {}'.format(start_delay_secs))
+        if throttle_secs < 0:
+            raise ValueError('Must specify throttle_secs >= 0, given: {}'.format(throttle_secs))
+        return super().__new__(cls, input_fn=input_fn, steps=steps, name=name, hooks=hooks, exporters=exporters,
+                               start_delay_secs=start_delay_secs, throttle_secs=throttle_secs)
+
+
+class _Evaluator:
+    """Evaluates the latest checkpoint (unless it was evaluated already) and runs the exporters."""
+
+    def __init__(self, estimator: Estimator, eval_spec: EvalSpec, max_training_steps):
+        self._estimator = estimator
+        self._eval_spec = eval_spec
+        self._max_training_steps = max_training_steps
+        self._previous_checkpoint_path = None
+
+    def evaluate_and_export(self):
+        """`(metrics or None, export results)`: None when there is no new checkpoint to evaluate."""
+        latest = self._estimator.latest_checkpoint()
+        if not latest:
+            logging.warning('Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.')
+            return None, []
+        if latest == self._previous_checkpoint_path:
+            logging.warning('No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation '
+                            'results are expected to be same for the same checkpoint.')
+            return None, []
+        metrics = self._estimator.evaluate(input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
+                                           name=self._eval_spec.name, checkpoint_path=latest,
+                                           hooks=self._eval_spec.hooks)
+        is_the_final_export = (metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP] >= self._max_training_steps
+                               if self._max_training_steps else False)
+        export_dir_base = os.path.join(self._estimator.model_dir, 'export')
+        export_results = [exporter.export(estimator=self._estimator,
+                                          export_path=os.path.join(export_dir_base, exporter.name),
+                                          checkpoint_path=latest, eval_result=metrics,
+                                          is_the_final_export=is_the_final_export)
+                          for exporter in self._eval_spec.exporters]
+        self._previous_checkpoint_path = latest
+        return metrics, export_results
+
+
+class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
+    """Evaluates after each checkpoint save, at most every `eval_throttle_secs`, and after the last step."""
+
+    def __init__(self, evaluator: _Evaluator, eval_throttle_secs):
+        self._evaluator = evaluator
+        self._eval_throttle_secs = eval_throttle_secs
+        self.eval_result, self.export_results = None, None
+
+    def begin(self):
+        self._timer = SecondOrStepTimer(every_secs=self._eval_throttle_secs)
+        self._is_first_run = True
+
+    def after_save(self, session, global_step_value):
+        if self._is_first_run:  # The checkpoint of the session's creation: nothing new was trained.
+            self._is_first_run = False
+            return
+        if self._timer.should_trigger_for_step(global_step_value):
+            self._evaluate(global_step_value)
+        else:
+            logging.info('Skip the current checkpoint eval due to throttle secs ({} secs).'.format(
+                self._eval_throttle_secs))
+
+    def end(self, session, global_step_value):
+        if global_step_value != self._timer.last_triggered_step():
+            self._evaluate(global_step_value)
+
+    def _evaluate(self, global_step_value) -> None:
+        self._timer.update_last_triggered_step(global_step_value)
+        metrics, export_results = self._evaluator.evaluate_and_export()
+        if metrics is None:
+            raise RuntimeError('There was no new checkpoint after the training.')
+        self.eval_result, self.export_results = metrics, export_results
+
+
+def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
+    """Trains `estimator` and evaluates it after its checkpoints, locally (v1's local mode).
+
+    Training runs once, to `train_spec.max_steps`; an evaluation of `eval_spec` follows each checkpoint save
+    (`RunConfig.save_checkpoints_steps`/`_secs`) when `eval_spec.throttle_secs` have passed since the last
+    one, and the last step's checkpoint is always evaluated.
+
+    Returns:
+      `(metrics of the last evaluation, export results of the exporters)`, as v1's local mode.
+
+    Raises:
+      TypeError: an argument of the wrong type (v1's messages).
+    """
+    if not isinstance(eval_spec, EvalSpec):
+        raise TypeError('`eval_spec` must have type `tf.estimator.EvalSpec`. Got: {}'.format(type(eval_spec)))
+    if not isinstance(estimator, Estimator):
+        raise TypeError('`estimator` must have type `tf.estimator.Estimator`. Got: {}'.format(type(estimator)))
+    if not isinstance(train_spec, TrainSpec):
+        raise TypeError('`train_spec` must have type `tf.estimator.TrainSpec`. Got: {}'.format(type(train_spec)))
+    logging.info('Running training and evaluation locally (non-distributed).')
+    config = estimator.config
+    logging.info('Start train and evaluate loop. The evaluate will happen after every checkpoint. Checkpoint '
+                 'frequency is determined based on RunConfig arguments: save_checkpoints_steps {} or '
+                 'save_checkpoints_secs {}.'.format(config.save_checkpoints_steps, config.save_checkpoints_secs))
+    evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
+    listener = _NewCheckpointListenerForEvaluate(evaluator, eval_spec.throttle_secs)
+    estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps, hooks=list(train_spec.hooks),
+                    saving_listeners=train_spec.saving_listeners + (listener,))
+    return listener.eval_result, listener.export_results

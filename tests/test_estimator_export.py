@@ -1,0 +1,86 @@
+"""`Estimator.export_saved_model` and the exporters: the PREDICT graph as a TF2 SavedModel, loaded back."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat_mts.estimator as estimator
+from tests.estimator_programs import linear
+
+SERVING = estimator.export.build_raw_serving_input_receiver_fn({'x': tf.TensorSpec([None, 2], tf.float32)})
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    model_dir = tmp_path_factory.mktemp('trained')
+    model = estimator.Estimator(linear.model_fn, model_dir=str(model_dir), params={})
+    model.train(linear.input_fn(), max_steps=30)
+    return str(model_dir)
+
+
+def test_the_exported_saved_model_serves_what_predict_yields(trained, tmp_path):
+    model = estimator.Estimator(linear.model_fn, model_dir=trained, params={})
+    export_dir = model.export_saved_model(str(tmp_path), SERVING)
+    assert isinstance(export_dir, bytes)  # As v1.
+    assert os.path.dirname(export_dir) == os.fsencode(tmp_path) and os.path.basename(export_dir).isdigit()
+    loaded = tf.saved_model.load(os.fsdecode(export_dir))
+    serve = loaded.signatures['serving_default']
+    assert list(serve.structured_input_signature[1]) == ['x']
+    features = linear.data(6, seed=1)[0]
+    outputs = serve(x=tf.constant(features))
+    predictions = list(model.predict(linear.predict_input_fn()))
+    np.testing.assert_allclose(outputs['y'].numpy(), [p['y'] for p in predictions], rtol=1e-6)
+    np.testing.assert_allclose(outputs['twice'].numpy(), [p['twice'] for p in predictions], rtol=1e-6)
+
+
+def test_export_outputs_become_signatures_with_v1s_output_keys(trained, tmp_path):
+    def model_fn(features, mode):
+        w = tf.compat.v1.get_variable('w', [2, 1])
+        value = tf.matmul(features['x'], w)
+        return estimator.EstimatorSpec(mode, predictions={'value': value}, export_outputs={
+            'serving_default': estimator.export.RegressionOutput(value),
+            'scores': estimator.export.ClassificationOutput(scores=tf.nn.softmax(value))})
+
+    model = estimator.Estimator(model_fn, model_dir=trained)
+    loaded = tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path), SERVING, as_text=True)))
+    assert sorted(loaded.signatures) == ['scores', 'serving_default']
+    x = tf.constant([[1.0, 1.0]])
+    assert list(loaded.signatures['serving_default'](x=x)) == ['outputs']
+    assert list(loaded.signatures['scores'](x=x)) == ['scores']
+    w = tf.train.load_variable(trained, 'w')  # Restored from the checkpoint, not initialized.
+    np.testing.assert_allclose(loaded.signatures['serving_default'](x=x)['outputs'].numpy(), [[w.sum()]], rtol=1e-6)
+
+
+def test_export_needs_a_checkpoint_with_every_variable(trained, tmp_path):
+    untrained = estimator.Estimator(linear.model_fn, model_dir=str(tmp_path / 'empty'), params={})
+    with pytest.raises(ValueError, match="^Couldn't find trained model at "):
+        untrained.export_saved_model(str(tmp_path), SERVING)
+    with pytest.raises(ValueError, match='^An input_receiver_fn must be defined.$'):
+        untrained.export_saved_model(str(tmp_path), None)
+
+    def model_fn(features, mode):
+        extra = tf.compat.v1.get_variable('not_trained', [1])
+        return estimator.EstimatorSpec(mode, predictions=features['x'] + extra)
+
+    with pytest.raises(ValueError, match=r"^Could not load all requested variables from checkpoint.[\s\S]*not_trained"):
+        estimator.Estimator(model_fn, model_dir=trained).export_saved_model(str(tmp_path), SERVING)
+
+
+def test_latest_exporter_exports_after_each_evaluation_and_keeps_the_latest(tmp_path):
+    model = estimator.Estimator(linear.model_fn, params={}, config=estimator.RunConfig(
+        model_dir=str(tmp_path), save_checkpoints_steps=10))
+    exporter = estimator.LatestExporter('latest', SERVING, exports_to_keep=1)
+    final = estimator.FinalExporter('final', SERVING)
+    metrics, exports = estimator.train_and_evaluate(
+        model, estimator.TrainSpec(linear.input_fn(), max_steps=20),
+        estimator.EvalSpec(linear.input_fn(repeat=False), steps=None, throttle_secs=0, exporters=[exporter, final]))
+    assert metrics['global_step'] == 20
+    latest_dir, final_dir = exports
+    assert os.path.dirname(latest_dir) == os.fsencode(os.path.join(str(tmp_path), 'export', 'latest'))
+    assert os.listdir(os.path.join(str(tmp_path), 'export', 'latest')) == [os.fsdecode(os.path.basename(latest_dir))]
+    assert os.path.dirname(final_dir) == os.fsencode(os.path.join(str(tmp_path), 'export', 'final'))
+    assert len(os.listdir(os.path.join(str(tmp_path), 'export', 'final'))) == 1
