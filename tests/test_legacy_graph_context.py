@@ -137,3 +137,17 @@ def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
         with pytest.raises(mts.CheckpointMismatchError):
             mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
         assert not graph.finalized
+
+
+def test_a_full_scaffold_of_graph_ops_and_a_saver_runs_as_in_v1(tmp_path):
+    program = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'full_scaffold_train.py')
+    finals = {}
+    for mode in ('v1', 'compat'):
+        result = run_python(program, mode, str(tmp_path / mode))
+        assert result.returncode == 0, result.stderr[-3000:]
+        finals[mode] = json.loads(result.stdout.splitlines()[-1])
+    assert finals['compat']['step'] == finals['v1']['step'] == 8
+    np.testing.assert_allclose(finals['compat']['w'], finals['v1']['w'], rtol=1e-5)
+    np.testing.assert_allclose(finals['compat']['mean_loss'], finals['v1']['mean_loss'], rtol=1e-5)
+    assert checkpoint_steps(str(tmp_path / 'compat')) == checkpoint_steps(str(tmp_path / 'v1')) == [4, 6, 8]
+    assert sorted(read_events(str(tmp_path / 'compat'))) == sorted(read_events(str(tmp_path / 'v1')))
