@@ -250,14 +250,16 @@ def test_bad_arguments_are_named_before_anything_is_written(tmp_path, kwargs, er
     assert not directory.exists()
 
 
-def test_a_v1_saver_names_the_checkpoint_replacement():
+def test_a_v1_saver_of_a_graph_no_session_runs_names_the_checkpoint_replacement(tmp_path):
     with tf.Graph().as_default():
         tf.compat.v1.Variable(1.0)
         saver = tf.compat.v1.train.Saver()
-    with pytest.raises(TypeError, match='tf.compat.v1.train.Saver.*tf.train.Checkpoint'):
-        mts.Scaffold(saver=saver)
-    with pytest.raises(TypeError, match='tf.compat.v1.train.Saver'):
-        mts.CheckpointSaverHook('/tmp/unused', save_steps=1, saver=saver)
+    mts.get_or_create_global_step()
+    replacement = 'tf.compat.v1.train.Saver but no graph of the program is being run.*tf.train.Checkpoint'
+    with pytest.raises(TypeError, match=replacement):
+        mts.MonitoredTrainingSession(scaffold=mts.Scaffold(saver=saver))
+    with pytest.raises(TypeError, match=replacement):
+        mts.MonitoredSession(hooks=[mts.CheckpointSaverHook(str(tmp_path), save_steps=1, saver=saver)])
 
 
 def _graph_node_names(path):
