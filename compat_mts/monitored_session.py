@@ -368,6 +368,7 @@ class _MonitoredSession:
         self._raw = self._creator.create_session()
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         self._global_step = global_step_lib.get_global_step()
+        self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
         if getattr(self._raw, 'device', None) is not None:
             self._run_once = self._run_on_device
         for recorder in self._recorders:
@@ -475,11 +476,13 @@ class _MonitoredSession:
         requests = [fetches]
         requesting_hooks: list[int] = []
         hook_feeds: dict = {}
+        stale_position = None
         for index, hook in enumerate(self._hooks):
             request = hook.before_run(context)
             if request is None:
                 continue
             if request is STALE_GLOBAL_STEP_REQUEST:  # The built-in hooks' usual request: nothing to merge.
+                stale_position = len(requests)
                 requests.append(fetches_lib.STALE_GLOBAL_STEP)
                 requesting_hooks.append(index)
                 continue
@@ -493,8 +496,14 @@ class _MonitoredSession:
                 hook_feeds.update(request.feed_dict)
             if request.options:
                 _merge_options(options, request.options)
-        results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step,
-                                  session_step=True).execute()
+        try:
+            results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step,
+                                      session_step=True).execute()
+        except (tf.errors.OutOfRangeError, StopIteration):
+            self._take_back_the_increment_of_a_step_without_data()
+            raise
+        if stale_position is not None:
+            self._last_stale_step = results[stale_position]
         run_metadata = run_metadata or tf.compat.v1.RunMetadata()
         values = [SessionRunValues(None, options, run_metadata)] * len(self._hooks)
         shared: dict[int, SessionRunValues] = {}  # Hooks given the same object (the stale step) share its values.
@@ -506,6 +515,22 @@ class _MonitoredSession:
             hook.after_run(context, hook_values)
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
         return results[0]
+
+    def _take_back_the_increment_of_a_step_without_data(self) -> None:
+        """Undoes the global-step increment of a step whose input ran out, as v1's step never made it.
+
+        v1's `minimize(global_step=...)` incremented the step after the update, which needs the batch, so a run
+        whose input was exhausted left the step as it was, and the final checkpoint is that of the last full
+        step. An eager step's `global_step.assign_add(1)` does not depend on the batch and may have run before
+        the iterator raised. When the step before this run is known (read by the hooks in the previous run, one
+        step per run) and the step moved once more, it is set back. Nothing is read on any other run.
+        """
+        if (self._last_stale_step is None or self._global_step is None or self._cluster is not None
+                or self._steps_per_run.current != 1):
+            return
+        before_this_run = self._last_stale_step + 1
+        if int(global_step_lib.read_value(self._global_step)) == before_this_run + 1:
+            self._global_step.assign(before_this_run)
 
     def _run_on_device(self, fetches, feed_dict, options, run_metadata) -> Any:
         """`_hooked_run` on the device of the session's `grpc://` master."""

@@ -174,6 +174,11 @@ class StepsPerRun:
         self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
         self._announced = 1
 
+    @property
+    def current(self) -> int:
+        """The steps per run of the latest run."""
+        return self._announced
+
     def prepare(self, fetches: Any) -> None:
         """Configures the hooks and the repeated step (if any) for the run of `fetches`."""
         step = _repeated_step_in(fetches)

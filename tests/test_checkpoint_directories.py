@@ -156,3 +156,15 @@ def test_a_missing_or_unreadable_state_file_is_rebuilt_from_the_checkpoints_on_d
     warnings = [m for m in tf_logs.messages() if 'no readable `checkpoint` state file' in m]
     assert len(warnings) == 1 and 'model.ckpt-4' in warnings[0]
     assert state_file_steps(directory) == [0, 2, 4, 6]
+
+
+def test_a_flipped_byte_in_the_newest_v1_named_checkpoint_falls_back_to_the_previous_one(tmp_path, tf_logs):
+    directory = str(tmp_path)
+    leg_compat(directory, 4, 2, 'regression')
+    data = tmp_path / 'model.ckpt-4.data-00000-of-00001'
+    content = bytearray(data.read_bytes())
+    content[len(content) // 2] ^= 0xFF
+    data.write_bytes(bytes(content))
+    mts.reset_global_step()
+    assert leg_compat(directory, 5, 0, 'regression')['start'] == 2
+    assert any(m.startswith('Could not restore checkpoint') and 'model.ckpt-4' in m for m in tf_logs.messages())

@@ -39,7 +39,8 @@ def _restored_step(directory: str) -> int:
         return int(session.run(model.global_step))
 
 
-@pytest.mark.parametrize('damage', ['truncate_data', 'garble_data', 'truncate_index', 'delete_data'])
+@pytest.mark.parametrize('damage', ['truncate_data', 'garble_data', 'flip_a_data_byte', 'flip_an_index_byte',
+                                    'truncate_index', 'delete_data'])
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tf_logs, damage):
     directory = str(tmp_path)
     _train(directory, last_step=5)
@@ -50,6 +51,11 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tf
         data.write_bytes(data.read_bytes()[:10])
     elif damage == 'garble_data':
         data.write_bytes(bytes(255 - b for b in data.read_bytes()))
+    elif damage in ('flip_a_data_byte', 'flip_an_index_byte'):
+        damaged = data if damage == 'flip_a_data_byte' else index
+        content = bytearray(damaged.read_bytes())
+        content[len(content) // 2] ^= 0xFF
+        damaged.write_bytes(bytes(content))
     elif damage == 'truncate_index':
         index.write_bytes(index.read_bytes()[:20])
     else:

@@ -349,3 +349,40 @@ def test_non_hooks_are_rejected_before_anything_runs():
         mts.MonitoredSession(hooks=mts.SessionRunHook())
     with pytest.raises(TypeError, match='`session_creator`'):
         mts.MonitoredSession(session_creator='chief')
+
+
+_DATA_RUNS_OUT_V1 = '''
+import sys
+import numpy as np
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+global_step = tf.compat.v1.train.get_or_create_global_step()
+batch = tf.compat.v1.data.make_one_shot_iterator(
+    tf.data.Dataset.from_tensor_slices(np.arange(10, dtype=np.float32))).get_next()
+total = tf.compat.v1.get_variable('total', initializer=0.0)
+with tf.control_dependencies([tf.compat.v1.assign_add(total, batch)]):  # What minimize(global_step=) does.
+    train_op = tf.compat.v1.assign_add(global_step, 1)
+with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as session:
+    while not session.should_stop():
+        session.run(train_op)
+'''
+
+
+def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_path):
+    from tests.support import latest_checkpoint_step, run_python
+    result = run_python(_DATA_RUNS_OUT_V1, str(tmp_path / 'v1'))
+    assert result.returncode == 0, result.stderr[-2000:]
+    global_step = mts.get_or_create_global_step()
+    total = tf.Variable(0.0)
+    iterator = iter(tf.data.Dataset.from_tensor_slices(np.arange(10, dtype=np.float32)))
+
+    @tf.function
+    def step():
+        total.assign_add(next(iterator))
+        global_step.assign_add(1)  # Independent of the batch: it may run before next() raises.
+
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'compat')) as session:
+        while not session.should_stop():
+            session.run(step)
+    assert latest_checkpoint_step(str(tmp_path / 'compat')) == latest_checkpoint_step(str(tmp_path / 'v1')) == 10
+    assert float(total.numpy()) == 45.0
