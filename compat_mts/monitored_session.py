@@ -339,6 +339,7 @@ class _MonitoredSession:
         self._unfinalize_at_close = self._graph is not None and not self._graph.finalized
         for hook in self._hooks:
             hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
+        self._summary_writers = summary_lib.take_writers()  # Released (events files closed) at the last close.
         try:
             with global_step_lib.outside_graph_mode():
                 if self._graph is not None:
@@ -351,6 +352,7 @@ class _MonitoredSession:
                     self._create()
         except BaseException:
             self._unfinalize_graph()
+            summary_lib.release_writers(self._summary_writers)
             raise
         if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
             self._sigterm.install()
@@ -634,6 +636,8 @@ class _MonitoredSession:
                 self._coord = None
                 self._sigterm.uninstall()
                 self._unfinalize_graph()
+                summary_lib.release_writers(self._summary_writers)
+                self._summary_writers = []
         if self._preempted and not exception_type:
             logging.warning('Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
                             preemption.PREEMPTION_EXIT_CODE)

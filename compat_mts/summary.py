@@ -4,7 +4,10 @@ v1 merged every summary op of the graph into one op that `SummarySaverHook` ran 
 Eagerly, the user's step calls `tf.summary.*` itself; compat_mts makes those calls land where v1's did:
 
 - one `tf.summary` writer per directory for the whole process (v1's `FileWriterCache`), so a step
-  function traced once keeps writing to a live writer in later sessions;
+  function traced once keeps writing to it in later sessions. Its events file is open while a session
+  uses the writer: the last session to close closes the file, and the next session that takes the writer
+  opens a new one on the same writer resource (which traced functions hold), so a process that runs many
+  sessions on many directories keeps no file open for those it is done with;
 - while a session runs, that writer is the default one, its default step is a compat_mts variable
   holding the post-step global step of the recording run (v1 stamped summaries with it), and recording
   is gated by `tf.summary.record_if` on a boolean variable. Reading a variable does not retrace a
@@ -21,12 +24,16 @@ import threading
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
+from tensorflow.python.ops import gen_summary_ops
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
 from compat_mts import global_step as global_step_lib
 
 _writers: dict[str, tf.summary.SummaryWriter] = {}
+_users: dict[str, int] = {}  # Directory -> how many sessions have taken its writer and not released it.
+_taken: list[str] = []  # Directories whose writers were taken since the last `take_writers()`.
 _writers_lock = threading.Lock()
+_MAX_QUEUE, _FLUSH_MILLIS, _FILENAME_SUFFIX = 10, 120000, '.v2'  # `tf.summary.create_file_writer`'s defaults.
 
 
 def ensure_writable_directory(directory: str, argument: str) -> None:
@@ -41,7 +48,10 @@ def ensure_writable_directory(directory: str, argument: str) -> None:
 
 
 def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
-    """Returns the process-wide writer for `directory`, creating the directory and writer once.
+    """Takes the process-wide writer for `directory`, creating the directory and writer once.
+
+    Called by hooks in `begin()`; the session that then calls `take_writers()` releases the writer when it
+    closes (`release_writers`). A writer whose events file was closed gets a new one.
 
     Raises:
       PermissionError: the directory cannot be created or written; the message names it.
@@ -51,15 +61,42 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
         writer = _writers.get(key)
         if writer is None:
             ensure_writable_directory(key, 'summary directory')
-            writer = tf.summary.create_file_writer(key)
+            writer = tf.summary.create_file_writer(key, max_queue=_MAX_QUEUE, flush_millis=_FLUSH_MILLIS,
+                                                   filename_suffix=_FILENAME_SUFFIX)
             _writers[key] = writer
+        elif not _users.get(key):
+            ensure_writable_directory(key, 'summary directory')
+            gen_summary_ops.create_summary_file_writer(  # A new events file, on the resource traced steps hold.
+                writer._resource, logdir=key, max_queue=_MAX_QUEUE,  # pylint: disable=protected-access
+                flush_millis=_FLUSH_MILLIS, filename_suffix=_FILENAME_SUFFIX)
+        _users[key] = _users.get(key, 0) + 1
+        _taken.append(key)
         return writer
 
 
-def flush_all() -> None:
-    """Flushes every writer compat_mts has created, so that what was written is readable."""
+def take_writers() -> list[str]:
+    """Hands the writers taken since the last call (by the hooks' `begin()`) to the session that releases them."""
     with _writers_lock:
-        writers = list(_writers.values())
+        taken = list(_taken)
+        _taken.clear()
+    return taken
+
+
+def release_writers(directories: list[str]) -> None:
+    """Releases writers taken by `summary_writer_for`; closes the events file of those no session uses any more."""
+    with _writers_lock, global_step_lib.outside_graph_mode():
+        for key in directories:
+            _users[key] -= 1
+            if not _users[key]:
+                writer = _writers[key]
+                writer.flush()
+                gen_summary_ops.close_summary_writer(writer._resource)  # pylint: disable=protected-access
+
+
+def flush_all() -> None:
+    """Flushes every writer compat_mts has open, so that what was written is readable."""
+    with _writers_lock:
+        writers = [writer for key, writer in _writers.items() if _users.get(key)]
     for writer in writers:
         writer.flush()
 

@@ -128,8 +128,12 @@ def _key_log_lines(result: dict) -> dict:
 
 
 def _comparable_files(result: dict, drop_meta: bool) -> list[str]:
-    """The files written, events files under one name (their names hold a timestamp and the host)."""
-    names = [re.sub(r'^events\.out\.tfevents\..*$', 'events.out.tfevents.*', name) for name in result['files']]
+    """The files written, events files under one name (their names hold a timestamp and the host).
+
+    v1's FileWriterCache kept one events file per directory open for the whole process; compat_mts writes one
+    per session that uses the directory, and closes it with the session. So they count once.
+    """
+    names = {re.sub(r'^events\.out\.tfevents\..*$', 'events.out.tfevents.*', name) for name in result['files']}
     return sorted(name for name in names if not (drop_meta and name.endswith('.meta')))
 
 

@@ -200,9 +200,10 @@ def test_the_model_dir_has_the_checkpoints_v1s_estimator_wrote(runs):
     _assert_same_values(_latest_values(compat_dir), _latest_values(v1_dir))
     assert {'global_step', 'hidden/kernel', 'hidden/kernel/Adam', 'beta1_power'} <= set(_latest_values(compat_dir))
 
-    def layout(directory):  # v1 also wrote a `.meta` file per checkpoint; events files are named by time.
-        return sorted(re.sub(r'events\.out\.tfevents\..*', 'events', name) for name in support.listed_files(directory)
-                      if not name.endswith('.meta'))
+    def layout(directory):  # v1 also wrote a `.meta` file per checkpoint; events files are named by time,
+        # and v1 kept one open per directory for the process where compat_mts writes one per session.
+        return sorted({re.sub(r'events\.out\.tfevents\..*', 'events', name) for name in support.listed_files(directory)
+                       if not name.endswith('.meta')})
 
     assert layout(compat_dir) == layout(v1_dir)
 

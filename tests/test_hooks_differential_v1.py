@@ -152,8 +152,10 @@ def test_profiler_hook_traces_the_steps_v1_traces(name, v1_runs, compat_runs):
     plugin_files = [path for path in compat['files'] if path.startswith('plugins/profile/')]
     assert plugin_files and all(path.endswith('.xplane.pb') for path in plugin_files)
     compat['files'] = [path for path in compat['files'] if path not in plugin_files]
-    # v1 wrote run metadata at step 0 and never flushed the last one; compat_mts writes each at its step.
-    assert [tag for tag, _ in v1['run_metadata_tags']] == [f'step_{step}' for step in _timeline_steps(v1)][:1]
+    # v1 never flushed its run metadata: what reached its file when the process ended (none, or the first
+    # step's, as its writer's thread allowed) is a prefix of its traced steps. compat_mts writes each at its step.
+    v1_tags = [tag for tag, _ in v1['run_metadata_tags']]
+    assert len(v1_tags) <= 1 and v1_tags == [f'step_{step}' for step in _timeline_steps(v1)][:len(v1_tags)]
     assert compat['run_metadata_tags'] == [[f'step_{step}', step] for step in _timeline_steps(compat)]
     assert_same(v1, compat, ignore=('run_metadata_tags',))
 

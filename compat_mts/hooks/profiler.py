@@ -63,7 +63,9 @@ class ProfilerHook(SessionRunHook):
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._output_dir = os.path.expanduser(os.fspath(output_dir))
         self._output_file = os.path.join(self._output_dir, 'timeline-{}.json')
+        # v1 made the writer here. The session that runs the hook first releases it; a later one takes it again.
         self._file_writer = summary_lib.summary_writer_for(self._output_dir)
+        self._writer_taken = True
         self._steps_per_run = 1
         self._tracing = False
 
@@ -71,6 +73,9 @@ class ProfilerHook(SessionRunHook):
         self._steps_per_run = steps_per_run
 
     def begin(self):
+        if not self._writer_taken:
+            self._file_writer = summary_lib.summary_writer_for(self._output_dir)
+        self._writer_taken = False
         self._next_step = None
         self._global_step = global_step_lib.require_global_step('ProfilerHook')
         self._stop_unfinished_trace()

@@ -177,11 +177,13 @@ class HooksCallback(tf.keras.callbacks.Callback):
         step = global_step_lib.set_global_step(
             model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
         self._recorders = []
+        self._summary_writers = []
         try:
             self._begin(model, step)
         except BaseException:  # Leave the process as fit found it: no summary defaults, no step registered.
             for recorder in self._recorders:
                 recorder.deactivate()
+            summary_lib.release_writers(self._summary_writers)
             self._put_back_previous_step()
             raise
 
@@ -201,6 +203,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
         self._run_metadata = tf.compat.v1.RunMetadata()
         for hook in self._hooks:
             hook.begin()
+        self._summary_writers = summary_lib.take_writers()
         self._recorders = summary_lib.take_requested()
         self._restore_latest_checkpoint()
         for recorder in self._recorders:
@@ -272,7 +275,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
             finally:
                 for recorder in self._recorders:
                     recorder.deactivate()
-                summary_lib.flush_all()
+                summary_lib.release_writers(self._summary_writers)
+                self._summary_writers = []
                 self._put_back_previous_step()
 
     def _put_back_previous_step(self) -> None:
