@@ -58,13 +58,16 @@ def build():
     loss = tf.compat.v1.losses.get_total_loss()
     _, accuracy_update = tf.compat.v1.metrics.accuracy(y, tf.argmax(logits, 1))
     global_step = tf.compat.v1.train.get_or_create_global_step()
-    with tf.control_dependencies(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
+    update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    with tf.control_dependencies(update_ops):
         train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(loss, global_step=global_step)
-    return x, y, loss, accuracy_update, train_op
+    collected = {'update_ops': len(update_ops), 'regularization_losses': len(
+        tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES))}
+    return x, y, loss, accuracy_update, train_op, collected
 
 
 g = mts.wrap_graph(build)
-x, y, loss, accuracy_update, train_op = g.outputs
+x, y, loss, accuracy_update, train_op, collected = g.outputs
 rng = np.random.default_rng(0)
 losses = []
 with mts.MonitoredTrainingSession(checkpoint_dir=sys.argv[1], hooks=[mts.StopAtStepHook(last_step=30)]) as sess:
@@ -79,14 +82,20 @@ model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
 model.compile(optimizer='adam', loss='mse')
 model.fit(rng.normal(size=(64, 4)), rng.normal(size=(64, 1)), batch_size=8, epochs=3, verbose=0,
           callbacks=[mts.keras.HooksCallback([mts.StopAtStepHook(last_step=5)])])
+moving_mean = tf.train.load_variable(sys.argv[1], 'batch_normalization/moving_mean')
 print(json.dumps({'keras': tf.keras.__name__, 'layers': tf.compat.v1.layers.Dense.__module__,
+                  'variables': sorted(name for name, _ in tf.train.list_variables(sys.argv[1])),
+                  'moving_mean_moved': bool(np.abs(moving_mean).max() > 0), **collected,
                   'losses': losses, 'accuracy': float(accuracy), 'fit_steps': int(model.optimizer.iterations)}))
 '''
 
-# Without the set-up: what wrap_graph says, then what it says once the variable is set too late.
+# Without the set-up: what wrap_graph says; then once the variable is set too late; then with the variable set and
+# tf-keras not installed (the import system is made not to find it) when TensorFlow first resolves `tf.keras`.
 _KERAS_3_PROGRAM = '''
+import importlib.machinery
 import json
 import os
+import sys
 
 import tensorflow as tf
 import compat_mts as mts
@@ -107,26 +116,16 @@ def losses_and_metrics():
     return loss, tf.compat.v1.metrics.accuracy(labels, tf.argmax(logits, 1))
 
 
+def keras_dense():
+    return tf.keras.layers.Dense(3)(tf.compat.v1.placeholder(tf.float32, [None, 4]))
+
+
 def error_of(build_fn):
     try:
         mts.wrap_graph(build_fn)
     except Exception as error:  # Reported: this is what the program checks.
         return {'type': type(error).__name__, 'message': str(error), 'cause': repr(error.__cause__)}
     return None
-
-
-report = {'dense': error_of(dense), 'lstm_cell': error_of(lstm_cell),
-          'losses_and_metrics': error_of(losses_and_metrics)}
-os.environ['TF_USE_LEGACY_KERAS'] = '1'
-report['set_too_late'] = error_of(dense)
-print(json.dumps(report))
-'''
-
-# TF_USE_LEGACY_KERAS=1 without tf-keras: the import system is made not to find it, as if it were not installed.
-_NO_TF_KERAS_PROGRAM = '''
-import importlib.machinery
-import json
-import sys
 
 
 class _WithoutTfKeras(importlib.machinery.PathFinder):
@@ -137,16 +136,14 @@ class _WithoutTfKeras(importlib.machinery.PathFinder):
         return importlib.machinery.PathFinder.find_spec(name, path, target)
 
 
+report = {'dense': error_of(dense), 'lstm_cell': error_of(lstm_cell),
+          'losses_and_metrics': error_of(losses_and_metrics)}
+os.environ['TF_USE_LEGACY_KERAS'] = '1'
+report['set_too_late'] = error_of(dense)
 sys.meta_path[:] = [_WithoutTfKeras if finder is importlib.machinery.PathFinder else finder
                     for finder in sys.meta_path]
-
-import tensorflow as tf
-import compat_mts as mts
-
-try:
-    mts.wrap_graph(lambda: tf.compat.v1.layers.dense(tf.compat.v1.placeholder(tf.float32, [None, 4]), 3))
-except ImportError as error:
-    print(json.dumps({'message': str(error), 'cause': repr(error.__cause__)}))
+report['no_tf_keras'] = error_of(keras_dense)
+print(json.dumps(report))
 '''
 
 
@@ -160,7 +157,6 @@ def runs(tmp_path_factory):
                    _LEGACY_KERAS),
         'wrap_graph': (_WRAP_GRAPH_PROGRAM, [str(root / 'wrap_graph')], {}),
         'keras_3': (_KERAS_3_PROGRAM, [], _KERAS_3),
-        'no_tf_keras': (_NO_TF_KERAS_PROGRAM, [], _LEGACY_KERAS),
     }
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(run_python, program, *args, env=env, timeout=240)
@@ -219,6 +215,10 @@ def test_the_mnist_trainer_on_compat_mts_prints_v1s_logging_tensor_hook_lines(ru
 def test_v1_layers_tf_keras_layers_losses_metrics_and_a_tf_keras_fit_share_one_program(runs):
     outcome = runs['wrap_graph']
     assert outcome['keras'].startswith('tf_keras') and outcome['layers'].startswith('tf_keras')
+    assert {'dense/kernel', 'batch_normalization/moving_mean', 'keras_dense/kernel/Adam', 'dense_1/bias',
+            'global_step'} <= set(outcome['variables'])
+    assert outcome['update_ops'] == 2 and outcome['moving_mean_moved']  # batch_normalization's moving averages.
+    assert outcome['regularization_losses'] == 1  # kernel_regularizer, summed by get_total_loss().
     assert len(outcome['losses']) == 30 and outcome['losses'][-1] < outcome['losses'][0]
     assert 0.5 < outcome['accuracy'] <= 1.0
     assert outcome['fit_steps'] == 5
@@ -246,7 +246,8 @@ def test_a_variable_set_after_tensorflow_chose_keras_3_is_named_as_the_cause(run
 
 
 def test_with_the_variable_set_and_no_tf_keras_wrap_graph_says_what_to_install(runs):
-    error = runs['no_tf_keras']
+    error = runs['keras_3']['no_tf_keras']
+    assert error['type'] == 'ImportError'
     assert 'Keras cannot be imported' in error['cause']
     assert "TF_USE_LEGACY_KERAS is set, so TensorFlow looks for tf-keras, which is not installed" in error['message']
     assert "pip install 'compat-mts[legacy]'" in error['message']
