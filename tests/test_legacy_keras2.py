@@ -14,7 +14,6 @@ program runs in its own process, since the Keras that TensorFlow uses is chosen 
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
 import re
 
