@@ -16,7 +16,9 @@ The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`, `convert_checkp
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -41,6 +43,11 @@ __all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'Na
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
 _C_TYPE_NAMES = {tf.float32: 'float', tf.float64: 'double'}  # How v1's error messages name these dtypes.
+_LEGACY_KERAS_VALUES = ('true', 'True', '1')  # What TensorFlow takes as TF_USE_LEGACY_KERAS switched on.
+_KERAS_SETUP = ("before TensorFlow is first imported: in the environment "
+                "(`TF_USE_LEGACY_KERAS=1 python train.py`) or with `os.environ['TF_USE_LEGACY_KERAS'] = '1'` at the "
+                "very top of the script")
+_KERAS_GUIDE = 'migration_guide/legacy.md, "v1 layers, losses and metrics (Keras 3)"'
 _graph_ids = itertools.count()
 _wrapped_graphs: list['WrappedGraph'] = []
 
@@ -87,15 +94,65 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
     Raises:
       TypeError: `build_fn` is not callable, or the graph holds reference (non-resource) variables.
       ValueError: the graph uses queue runners.
+      AttributeError, ImportError: from `build_fn`; for the two failures that stage-1 graph code meets on
+        TensorFlow 2 (`tf.compat.v1.layers` under Keras 3, `.value` of a TF2 shape dimension) the error
+        says what to change, and the original is its `__cause__`.
     """
     if not callable(build_fn):
         raise TypeError(f'`build_fn` must be a function that builds the graph, got {type(build_fn).__name__}.')
     graph = tf.Graph()
     with graph.as_default():
-        outputs = build_fn()
+        try:
+            outputs = build_fn()
+        except (AttributeError, ImportError) as error:
+            explained = _explain_build_error(error)
+            if explained is None:
+                raise
+            raise explained from error
         summary_op = _merged_summaries(graph)
     with global_step_lib.outside_graph_mode():
         return _register(WrappedGraph(graph, outputs, summary_op))
+
+
+def _explain_build_error(error: BaseException) -> Exception | None:
+    """The error to raise instead of `error`, raised by v1 graph code in `build_fn`, or None to keep `error`.
+
+    v1 graph code meets two failures on TensorFlow 2 that its traceback does not explain:
+
+    - `tf.compat.v1.layers` and `tf.compat.v1.nn.rnn_cell` are Keras 2 code, which Keras 3 (`tf.keras`
+      since TensorFlow 2.16) no longer has: `` `dense` is not available with Keras 3.``
+      They come back from tf-keras, with `TF_USE_LEGACY_KERAS=1` set before TensorFlow chooses its Keras.
+      TensorFlow makes that choice once per module, when the module is first used, so a variable set after
+      that changes nothing; with the variable set and tf-keras missing, TensorFlow says only "Keras cannot
+      be imported".
+    - `x.get_shape()[1].value`: without `disable_v2_behavior()` a dimension of a TF2 shape is an `int`.
+    """
+    message = str(error)
+    if isinstance(error, AttributeError) and message == "'int' object has no attribute 'value'":
+        return AttributeError(
+            f'{message}: v1 graph code reads a shape dimension\'s `.value` (`x.get_shape()[1].value`), and '
+            'TensorFlow 2 shapes hold plain ints (v1 shapes went with `disable_v2_behavior()`, which stage 1 '
+            'removes). Add `tf.compat.v1.disable_v2_tensorshape()` at the top of the script, before the graph '
+            'is built, or write `tf.compat.v1.dimension_value(x.shape[i])`, which works with both kinds of shape.')
+    legacy_keras_set = os.environ.get('TF_USE_LEGACY_KERAS') in _LEGACY_KERAS_VALUES
+    tf_keras_missing = importlib.util.find_spec('tf_keras') is None
+    install = "install tf-keras with `pip install 'compat-mts[legacy]'`"
+    if isinstance(error, AttributeError) and 'is not available with Keras 3' in message:
+        if legacy_keras_set:
+            return AttributeError(
+                f'{message} TF_USE_LEGACY_KERAS is set, but it was set after TensorFlow had chosen Keras 3 for '
+                'this module (TensorFlow was imported, and the module used, before it was set). Restart the '
+                f'program with TF_USE_LEGACY_KERAS=1 set {_KERAS_SETUP}'
+                + (f', and {install}' if tf_keras_missing else '') + f'. See {_KERAS_GUIDE}.')
+        return AttributeError(
+            f'{message} The graph code uses `tf.compat.v1.layers` (or `tf.compat.v1.nn.rnn_cell`), Keras 2 code '
+            'that Keras 3, the `tf.keras` of TensorFlow 2.16 and later, does not have. It runs on tf-keras '
+            f'(Keras 2): {install}' + ('' if tf_keras_missing else ' (it is installed here)')
+            + f' and set TF_USE_LEGACY_KERAS=1 {_KERAS_SETUP}. See {_KERAS_GUIDE}.')
+    if isinstance(error, ImportError) and legacy_keras_set and tf_keras_missing:
+        return ImportError(f'{message} TF_USE_LEGACY_KERAS is set, so TensorFlow looks for tf-keras, which is not '
+                           f'installed: {install}. See {_KERAS_GUIDE}.')
+    return None
 
 
 def graph_being_built() -> tf.Graph | None:

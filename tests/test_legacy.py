@@ -340,3 +340,87 @@ def test_fetching_what_needs_an_unfed_placeholder_raises_v1s_error(graph):
                            match=r"You must feed a value for placeholder tensor 'y' with dtype float and shape "
                                  r"\[\?,1\]"):
             session.run(loss, feed_dict={'x:0': FEATURES})
+
+
+def _build_with_a_dimension_value():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 3], name='x')
+    return tf.compat.v1.get_variable('w', [x.get_shape()[1].value, 1])
+
+
+def test_a_dimension_value_in_build_fn_gets_an_error_that_says_how_to_keep_v1_shapes():
+    with pytest.raises(AttributeError) as raised:
+        mts.wrap_graph(_build_with_a_dimension_value)
+    message = str(raised.value)
+    assert message.startswith("'int' object has no attribute 'value': v1 graph code reads a shape dimension")
+    assert 'Add `tf.compat.v1.disable_v2_tensorshape()` at the top of the script' in message
+    assert 'tf.compat.v1.dimension_value(x.shape[i])' in message
+    assert str(raised.value.__cause__) == "'int' object has no attribute 'value'"
+
+
+def test_other_errors_of_build_fn_are_raised_as_they_are():
+    error = AttributeError("'NoneType' object has no attribute 'value'")
+
+    def build():
+        raise error
+
+    with pytest.raises(AttributeError) as raised:
+        mts.wrap_graph(build)
+    assert raised.value is error
+
+
+_V1_SHAPES_PROGRAM = '''
+import json
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_v2_tensorshape()
+
+import compat_mts as mts
+
+FEATURES = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+
+
+def build():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 3], name='x')
+    weights = tf.compat.v1.get_variable('w', [x.get_shape()[1].value, 1],
+                                        initializer=tf.compat.v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, weights) - 1.0), name='loss')
+    global_step = tf.compat.v1.train.get_or_create_global_step()
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
+    return x, loss, train_op
+
+
+def train(checkpoint_dir, x, loss, train_op):
+    losses = []
+    hooks = [mts.StopAtStepHook(last_step=5), mts.NanTensorHook(loss),
+             mts.LoggingTensorHook({'loss': loss}, every_n_iter=2)]
+    with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, hooks=hooks) as session:
+        while not session.should_stop():
+            losses.append(float(session.run([train_op, loss], feed_dict={x: FEATURES})[1]))
+    return losses
+
+
+report = {'eager': tf.executing_eagerly()}
+wrapped_dir, graph_dir = tempfile.mkdtemp(), tempfile.mkdtemp()
+report['wrap_graph'] = train(wrapped_dir, *mts.wrap_graph(build).outputs)
+mts.reset_global_step()
+with tf.Graph().as_default():
+    report['graph_context'] = train(graph_dir, *build())
+report['steps'] = [int(tf.train.load_variable(d, 'global_step')) for d in (wrapped_dir, graph_dir)]
+report['eager_after'] = tf.executing_eagerly()
+print(json.dumps(report))
+'''
+
+
+def test_v1_shapes_make_dimension_value_code_run_eagerly_in_wrap_graph_and_in_a_graph_block():
+    from tests.support import last_json_line, run_python
+
+    result = run_python(_V1_SHAPES_PROGRAM)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = last_json_line(result.stdout)
+    assert report['eager'] and report['eager_after']
+    assert report['steps'] == [5, 5]
+    assert len(report['wrap_graph']) == 5 and report['wrap_graph'][-1] < report['wrap_graph'][0]
+    np.testing.assert_allclose(report['graph_context'], report['wrap_graph'], rtol=1e-6)
