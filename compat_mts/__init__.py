@@ -56,6 +56,7 @@ _EXPORTS = {
     'ClusterError': 'compat_mts.distribute',
     'CheckpointMismatchError': 'compat_mts.checkpoints',
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
+    'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',
 }
 _SUBMODULES = ('estimator', 'keras', 'legacy')
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from tests.models import Regression
 from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
 from tests.v1_programs.directory_legs import leg_compat
 
@@ -168,3 +172,28 @@ def test_a_flipped_byte_in_the_newest_v1_named_checkpoint_falls_back_to_the_prev
     mts.reset_global_step()
     assert leg_compat(directory, 5, 0, 'regression')['start'] == 2
     assert any(m.startswith('Could not restore checkpoint') and 'model.ckpt-4' in m for m in tf_logs.messages())
+
+
+def test_a_second_live_writer_is_refused_and_a_killed_ones_lock_is_taken_over(tmp_path, tf_logs):
+    directory = str(tmp_path)
+    child = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, 'tests', 'train_until.py'), directory, '100000'],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=REPO_ROOT))
+    try:
+        assert child.stdout.readline().startswith('restored 0')
+        child.stdout.readline()  # A step is done: the child is saving into the directory.
+        with pytest.raises(mts.CheckpointDirectoryInUseError) as refused:
+            leg_compat(directory, 3, 1, 'regression')
+        assert f'pid {child.pid}' in str(refused.value) and directory in str(refused.value)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        child.stdout.close()
+    mts.reset_global_step()
+    model = Regression()  # The child's program, resuming the checkpoints the child saved.
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
+                                      hooks=[mts.StopAtStepHook(num_steps=1)]) as session:
+        while not session.should_stop():
+            session.run(model.step)
+    assert any('whose process is gone' in message for message in tf_logs.messages())
+    assert not os.path.exists(os.path.join(directory, 'compat_mts.lock'))  # Released at the end.

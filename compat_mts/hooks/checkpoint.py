@@ -55,6 +55,11 @@ class CheckpointSaverHook(SessionRunHook):
     the traced step's graph goes to TensorBoard, and with `save_graph_def=True` also to `graph.pbtxt`,
     as v1 wrote the default graph at session creation.
 
+    Two processes saving into one directory would delete each other's checkpoints, so the hook holds a lock
+    file there (`compat_mts.lock`, with its pid and host) while the process runs, and a second live writer
+    fails at `begin()` with `CheckpointDirectoryInUseError`; a lock left by a killed process is taken over.
+    `allow_other_writers=True` (eager-only, keyword-only) shares the directory anyway.
+
     Example:
 
     ```python
@@ -70,7 +75,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def __init__(self, checkpoint_dir: str, save_secs: float | None = None, save_steps: int | None = None,
                  saver=None, checkpoint_basename: str = 'model.ckpt', scaffold: Scaffold | None = None,
-                 listeners=None, save_graph_def: bool = True):
+                 listeners=None, save_graph_def: bool = True, *, allow_other_writers: bool = False):
         logging.info('Create CheckpointSaverHook.')
         if saver is not None and scaffold is not None:
             raise ValueError('You cannot provide both saver and scaffold.')
@@ -98,6 +103,9 @@ class CheckpointSaverHook(SessionRunHook):
         self._checkpoint_basename = checkpoint_basename
         self._save_path = os.path.join(self._checkpoint_dir, checkpoint_basename)
         self._save_graph_def = save_graph_def
+        if not isinstance(allow_other_writers, bool):
+            raise TypeError(f'`allow_other_writers` must be a bool, got {allow_other_writers!r}.')
+        self._allow_other_writers = allow_other_writers
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._time_based = save_secs is not None
         self._steps_per_run = 1000000
@@ -133,6 +141,8 @@ class CheckpointSaverHook(SessionRunHook):
         self._writes_files = self._cluster is None or self._cluster.is_chief
         if self._writes_files:
             summary_lib.ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
+            if not self._allow_other_writers:  # Before the session restores: the other writer may be mid-save.
+                checkpoints.lock_directory(self._checkpoint_dir)
             self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
         self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
         for listener in self._listeners:
@@ -174,6 +184,8 @@ class CheckpointSaverHook(SessionRunHook):
             self._save(session, last_step)
         for listener in self._listeners:
             listener.end(session, last_step)
+        if self._writes_files and not self._allow_other_writers:
+            checkpoints.unlock_directory(self._checkpoint_dir)
 
     def _write_graph(self) -> bool:
         """Writes the session's step graph; False while this session has run no step yet."""
