@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from tensorflow.compat.v1 import logging
 
-from compat_mts.hooks._checks import check_bool, check_fetch
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
 _FAILURE_MESSAGE = 'Model diverged with loss = NaN.'
@@ -47,8 +47,8 @@ class NanTensorHook(SessionRunHook):
     """
 
     def __init__(self, loss_tensor: Any, fail_on_nan_loss: bool = True):
-        check_fetch(loss_tensor, 'loss_tensor')
-        check_bool(fail_on_nan_loss, 'fail_on_nan_loss')
+        validation.check_fetch(loss_tensor, 'loss_tensor')
+        validation.check_bool(fail_on_nan_loss, 'fail_on_nan_loss')
         self._request = SessionRunArgs(loss_tensor)  # Immutable: one serves every run.
         self._fail_on_nan_loss = fail_on_nan_loss
 
