@@ -84,7 +84,30 @@ def _check_ready(op: Any, session: RawSession, message: str) -> None:
         raise RuntimeError(f'{message} {not_ready!r}')
 
 
-class ChiefSessionCreator:
+class SessionCreator(tf.compat.v1.train.SessionCreator):
+    """A factory for the sessions a `MonitoredSession` runs on (v1's abstract base).
+
+    `create_session()` returns a session whose `run(fetches, feed_dict=None)` and `close()` follow the
+    eager fetch model: what `ChiefSessionCreator` and `WorkerSessionCreator` return. v1 returned a
+    `tf.compat.v1.Session`; eagerly there is none, so a creator of its own typically wraps one of those
+    two. It subclasses `tf.compat.v1.train.SessionCreator`; a `MonitoredSession` accepts a subclass of
+    either.
+
+    Example:
+
+    ```python
+    class LoggingCreator(compat_mts.SessionCreator):
+        def __init__(self, **kwargs):
+            self._chief = compat_mts.ChiefSessionCreator(**kwargs)
+
+        def create_session(self):
+            print('creating a session')
+            return self._chief.create_session()
+    ```
+    """
+
+
+class ChiefSessionCreator(SessionCreator):
     """Creates the chief's session: restore the latest checkpoint, else initialize (`init_op`, `init_fn`).
 
     Arguments are v1's. `master` and `config` are applied process-wide (see `compat_mts.distribute`).
@@ -153,7 +176,7 @@ class ChiefSessionCreator:
             scaffold.init_fn(session)
 
 
-class WorkerSessionCreator:
+class WorkerSessionCreator(SessionCreator):
     """Creates a non-chief worker's session: wait for the chief's first checkpoint, then restore it.
 
     v1 waited until the chief had initialized the shared variables. Eagerly each worker owns its

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import time
 
+import tensorflow as tf
+
 from compat_mts import validation
 
 
-class SecondOrStepTimer:
+class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
     """Triggers once every `every_secs` seconds or every `every_steps` steps (exactly one of them).
 
     The arithmetic is v1's: the first call triggers; a step equal to the last triggered one never
     triggers; otherwise it triggers once `time.time() >= last_time + every_secs` or
     `step >= last_step + every_steps`. Time is read through the `time` module at call time, so
-    `every_secs=inf` triggers the first time only (v1's arithmetic).
+    `every_secs=inf` triggers the first time only (v1's arithmetic). It subclasses
+    `tf.compat.v1.train.SecondOrStepTimer`, so v1 code that checks `isinstance` accepts it.
 
     Example:
 
@@ -31,6 +34,7 @@ class SecondOrStepTimer:
     """
 
     def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
+        # Replaces v1's __init__ rather than extending it: that one sets only what this one sets.
         self.reset()
         self._every_secs = every_secs
         self._every_steps = every_steps
