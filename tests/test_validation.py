@@ -57,8 +57,8 @@ def test_inputs_v1_accepts_behave_as_in_v1(name, v1_results, eager_results):
     assert eager_results[name] == v1_results[name]
 
 
-def test_an_empty_checkpoint_dir_of_the_saver_hook_is_the_working_directory(tmp_path):
-    os.chdir(tmp_path)
+def test_an_empty_checkpoint_dir_of_the_saver_hook_is_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     step = EagerSide.program()
     with mts.MonitoredSession(hooks=[mts.CheckpointSaverHook('', save_steps=1)]) as session:
         session.run(step)
@@ -168,9 +168,9 @@ _BAD = [
 
 @pytest.mark.parametrize('constructor, kwargs, error, message', _BAD,
                          ids=[f'{c.__name__}-{"-".join(k) or "none"}' for c, k, _, _ in _BAD])
-def test_bad_arguments_name_the_argument_the_value_and_what_is_accepted(tmp_path, constructor, kwargs, error,
-                                                                        message):
-    os.chdir(tmp_path)
+def test_bad_arguments_name_the_argument_the_value_and_what_is_accepted(tmp_path, monkeypatch, constructor,
+                                                                        kwargs, error, message):
+    monkeypatch.chdir(tmp_path)
     mts.get_or_create_global_step()
     with pytest.raises(error, match=message):
         constructor(**kwargs)
