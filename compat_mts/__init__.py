@@ -2,7 +2,8 @@
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
 plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
-`keras` adapters and `estimator` (v1's `tf.estimator` on the eager session).
+`keras` adapters and `estimator` (v1's `tf.estimator` on the eager session). `compat_mts.hooks` re-exports the
+built-in hooks under the same names.
 
 Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) with v1's formats, so
 `tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)` shows them where v1 programs showed theirs.
@@ -40,6 +41,7 @@ _EXPORTS = {
     'GlobalStepWaiterHook': 'compat_mts.hooks.waiter',
     'ChiefSessionCreator': 'compat_mts.monitored_session',
     'MonitoredSession': 'compat_mts.monitored_session',
+    'SessionCreator': 'compat_mts.monitored_session',
     'SingularMonitoredSession': 'compat_mts.monitored_session',
     'StepContext': 'compat_mts.monitored_session',
     'WorkerSessionCreator': 'compat_mts.monitored_session',
@@ -58,7 +60,7 @@ _EXPORTS = {
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
     'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',
 }
-_SUBMODULES = ('estimator', 'keras', 'legacy')
+_SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy')
 
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
 

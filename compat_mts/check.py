@@ -154,6 +154,10 @@ _V1_RULES: dict[str, _Rule] = {
                 'compat_mts.MonitoredTrainingSession', 1,
                 'Same 16 arguments, positional order and defaults; runs eagerly. Each argument given is listed '
                 'on its own line. ' + _SESSION_LOOP_NOTE),
+        'train.SessionCreator': _Rule(
+                'compat_mts.SessionCreator', 1,
+                'The same abstract base; create_session() returns the session of a compat_mts creator '
+                '(ChiefSessionCreator or WorkerSessionCreator), not a tf.compat.v1.Session. ' + _SESSION_LOOP_NOTE),
         'Session': _Rule('compat_mts.MonitoredTrainingSession or compat_mts.SingularMonitoredSession', 1,
                          'Eager TensorFlow 2 has no Session. A compat_mts session runs the same sess.run calls and '
                          'initializes or restores the variables itself.'),
@@ -264,7 +268,7 @@ _STAGE_4_PROTOCOL = _Rule('keras.callbacks.Callback (on_train_batch_begin/end, o
                           'Inside HooksCallback a hook sees the batch logs as step outputs.')
 
 _MTS_RULES: dict[str, _Rule] = {
-        **{name: _STAGE_3_SESSION for name in (*_SESSION_CLASSES, 'StepContext', 'USE_DEFAULT')},
+        **{name: _STAGE_3_SESSION for name in (*_SESSION_CLASSES, 'SessionCreator', 'StepContext', 'USE_DEFAULT')},
         'Scaffold': _Rule('the model and optimizer given to model.fit', 3,
                           'Inside model.fit, compat_mts.CheckpointSaverHook in HooksCallback checkpoints the '
                           'model and optimizer (weights, slots, iterations).'),

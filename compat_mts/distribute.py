@@ -40,7 +40,7 @@ import time
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.eager import context  # The coordination service: key-value store, error reporting.
+from tensorflow.python.eager import context  # The coordination service; whether the runtime has started.
 
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
@@ -174,8 +174,15 @@ def apply_config(config) -> None:
     Applied: `intra_op_parallelism_threads`, `inter_op_parallelism_threads` (`tf.config.threading`),
     `allow_soft_placement`, `log_device_placement`, `gpu_options.allow_growth` (memory growth),
     `gpu_options.visible_device_list` and `device_count` (visible GPUs; `{'CPU': n}` makes n logical CPU
-    devices). Threads and devices can only change before TensorFlow's runtime starts (its first operation);
-    fields that came too late are named in a second warning.
+    devices). Threads, devices and placement logging can only change before TensorFlow's runtime starts
+    (its first operation); fields that came too late are named in a second warning.
+
+    `log_device_placement` is `tf.debugging.set_log_device_placement(True)`: TensorFlow prints
+    `<op name>: (<op type>): <device>` on stdout for each op of a function (the step, a wrapped graph's
+    pruned call) when the function first runs, whatever `TF_CPP_MIN_LOG_LEVEL` (that hides only the INFO
+    copies on stderr), as v1 did when a graph first ran. Once the runtime has started, TF 2.21 accepts the
+    flag and prints nothing; an eager program has usually created its variables before its session, so
+    the warning says to call `tf.debugging.set_log_device_placement(True)` right after importing TensorFlow.
     """
     if config is None:
         return
@@ -195,8 +202,11 @@ def apply_config(config) -> None:
             config.inter_op_parallelism_threads))
     if config.allow_soft_placement:
         tf.config.set_soft_device_placement(True)
-    if config.log_device_placement:
-        tf.debugging.set_log_device_placement(True)
+    if config.log_device_placement and not context.context().log_device_placement:
+        if context.context()._initialized:  # pylint: disable=protected-access  # No public way to ask.
+            too_late.append('log_device_placement')
+        else:
+            tf.debugging.set_log_device_placement(True)
     gpus = tf.config.list_physical_devices('GPU')
     if config.gpu_options.allow_growth:
         for gpu in gpus:
@@ -220,10 +230,15 @@ def apply_config(config) -> None:
                         ', '.join(ignored))
     if too_late:
         logging.warning('These ConfigProto fields came after the TensorFlow runtime started (its first '
-                        'operation), too late to apply; set them before any TensorFlow operation runs: %s.',
-                        ', '.join(sorted(set(too_late))))
+                        'operation), too late to apply; set them before any TensorFlow operation runs: %s.%s',
+                        ', '.join(sorted(set(too_late))),
+                        _PLACEMENT_LOGGING_TOO_LATE if 'log_device_placement' in too_late else '')
 
 
+_PLACEMENT_LOGGING_TOO_LATE = (
+    ' TensorFlow ignores log_device_placement set after that, so the step\'s ops are not logged; call '
+    'tf.debugging.set_log_device_placement(True) right after importing TensorFlow, and TensorFlow prints '
+    'each op\'s device on stdout when the step first runs, as v1 did when the graph first ran.')
 _APPLIED = frozenset({'intra_op_parallelism_threads', 'inter_op_parallelism_threads', 'allow_soft_placement',
                       'log_device_placement', 'device_count'})
 _APPLIED_GPU_OPTIONS = frozenset({'allow_growth', 'visible_device_list'})

@@ -34,6 +34,7 @@ from compat_mts import legacy
 from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
+from compat_mts import validation
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import (STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunContext,
@@ -70,36 +71,6 @@ class RawSession:
         self._closed = True
 
 
-def _check_hooks(hooks, argument: str = 'hooks') -> list:
-    if hooks is None:
-        return []
-    if isinstance(hooks, tf.compat.v1.train.SessionRunHook):
-        raise TypeError(
-            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.')
-    try:
-        hooks = list(hooks)
-    except TypeError:
-        raise TypeError(
-            f'`{argument}` must be a list of SessionRunHook instances, got {type(hooks).__name__}.') from None
-    for hook in hooks:
-        check_hook(hook, argument)
-    return hooks
-
-
-def check_hook(hook: Any, argument: str = 'hooks') -> None:
-    """Raises a TypeError for a non-hook or a graph-mode built-in hook, naming the replacement."""
-    module = type(hook).__module__ or ''
-    if module.startswith('tensorflow.') and isinstance(hook, tf.compat.v1.train.SessionRunHook):
-        name = type(hook).__name__.lstrip('_')
-        raise TypeError(
-            f'`{argument}` holds tf.compat.v1.train.{name}, a graph-mode hook that needs a tf.compat.v1.Session. '
-            f'Use compat_mts.{name} instead; it takes the same arguments.')
-    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-        raise TypeError(
-            f'`{argument}` must hold SessionRunHook instances (compat_mts.SessionRunHook or '
-            f'tf.compat.v1.train.SessionRunHook subclasses), got {type(hook).__name__}.')
-
-
 def _run_init_callable(op: Any, session: RawSession, feed_dict: dict | None) -> None:
     if op is not None:
         session.run(op, feed_dict=feed_dict)
@@ -113,19 +84,45 @@ def _check_ready(op: Any, session: RawSession, message: str) -> None:
         raise RuntimeError(f'{message} {not_ready!r}')
 
 
-class ChiefSessionCreator:
+class SessionCreator(tf.compat.v1.train.SessionCreator):
+    """A factory for the sessions a `MonitoredSession` runs on (v1's abstract base).
+
+    `create_session()` returns a session whose `run(fetches, feed_dict=None)` and `close()` follow the
+    eager fetch model: what `ChiefSessionCreator` and `WorkerSessionCreator` return. v1 returned a
+    `tf.compat.v1.Session`; eagerly there is none, so a creator of its own typically wraps one of those
+    two. It subclasses `tf.compat.v1.train.SessionCreator`; a `MonitoredSession` accepts a subclass of
+    either.
+
+    Example:
+
+    ```python
+    class LoggingCreator(compat_mts.SessionCreator):
+        def __init__(self, **kwargs):
+            self._chief = compat_mts.ChiefSessionCreator(**kwargs)
+
+        def create_session(self):
+            print('creating a session')
+            return self._chief.create_session()
+    ```
+    """
+
+
+class ChiefSessionCreator(SessionCreator):
     """Creates the chief's session: restore the latest checkpoint, else initialize (`init_op`, `init_fn`).
 
     Arguments are v1's. `master` and `config` are applied process-wide (see `compat_mts.distribute`).
+    As in v1, `checkpoint_dir=''` and `checkpoint_filename_with_path=''` mean None.
     """
 
     def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
                  checkpoint_dir: str | None = None, checkpoint_filename_with_path: str | None = None):
-        if scaffold is not None and not isinstance(scaffold, Scaffold):
-            raise TypeError(_scaffold_type_message(scaffold))
+        validation.check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
         distribute.check_not_between_graph(master)
+        checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
+        checkpoint_filename_with_path = validation.optional_directory(checkpoint_filename_with_path,
+                                                                      'checkpoint_filename_with_path')
         if checkpoint_dir and checkpoint_filename_with_path:
             raise ValueError('Can not provide both checkpoint_dir and checkpoint_filename_with_path.')
         self._scaffold = scaffold or Scaffold()
@@ -179,7 +176,7 @@ class ChiefSessionCreator:
             scaffold.init_fn(session)
 
 
-class WorkerSessionCreator:
+class WorkerSessionCreator(SessionCreator):
     """Creates a non-chief worker's session: wait for the chief's first checkpoint, then restore it.
 
     v1 waited until the chief had initialized the shared variables. Eagerly each worker owns its
@@ -190,22 +187,22 @@ class WorkerSessionCreator:
 
     Under a multi-worker `MultiWorkerMirroredStrategy` the worker waits (up to `max_wait_secs`) until the
     chief has initialized or restored, then restores the checkpoint the chief restored, or initializes as
-    the chief did (see `compat_mts.distribute`).
+    the chief did (see `compat_mts.distribute`). `max_wait_secs=None` (or `inf`) waits forever, as v1's
+    `SessionManager.wait_for_session` did.
     """
 
     def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
-                 max_wait_secs: float = 30 * 60, *, checkpoint_dir: str | None = None):
-        if scaffold is not None and not isinstance(scaffold, Scaffold):
-            raise TypeError(_scaffold_type_message(scaffold))
+                 max_wait_secs: float | None = 30 * 60, *, checkpoint_dir: str | None = None):
+        validation.check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
         distribute.check_not_between_graph(master)
-        _check_non_negative(max_wait_secs, 'max_wait_secs')
+        validation.check_max_wait_secs(max_wait_secs)
         self._scaffold = scaffold or Scaffold()
         self._master = master
         self._config = config
-        self._max_wait_secs = max_wait_secs
-        self._checkpoint_dir = checkpoint_dir
+        self._max_wait_secs = validation.seconds_or_forever(max_wait_secs)
+        self._checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
 
     def create_session(self) -> RawSession:
         distribute.apply_config(self._config)
@@ -239,20 +236,6 @@ class WorkerSessionCreator:
                 time.sleep(min(_WORKER_POLL_SECS, max(0.0, deadline - time.time())))
         _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
         return session
-
-
-def _scaffold_type_message(scaffold: Any) -> str:
-    if isinstance(scaffold, tf.compat.v1.train.Scaffold):
-        return ('`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
-                'with the same arguments (its saver a tf.train.Checkpoint).')
-    return f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.'
-
-
-def _check_non_negative(value: Any, argument: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f'`{argument}` must be a non-negative number of seconds, got {value!r}.')
-    if value < 0:
-        raise ValueError(f'`{argument}` must be a non-negative number of seconds, got {value!r}.')
 
 
 class StepContext:
@@ -315,12 +298,9 @@ class _MonitoredSession:
     """The loop shared by `MonitoredSession` and `SingularMonitoredSession`."""
 
     def __init__(self, session_creator, hooks, should_recover: bool, stop_grace_period_secs: float = 120):
-        if session_creator is not None and not hasattr(session_creator, 'create_session'):
-            raise TypeError(
-                '`session_creator` must be a compat_mts.ChiefSessionCreator or WorkerSessionCreator, got '
-                f'{type(session_creator).__name__}.')
-        _check_non_negative(stop_grace_period_secs, 'stop_grace_period_secs')
-        self._hooks = _check_hooks(hooks)
+        validation.check_session_creator(session_creator)
+        validation.check_stop_grace_period_secs(stop_grace_period_secs)
+        self._hooks = validation.check_hooks(hooks)
         self._steps_per_run = steps_lib.StepsPerRun(self._hooks)
         self._creator = session_creator or ChiefSessionCreator()
         self._cluster = distribute.current_cluster()
@@ -367,7 +347,7 @@ class _MonitoredSession:
 
     def _create(self) -> None:
         fetches_lib.forget_last_step()
-        self._raw = self._creator.create_session()
+        self._raw = validation.check_created_session(self._creator.create_session(), self._creator)
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         self._global_step = global_step_lib.get_global_step()
         self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.

@@ -26,6 +26,7 @@ from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
+from compat_mts import validation
 
 _CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
 DEFAULT_MAX_TO_KEEP = 5
@@ -50,17 +51,6 @@ def check_saver(saver: Any, argument: str = 'saver') -> None:
     raise TypeError(
         f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got '
         f'{type(saver).__name__}.')
-
-
-def _check_optional_callable(value: Any, argument: str) -> None:
-    if value is None or callable(value) or isinstance(value, (tf.Operation, tf.Tensor)):
-        return
-    raise TypeError(f'`{argument}` must be None or a callable, got {type(value).__name__}.')
-
-
-def _check_optional_dict(value: Any, argument: str) -> None:
-    if value is not None and not isinstance(value, dict):
-        raise TypeError(f'`{argument}` must be None or a dict, got {type(value).__name__}.')
 
 
 class Scaffold:
@@ -101,9 +91,9 @@ class Scaffold:
         for value, argument in ((init_op, 'init_op'), (init_fn, 'init_fn'), (ready_op, 'ready_op'),
                                 (ready_for_local_init_op, 'ready_for_local_init_op'),
                                 (local_init_op, 'local_init_op'), (summary_op, 'summary_op')):
-            _check_optional_callable(value, argument)
-        _check_optional_dict(init_feed_dict, 'init_feed_dict')
-        _check_optional_dict(local_init_feed_dict, 'local_init_feed_dict')
+            validation.check_optional_callable(value, argument)
+        validation.check_optional_dict(init_feed_dict, 'init_feed_dict')
+        validation.check_optional_dict(local_init_feed_dict, 'local_init_feed_dict')
         check_saver(saver)
         if allow_partial_restore is not None and not isinstance(allow_partial_restore, bool):
             raise TypeError(f'`allow_partial_restore` must be a bool, got {allow_partial_restore!r}.')

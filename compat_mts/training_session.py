@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import numbers
-import os
 from typing import Any
 
 from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import summary as summary_lib
+from compat_mts import validation
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.hooks.step_counter import StepCounterHook
 from compat_mts.hooks.summary import SummarySaverHook
-from compat_mts.monitored_session import (ChiefSessionCreator, MonitoredSession, WorkerSessionCreator,
-                                          _check_hooks, _check_non_negative, _scaffold_type_message)
+from compat_mts.monitored_session import ChiefSessionCreator, MonitoredSession, WorkerSessionCreator
 from compat_mts.scaffold import Scaffold
 
 
@@ -29,21 +27,17 @@ class _UseDefault:
 USE_DEFAULT = _UseDefault()
 
 
-def _check_period(value: Any, argument: str, integer: bool) -> None:
-    if value is USE_DEFAULT or value is None:
-        return
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind):
-        accepted = 'an integer number of steps' if integer else 'a number of seconds'
-        raise TypeError(f'`{argument}` must be None, USE_DEFAULT or {accepted} (0 or less turns it off), '
-                        f'got {value!r} ({type(value).__name__}).')
+def _check_steps(value: Any, argument: str) -> None:
+    if value is not USE_DEFAULT:
+        validation.check_integer(value, argument, accepted='None, USE_DEFAULT or an integer number of steps '
+                                                           '(0 or less turns it off)')
 
 
-def _check_directory(value: Any, argument: str) -> None:
-    if value is None:
-        return
-    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-        raise TypeError(f'`{argument}` must be None or a non-empty directory path, got {value!r}.')
+def _check_secs(value: Any, argument: str, infinity: str) -> None:
+    if value is not USE_DEFAULT:
+        validation.check_seconds(value, argument, infinity=infinity,
+                                 accepted='None, USE_DEFAULT or a number of seconds (0 or less turns it off; '
+                                          f'inf {infinity})')
 
 
 def _resolve_pair(steps, secs, default_steps, default_secs):
@@ -62,7 +56,7 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
         scaffold: Scaffold | None = None, hooks=None, chief_only_hooks=None,
         save_checkpoint_secs=USE_DEFAULT, save_summaries_steps=USE_DEFAULT, save_summaries_secs=USE_DEFAULT,
         config=None, stop_grace_period_secs: float = 120, log_step_count_steps: int | None = 100,
-        max_wait_secs: float = 7200, save_checkpoint_steps=USE_DEFAULT, summary_dir: str | None = None,
+        max_wait_secs: float | None = 7200, save_checkpoint_steps=USE_DEFAULT, summary_dir: str | None = None,
         save_graph_def: bool = True) -> MonitoredSession:
     """Creates a `MonitoredSession` for training, eagerly, with v1's arguments, defaults and hooks.
 
@@ -75,7 +69,13 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
       (each if enabled) + hooks`, with `summary_dir` defaulting to `checkpoint_dir`; the session restores
       the latest checkpoint of `checkpoint_dir`, else runs `scaffold.init_fn`;
     - a non-chief runs `hooks` only and writes nothing; with a `checkpoint_dir` it waits up to
-      `max_wait_secs` for the chief's first checkpoint and restores it.
+      `max_wait_secs` for the chief's first checkpoint and restores it (None or `inf`: forever, as
+      v1's `wait_for_session` waited).
+
+    Accepted as v1 accepted them: `checkpoint_dir=''` and `summary_dir=''` are None. NaN is rejected
+    wherever a number of seconds is taken; `inf` only where it means something: `max_wait_secs` (wait
+    forever), `stop_grace_period_secs` (wait until the threads end), `save_checkpoint_secs` (checkpoints
+    at creation and at the end only) and `save_summaries_secs` (the first run's summaries only).
 
     Created in the scope of a multi-worker `MultiWorkerMirroredStrategy` (`TF_CONFIG`), the session is
     one worker's: `is_chief` comes from the cluster, every worker restores the same checkpoint and takes
@@ -100,31 +100,28 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
       PermissionError: `checkpoint_dir` cannot be created or written.
     """
     distribute.check_master(master)
-    if not isinstance(is_chief, bool):
-        raise TypeError(f'`is_chief` must be a bool, got {is_chief!r}.')
-    _check_directory(checkpoint_dir, 'checkpoint_dir')
-    _check_directory(summary_dir, 'summary_dir')
-    if scaffold is not None and not isinstance(scaffold, Scaffold):
-        raise TypeError(_scaffold_type_message(scaffold))
-    hooks = _check_hooks(hooks, 'hooks')
-    chief_only_hooks = _check_hooks(chief_only_hooks, 'chief_only_hooks')
-    _check_period(save_checkpoint_secs, 'save_checkpoint_secs', integer=False)
-    _check_period(save_checkpoint_steps, 'save_checkpoint_steps', integer=True)
-    _check_period(save_summaries_secs, 'save_summaries_secs', integer=False)
-    _check_period(save_summaries_steps, 'save_summaries_steps', integer=True)
+    validation.check_bool(is_chief, 'is_chief')
+    checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
+    summary_dir = validation.optional_directory(summary_dir, 'summary_dir')
+    validation.check_scaffold(scaffold)
+    hooks = validation.check_hooks(hooks, 'hooks')
+    chief_only_hooks = validation.check_hooks(chief_only_hooks, 'chief_only_hooks')
+    _check_secs(save_checkpoint_secs, 'save_checkpoint_secs', infinity='checkpoints only at creation and at the end')
+    _check_steps(save_checkpoint_steps, 'save_checkpoint_steps')
+    _check_secs(save_summaries_secs, 'save_summaries_secs', infinity="saves the first run's summaries only")
+    _check_steps(save_summaries_steps, 'save_summaries_steps')
     distribute.check_config(config)
-    _check_non_negative(stop_grace_period_secs, 'stop_grace_period_secs')
-    _check_period(log_step_count_steps, 'log_step_count_steps', integer=True)
-    _check_non_negative(max_wait_secs, 'max_wait_secs')
-    if not isinstance(save_graph_def, bool):
-        raise TypeError(f'`save_graph_def` must be a bool, got {save_graph_def!r}.')
+    validation.check_stop_grace_period_secs(stop_grace_period_secs)
+    _check_steps(log_step_count_steps, 'log_step_count_steps')
+    validation.check_max_wait_secs(max_wait_secs)
+    validation.check_bool(save_graph_def, 'save_graph_def')
 
     save_summaries_steps, save_summaries_secs = _resolve_pair(
         save_summaries_steps, save_summaries_secs, default_steps=100, default_secs=None)
     save_checkpoint_steps, save_checkpoint_secs = _resolve_pair(
         save_checkpoint_steps, save_checkpoint_secs, default_steps=None, default_secs=600)
-    checkpoint_dir = checkpoints.expand_directory(checkpoint_dir) if checkpoint_dir is not None else None
-    summary_dir = checkpoints.expand_directory(summary_dir) if summary_dir is not None else None
+    checkpoint_dir = checkpoints.expand_directory(checkpoint_dir) if checkpoint_dir else None
+    summary_dir = checkpoints.expand_directory(summary_dir) if summary_dir else None
     scaffold = scaffold or Scaffold()
 
     cluster = distribute.current_cluster()

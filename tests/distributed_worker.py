@@ -5,8 +5,9 @@ Usage: distributed_worker.py SCENARIO CHECKPOINT_DIR   (TF_CONFIG names the clus
 Every worker of a cluster runs the same scenario, as every task of a v1 cluster ran the same program. The
 worker prints one JSON object per line (`{"event": ..., ...}`) for the test to read:
 
-- `first`: a fresh start. The chief's `init_fn` is slow, so the other worker's first session, with
-  `max_wait_secs=0.5`, raises v1's DeadlineExceededError and its second, with 60 s, succeeds. Then: a chief-only
+- `first`: a fresh start. The chief's `init_fn` waits until the other worker's first session, with
+  `max_wait_secs=0.5`, has raised v1's DeadlineExceededError (a file says so); its second, with 60 s,
+  succeeds. Then: a chief-only
   hook stops the chief alone at step 5 (the others must stop there too); a distributed dataset runs out (the
   same step everywhere); a time-based checkpoint timer (every worker saves when the chief's clock says so);
   last, worker 1's hook fails, and the others must fail at once with ClusterError.
@@ -17,6 +18,7 @@ worker prints one JSON object per line (`{"event": ..., ...}`) for the test to r
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -106,11 +108,15 @@ def train(session, step) -> None:
 
 
 def first(strategy, model, cluster, directory: str) -> None:
-    def slow_init(scaffold, session):
-        if cluster.is_chief:
-            time.sleep(2.5)
+    gave_up = directory.rstrip(os.sep) + '.non_chief_gave_up'  # Beside the checkpoint directory, not in it.
 
-    scaffold = mts.Scaffold(saver=model.checkpoint, init_fn=slow_init)
+    def init_once_the_non_chief_gave_up(scaffold, session):
+        # However late the other worker gets here, its first session gives up waiting before the chief is ready.
+        deadline = time.monotonic() + 120
+        while cluster.is_chief and not os.path.exists(gave_up) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    scaffold = mts.Scaffold(saver=model.checkpoint, init_fn=init_once_the_non_chief_gave_up)
     kwargs = dict(is_chief=(cluster.task_id == 0),  # v1's form; the other sessions leave it to the cluster.
                   checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=3, save_summaries_steps=2,
                   log_step_count_steps=2, hooks=[mts.StopAtStepHook(last_step=8)], chief_only_hooks=[StopAt(5)])
@@ -119,6 +125,8 @@ def first(strategy, model, cluster, directory: str) -> None:
             mts.MonitoredTrainingSession(max_wait_secs=0.5, **kwargs)
         except tf.errors.DeadlineExceededError as error:
             emit('deadline', message=error.message)
+        with open(gave_up, 'w'):
+            pass
     with mts.MonitoredTrainingSession(max_wait_secs=60, **kwargs) as session:
         emit('created', restored=session._tf_sess().restored_path)  # pylint: disable=protected-access
         train(session, model.step)

@@ -251,6 +251,12 @@ def test_each_built_in_hook_becomes_its_compat_mts_namesake_at_stage_1(hook):
     assert 'At stage 4:' in finding.note
 
 
+def test_a_session_creator_base_becomes_compat_mts_session_creator():
+    finding = only('import tensorflow as tf\nclass Mine(tf.compat.v1.train.SessionCreator):\n    pass\n')
+    assert (finding.replacement, finding.stage) == ('compat_mts.SessionCreator', 1)
+    assert 'not a tf.compat.v1.Session' in finding.note
+
+
 def test_user_hook_subclass_is_one_finding_that_says_it_works_unchanged():
     finding = only("""\
         import tensorflow.compat.v1 as tf

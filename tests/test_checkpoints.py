@@ -106,8 +106,13 @@ def test_sigkill_at_random_moments_resumes_from_the_newest_complete_checkpoint(t
         if expected[1] is not None:
             np.testing.assert_array_equal(json.loads(first[2]), expected[1])
         restored_steps.append(restored_step)
-        process.stdout.readline()
-        time.sleep(rng.uniform(0.05, 0.6))
+        # Past a random step, then at a random moment (mid-step, mid-save or between): counted in steps, not
+        # seconds, so that a slow machine still gets past the first checkpoint (step 2) before the kill.
+        kill_after_step = restored_step + rng.randint(2, 25)
+        for line in process.stdout:
+            if int(line.split()[1]) >= kill_after_step:
+                break
+        time.sleep(rng.uniform(0.0, 0.1))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         process.stdout.close()

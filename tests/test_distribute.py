@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -50,18 +50,19 @@ def test_a_malformed_master_is_a_value_error_naming_the_accepted_form(master):
 
 @pytest.fixture(scope='module')
 def server_target():
-    """A `tf.distribute.Server` in a child process on a free loopback port; yields its `grpc://` target."""
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        port = sock.getsockname()[1]
+    """A `tf.distribute.Server` in a child process on a port it picks itself; yields its `grpc://` target.
+
+    The server binds `localhost:0` and reports the port it got in `.target`, so no other process can take the
+    port between choosing and binding it.
+    """
     code = ('import sys, tensorflow as tf\n'
-            f"server = tf.distribute.Server({{'worker': ['localhost:{port}']}}, job_name='worker', task_index=0)\n"
+            "server = tf.distribute.Server({'worker': ['localhost:0']}, job_name='worker', task_index=0)\n"
             'print(server.target, flush=True)\n'
             'server.join()\n')
     server = subprocess.Popen([sys.executable, '-c', code], env=child_env(), stdout=subprocess.PIPE, text=True)
     try:
         target = server.stdout.readline().strip()
-        assert target == f'grpc://localhost:{port}', target
+        assert re.fullmatch(r'grpc://localhost:[1-9]\d*', target), target
         yield target
     finally:
         server.kill()
@@ -77,11 +78,15 @@ def remote_run(server_target):
     return events_of(result.stdout)
 
 
+SERVER_DEVICE = re.compile(r'/job:worker/replica:0/task:0/device:[A-Z_]+:\d+')  # Any device type of the server.
+
+
 def test_a_grpc_master_runs_the_steps_on_that_server(remote_run):
-    assert remote_run['remote']['devices'] == ['/job:worker/replica:0/task:0/device:CPU:0']
+    devices = remote_run['remote']['devices']
+    assert len(devices) == 1 and SERVER_DEVICE.fullmatch(devices[0]), devices
     training = remote_run['remote_training']
     assert (training['step'], training['w']) == (3, 4.0)
-    assert training['w_device'] == '/job:worker/replica:0/task:0/device:CPU:0'
+    assert SERVER_DEVICE.fullmatch(training['w_device']), training['w_device']
 
 
 def test_a_master_connected_after_the_variables_exist_is_refused_with_the_fix(remote_run):
@@ -118,6 +123,42 @@ def test_threads_set_after_the_runtime_started_are_reported_as_too_late(tf_logs)
         pass
     late = [m for m in tf_logs.messages() if 'too late' in m]
     assert len(late) == 1 and late[0].endswith(': intra_op_parallelism_threads.')
+
+
+def placement_lines(stdout: str, op_name: str) -> list[str]:
+    """TensorFlow's `<op name>: (<op type>): <device>` lines for `op_name` (also inside a call op's scope)."""
+    line = re.compile(rf'^(?:\S+/)?{op_name}: \(\w+\): /job:\w+/replica:\d+/task:\d+/device:[A-Z_]+:\d+$')
+    return [text for text in stdout.splitlines() if line.match(text)]
+
+
+def run_placement_program(when: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, os.path.join(TESTS_DIR, 'placement_program.py'), when],
+                            env=dict(child_env(), TF_CPP_MIN_LOG_LEVEL='2'), cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=CHILD_TIMEOUT_SECS)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def test_v1_prints_the_placement_of_the_graphs_ops_on_stdout_at_log_level_2():
+    assert placement_lines(run_placement_program('v1').stdout, 'graph_step_matmul')
+
+
+@pytest.mark.parametrize('when', ['session_first', 'program_sets_it_first'])
+def test_log_device_placement_prints_where_the_steps_ops_run_when_set_before_the_runtime_starts(when):
+    result = run_placement_program(when)
+    assert placement_lines(result.stdout, 'eager_step_matmul')  # The tf.function step.
+    assert placement_lines(result.stdout, 'graph_step_matmul')  # A wrapped graph's pruned call.
+    assert 'log_device_placement' not in result.stderr
+
+
+def test_log_device_placement_after_the_runtime_started_is_one_warning_that_says_how():
+    result = run_placement_program('too_late')
+    assert not placement_lines(result.stdout, 'eager_step_matmul')
+    assert not placement_lines(result.stdout, 'graph_step_matmul')
+    warnings = [line for line in result.stderr.splitlines() if 'log_device_placement' in line]
+    assert len(warnings) == 2, result.stderr[-4000:]  # One per session; the program creates two.
+    assert "so the step's ops are not logged; call tf.debugging.set_log_device_placement(True) right after " \
+           'importing TensorFlow' in warnings[0]
 
 
 @pytest.fixture(scope='module')

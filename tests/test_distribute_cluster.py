@@ -29,13 +29,16 @@ from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, latest_checkpo
 
 RUN_TIMEOUT_SECS = 240
 LOST_WORKER_BOUND_SECS = 60  # The coordination service notices a dead worker after ~10 s of missed heartbeats.
+START_ATTEMPTS = 3
+PORT_TAKEN = 'Could not start gRPC server'  # What a worker prints when its port was taken before it could bind.
 
 
 def free_ports(count: int) -> list[int]:
+    """Ports that are free now. Another process may take one before a worker binds it: see `LocalCluster`."""
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
-            sock.bind(('127.0.0.1', 0))
+            sock.bind(('', 0))  # All interfaces, as the workers' servers bind.
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
@@ -43,14 +46,28 @@ def free_ports(count: int) -> list[int]:
 
 
 class LocalCluster:
-    """Worker processes of `tests/distributed_worker.py` on loopback ports, and the events they print."""
+    """Worker processes of `tests/distributed_worker.py` on loopback ports, and the events they print.
+
+    Every worker must know every address before any starts (TF_CONFIG), so the ports are chosen free and then
+    handed over; if another process takes one in between, that worker cannot start its server, and the cluster
+    is started again on other ports (up to `START_ATTEMPTS` times).
+    """
 
     def __init__(self, root, workers: int, scenario: str, checkpoint_dir: str):
         self.root = root
+        for attempt in range(1, START_ATTEMPTS + 1):
+            self._start(workers, scenario, checkpoint_dir)
+            if self._wait_until_started() or attempt == START_ATTEMPTS:
+                return
+            self.kill()
+
+    def _start(self, workers: int, scenario: str, checkpoint_dir: str) -> None:
+        root = self.root
         cluster = {'worker': [f'127.0.0.1:{port}' for port in free_ports(workers)]}
         self.events: list[list[dict]] = [[] for _ in range(workers)]
         self._changed = threading.Condition()
         self.processes = []
+        self.readers = []
         self.stderr_paths = []
         for index in range(workers):
             temporary = root / f'tmp_worker{index}'
@@ -65,14 +82,30 @@ class LocalCluster:
                     [sys.executable, os.path.join(TESTS_DIR, 'distributed_worker.py'), scenario, checkpoint_dir],
                     env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
             self.processes.append(process)
-            threading.Thread(target=self._read, args=(index, process), daemon=True).start()
+            reader = threading.Thread(target=self._read, args=(self.events[index], self._changed, process),
+                                      daemon=True)
+            reader.start()
+            self.readers.append(reader)
 
-    def _read(self, index: int, process) -> None:
+    def _wait_until_started(self) -> bool:
+        """False if a worker could not bind its port (the others then wait for it), else True once all started."""
+        deadline = time.monotonic() + RUN_TIMEOUT_SECS
+        with self._changed:
+            while time.monotonic() < deadline:
+                if all(any(found['event'] == 'started' for found in events) for events in self.events):
+                    return True
+                for index, process in enumerate(self.processes):
+                    if process.poll() is not None:  # Any other reason is the tests' to report.
+                        return PORT_TAKEN not in self.stderr_paths[index].read_text()
+                self._changed.wait(0.5)
+        return True
+
+    def _read(self, events: list, changed: threading.Condition, process) -> None:
         for line in process.stdout:
             if line.startswith('{'):
-                with self._changed:
-                    self.events[index].append(json.loads(line))
-                    self._changed.notify_all()
+                with changed:
+                    events.append(json.loads(line))
+                    changed.notify_all()
 
     def wait_for(self, index: int, event: str, timeout: float = RUN_TIMEOUT_SECS, **minimums) -> dict:
         """Waits for worker `index` to print `event` (with each of `minimums` at least that value)."""
@@ -94,7 +127,8 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         for process in self.processes:
             process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        time.sleep(0.2)  # Let the readers take the last lines.
+        for reader in self.readers:  # Each ends at the end of its worker's output, once it has read every line.
+            reader.join(timeout=max(0.1, deadline - time.monotonic()))
         return [process.returncode for process in self.processes]
 
     def kill(self) -> None:

@@ -65,13 +65,13 @@ def test_the_first_run_polls_every_half_second_and_logs_progress_past_1000_steps
 
 def test_another_thread_moving_the_global_step_releases_the_wait():
     global_step, step = make_step()
+    started = time.monotonic()  # Before the timer starts: the run cannot return before it fires.
     mover = threading.Timer(0.3, lambda: global_step.assign(5))
     mover.start()
-    started = time.time()
     with mts.MonitoredSession(hooks=[GlobalStepWaiterHook(5)]) as session:
         assert session.run(step) == 6
     mover.join()
-    assert time.time() - started >= 0.3
+    assert time.monotonic() - started >= 0.3
 
 
 def test_it_never_waits_again_in_the_session(monkeypatch):

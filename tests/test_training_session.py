@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -222,20 +223,30 @@ def test_unwritable_checkpoint_dir_names_the_path(tmp_path):
     ({'master': 3}, TypeError, '`master` must be a string'),
     ({'master': 'localhost:2222'}, ValueError, "`master` must be ''"),
     ({'is_chief': 'yes'}, TypeError, '`is_chief` must be a bool'),
-    ({'checkpoint_dir': 5}, TypeError, '`checkpoint_dir` must be None or a non-empty directory path'),
-    ({'summary_dir': ''}, TypeError, '`summary_dir` must be None or a non-empty directory path'),
+    ({'checkpoint_dir': 5}, TypeError, r"`checkpoint_dir` must be None or a path \(str or os.PathLike; '' is None"),
+    ({'summary_dir': 5.0}, TypeError, '`summary_dir` must be None or a path'),
     ({'scaffold': object()}, TypeError, '`scaffold` must be a compat_mts.Scaffold'),
     ({'scaffold': 'v1'}, TypeError, 'tf.compat.v1.train.Scaffold'),
     ({'hooks': [1]}, TypeError, '`hooks` must hold SessionRunHook instances'),
+    ({'hooks': ['StopAtStepHook']}, TypeError, r'`hooks` holds the class StopAtStepHook itself.*StopAtStepHook\(\.\.\.\)'),
+    ({'chief_only_hooks': ['StopAtStepHook']}, TypeError, '`chief_only_hooks` holds the class StopAtStepHook'),
     ({'chief_only_hooks': 'hook'}, TypeError, '`chief_only_hooks` must hold SessionRunHook instances'),
     ({'save_checkpoint_secs': '600'}, TypeError, '`save_checkpoint_secs` must be None, USE_DEFAULT'),
+    ({'save_checkpoint_secs': math.nan}, ValueError, '`save_checkpoint_secs` must be .*got nan: NaN'),
+    ({'save_summaries_secs': math.nan}, ValueError, '`save_summaries_secs` must be .*got nan: NaN'),
+    ({'log_step_count_steps': math.inf}, TypeError, '`log_step_count_steps` must be None, USE_DEFAULT'),
     ({'save_checkpoint_steps': 2.5}, TypeError, '`save_checkpoint_steps` must be None, USE_DEFAULT'),
     ({'save_summaries_steps': True}, TypeError, '`save_summaries_steps` must be None, USE_DEFAULT'),
     ({'save_summaries_secs': []}, TypeError, '`save_summaries_secs` must be None, USE_DEFAULT'),
     ({'config': {'threads': 2}}, TypeError, '`config` must be None or a tf.compat.v1.ConfigProto'),
     ({'stop_grace_period_secs': -1}, ValueError, '`stop_grace_period_secs` must be a non-negative'),
+    ({'stop_grace_period_secs': math.nan}, ValueError, '`stop_grace_period_secs` must be .*got nan: NaN'),
+    ({'stop_grace_period_secs': None}, TypeError, '`stop_grace_period_secs` must be a non-negative'),
     ({'log_step_count_steps': '100'}, TypeError, '`log_step_count_steps` must be None, USE_DEFAULT'),
-    ({'max_wait_secs': None}, TypeError, '`max_wait_secs` must be a non-negative'),
+    ({'max_wait_secs': '7200'}, TypeError, r'`max_wait_secs` must be None or a non-negative number of seconds '
+                                           r'\(None and inf wait forever'),
+    ({'max_wait_secs': math.nan}, ValueError, '`max_wait_secs` must be .*got nan: NaN'),
+    ({'max_wait_secs': -math.inf}, ValueError, '`max_wait_secs` must be None or a non-negative'),
     ({'save_graph_def': 'no'}, TypeError, '`save_graph_def` must be a bool'),
 ])
 def test_bad_arguments_are_named_before_anything_is_written(tmp_path, kwargs, error, message):
@@ -243,6 +254,9 @@ def test_bad_arguments_are_named_before_anything_is_written(tmp_path, kwargs, er
     if kwargs.get('scaffold') == 'v1':
         with tf.Graph().as_default():
             kwargs = {'scaffold': tf.compat.v1.train.Scaffold()}
+    for argument in ('hooks', 'chief_only_hooks'):
+        if kwargs.get(argument) == ['StopAtStepHook']:
+            kwargs[argument] = [mts.StopAtStepHook]
     directory = tmp_path / 'never_created'
     kwargs.setdefault('checkpoint_dir', str(directory))
     with pytest.raises(error, match=message):

@@ -12,29 +12,29 @@ from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts.hooks._checks import check_optional_int, check_optional_number
+from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.scaffold import Scaffold, check_saver
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 
-class CheckpointSaverListener:
+class CheckpointSaverListener(tf.compat.v1.train.CheckpointSaverListener):
     """Interface for listeners that act before and after each checkpoint save (v1's protocol).
 
-    `after_save` returning True asks the session to stop after this run.
+    The four methods are v1's no-ops, inherited from `tf.compat.v1.train.CheckpointSaverListener`
+    (so a listener written against either class works, and passes `isinstance` checks of both):
+    `begin()`, `before_save(session, global_step_value)`, `after_save(session, global_step_value)`
+    and `end(session, global_step_value)`. `session` is the raw session; `after_save` returning True
+    asks the session to stop after this run.
+
+    Example:
+
+    ```python
+    class Announce(compat_mts.CheckpointSaverListener):
+        def after_save(self, session, global_step_value):
+            print('saved', global_step_value)
+    ```
     """
-
-    def begin(self):
-        pass
-
-    def before_save(self, session, global_step_value):
-        pass
-
-    def after_save(self, session, global_step_value):
-        pass
-
-    def end(self, session, global_step_value):
-        pass
 
 
 class CheckpointSaverHook(SessionRunHook):
@@ -68,9 +68,10 @@ class CheckpointSaverHook(SessionRunHook):
 
     Raises:
       ValueError: both `saver` and `scaffold`, or not exactly one of `save_steps` and `save_secs`
-        (v1's messages).
-      TypeError: `saver` is a `tf.compat.v1.train.Saver` (use a `tf.train.Checkpoint`) or a listener is
-        not a `CheckpointSaverListener`.
+        (v1's messages), or `save_secs` is NaN (`inf` saves only when the session is created and at
+        the end). `checkpoint_dir=''` is the working directory, as in v1.
+      TypeError: `saver` is a `tf.compat.v1.train.Saver` built eagerly (use a `tf.train.Checkpoint`), a
+        listener is not a `CheckpointSaverListener` instance, or another argument has the wrong type.
     """
 
     def __init__(self, checkpoint_dir: str, save_secs: float | None = None, save_steps: int | None = None,
@@ -79,25 +80,19 @@ class CheckpointSaverHook(SessionRunHook):
         logging.info('Create CheckpointSaverHook.')
         if saver is not None and scaffold is not None:
             raise ValueError('You cannot provide both saver and scaffold.')
-        if not isinstance(checkpoint_dir, (str, os.PathLike)) or not os.fspath(checkpoint_dir):
-            raise TypeError(f'`checkpoint_dir` must be a directory path, got {checkpoint_dir!r}.')
+        checkpoint_dir = validation.path(checkpoint_dir, 'checkpoint_dir', empty='the working directory, as in v1')
         check_saver(saver)
-        if scaffold is not None and not isinstance(scaffold, Scaffold):
-            raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')
-        check_optional_int(save_steps, 'save_steps')
-        check_optional_number(save_secs, 'save_secs')
+        validation.check_scaffold(scaffold)
+        validation.check_integer(save_steps, 'save_steps')
+        validation.check_seconds(save_secs, 'save_secs',
+                                 infinity='saves only when the session is created and at the end')
         if not isinstance(checkpoint_basename, str) or not checkpoint_basename:
             raise TypeError(f'`checkpoint_basename` must be a non-empty string, got {checkpoint_basename!r}.')
-        if not isinstance(save_graph_def, bool):
-            raise TypeError(f'`save_graph_def` must be a bool, got {save_graph_def!r}.')
-        self._listeners = list(listeners or [])
-        for listener in self._listeners:
-            if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
-                raise TypeError(
-                    f'`listeners` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
+        validation.check_bool(save_graph_def, 'save_graph_def')
+        self._listeners = validation.check_listeners(listeners)
         if isinstance(saver, tf.compat.v1.train.Saver):  # Built in the graph code: saved as a scaffold saves it.
             scaffold, saver = Scaffold(saver=saver), None
-        self._checkpoint_dir = checkpoints.expand_directory(checkpoint_dir)
+        self._checkpoint_dir = checkpoints.expand_directory(checkpoint_dir or os.curdir)
         self._saver = saver
         self._scaffold = scaffold
         self._checkpoint_basename = checkpoint_basename

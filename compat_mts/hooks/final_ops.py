@@ -7,7 +7,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts.hooks._checks import check_fetch
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunHook
 
 
@@ -35,10 +35,8 @@ class FinalOpsHook(SessionRunHook):
     """
 
     def __init__(self, final_ops: Any, final_ops_feed_dict: dict | None = None):
-        check_fetch(final_ops, 'final_ops', nested=True)
-        if final_ops_feed_dict is not None and not isinstance(final_ops_feed_dict, dict):
-            raise TypeError(
-                f'`final_ops_feed_dict` must be None or a dict, got {type(final_ops_feed_dict).__name__}.')
+        validation.check_fetch(final_ops, 'final_ops', nested=True)
+        validation.check_optional_dict(final_ops_feed_dict, 'final_ops_feed_dict')
         self._final_ops = final_ops
         self._final_ops_feed_dict = final_ops_feed_dict
         self._final_ops_values = None

@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import fetches as fetches_lib
-from compat_mts.hooks._checks import check_bool, check_optional_int, check_optional_number, is_fetch
+from compat_mts import validation
 from compat_mts.hooks.timer import NeverTriggerTimer, SecondOrStepTimer
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
@@ -44,7 +44,8 @@ class LoggingTensorHook(SessionRunHook):
 
     Raises:
       ValueError: not "at_end and/or exactly one of every_n_iter and every_n_secs", `every_n_iter` not
-        positive (v1's messages), or a value that is not a fetch.
+        positive (v1's messages), a value that is not a fetch, or `every_n_secs` is NaN (`inf` logs
+        the first run only).
       TypeError: `tensors` is not a dict or list, or another argument has the wrong type.
     """
 
@@ -55,11 +56,11 @@ class LoggingTensorHook(SessionRunHook):
         if not only_log_at_end and (every_n_iter is None) == (every_n_secs is None):
             raise ValueError(
                 'either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.')
-        check_optional_int(every_n_iter, 'every_n_iter')
+        validation.check_integer(every_n_iter, 'every_n_iter')
         if every_n_iter is not None and every_n_iter <= 0:
             raise ValueError('invalid every_n_iter=%s.' % every_n_iter)
-        check_optional_number(every_n_secs, 'every_n_secs')
-        check_bool(at_end, 'at_end')
+        validation.check_seconds(every_n_secs, 'every_n_secs', infinity='logs the first run only')
+        validation.check_bool(at_end, 'at_end')
         if formatter is not None and not callable(formatter):
             raise TypeError(f'`formatter` must be None or a callable, got {type(formatter).__name__}.')
         self._tags, self._fetches = _tags_and_fetches(tensors)
@@ -140,7 +141,7 @@ def _tags_and_fetches(tensors: Any) -> tuple[list, list]:
         fetches = list(tensors)
         tags = [_list_tag(item) for item in fetches]
     for fetch in fetches:
-        if not is_fetch(fetch):
+        if not validation.is_fetch(fetch):
             raise ValueError(f'Passed {fetch!r} should be a name (str), a tf.Variable, a tensor or a callable '
                              'returning tensors.')
     return tags, fetches

@@ -5,16 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts.hooks._checks import check_bool, check_fetch
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
 _FAILURE_MESSAGE = 'Model diverged with loss = NaN.'
 
 
-class NanLossDuringTrainingError(RuntimeError):
-    """Raised by `NanTensorHook(fail_on_nan_loss=True)`; `str()` is v1's "NaN loss during training."."""
+class NanLossDuringTrainingError(tf.compat.v1.train.NanLossDuringTrainingError):
+    """Raised by `NanTensorHook(fail_on_nan_loss=True)`; `str()` is v1's "NaN loss during training.".
+
+    A subclass of v1's `tf.compat.v1.train.NanLossDuringTrainingError` (itself a `RuntimeError`), so a
+    v1 program's `except tf.compat.v1.train.NanLossDuringTrainingError:` catches it unchanged.
+    """
 
     def __str__(self) -> str:
         return 'NaN loss during training.'
@@ -47,8 +52,8 @@ class NanTensorHook(SessionRunHook):
     """
 
     def __init__(self, loss_tensor: Any, fail_on_nan_loss: bool = True):
-        check_fetch(loss_tensor, 'loss_tensor')
-        check_bool(fail_on_nan_loss, 'fail_on_nan_loss')
+        validation.check_fetch(loss_tensor, 'loss_tensor')
+        validation.check_bool(fail_on_nan_loss, 'fail_on_nan_loss')
         self._request = SessionRunArgs(loss_tensor)  # Immutable: one serves every run.
         self._fail_on_nan_loss = fail_on_nan_loss
 

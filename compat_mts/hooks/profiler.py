@@ -12,8 +12,8 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
+from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
-from compat_mts.hooks._checks import check_bool, check_optional_int, check_optional_number
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook
 
@@ -48,20 +48,20 @@ class ProfilerHook(SessionRunHook):
     ```
 
     Raises:
-      ValueError: not exactly one of `save_steps` and `save_secs` (v1's messages).
+      ValueError: not exactly one of `save_steps` and `save_secs` (v1's messages), or `save_secs` is
+        NaN (`inf` never traces: the first run never is).
       TypeError: an argument of the wrong type.
     """
 
     def __init__(self, save_steps: int | None = None, save_secs: float | None = None, output_dir: str = '',
                  show_dataflow: bool = True, show_memory: bool = False):
-        if not isinstance(output_dir, (str, os.PathLike)):
-            raise TypeError(f'`output_dir` must be a directory path, got {output_dir!r}.')
-        check_optional_int(save_steps, 'save_steps')
-        check_optional_number(save_secs, 'save_secs')
-        check_bool(show_dataflow, 'show_dataflow')
-        check_bool(show_memory, 'show_memory')
+        output_dir = validation.path(output_dir, 'output_dir', empty='the working directory, as in v1')
+        validation.check_integer(save_steps, 'save_steps')
+        validation.check_seconds(save_secs, 'save_secs', infinity='never traces (the first run never is)')
+        validation.check_bool(show_dataflow, 'show_dataflow')
+        validation.check_bool(show_memory, 'show_memory')
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
-        self._output_dir = os.path.expanduser(os.fspath(output_dir))
+        self._output_dir = os.path.expanduser(output_dir)
         self._output_file = os.path.join(self._output_dir, 'timeline-{}.json')
         # v1 made the writer here. The session that runs the hook first releases it; a later one takes it again.
         self._file_writer = summary_lib.summary_writer_for(self._output_dir)

@@ -6,7 +6,7 @@ from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts.hooks._checks import check_optional_int, check_optional_number, check_optional_path
+from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
@@ -27,18 +27,20 @@ class StepCounterHook(SessionRunHook):
 
     Raises:
       ValueError: not exactly one of `every_n_steps` and `every_n_secs` (v1's message; note the
-        default `every_n_steps=100`, so `every_n_secs` alone needs `every_n_steps=None`).
+        default `every_n_steps=100`, so `every_n_secs` alone needs `every_n_steps=None`), or
+        `every_n_secs` is NaN (`inf` is accepted: the first trigger only starts the clock, so it never
+        logs).
+      TypeError: an argument of the wrong type.
     """
 
     def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
                  output_dir: str | None = None, summary_writer=None):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError('exactly one of every_n_steps and every_n_secs should be provided.')
-        check_optional_int(every_n_steps, 'every_n_steps')
-        check_optional_number(every_n_secs, 'every_n_secs')
-        check_optional_path(output_dir, 'output_dir')
+        validation.check_integer(every_n_steps, 'every_n_steps')
+        validation.check_seconds(every_n_secs, 'every_n_secs', infinity='never logs a rate')
+        self._output_dir = validation.optional_directory(output_dir, 'output_dir')
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
-        self._output_dir = output_dir
         self._summary_writer = summary_writer
         self._steps_per_run = 1
 

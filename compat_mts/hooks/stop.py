@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compat_mts import global_step as global_step_lib
-from compat_mts.hooks._checks import check_optional_int
+from compat_mts import validation
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 
@@ -30,8 +30,8 @@ class StopAtStepHook(SessionRunHook):
             raise ValueError('One of num_steps or last_step must be specified.')
         if num_steps is not None and last_step is not None:
             raise ValueError('Only one of num_steps or last_step can be specified.')
-        check_optional_int(num_steps, 'num_steps')
-        check_optional_int(last_step, 'last_step')
+        validation.check_integer(num_steps, 'num_steps')
+        validation.check_integer(last_step, 'last_step')
         self._num_steps = num_steps
         self._last_step = last_step
         self._steps_per_run = 1

@@ -6,8 +6,8 @@ import numpy as np
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
+from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
-from compat_mts.hooks._checks import check_optional_int, check_optional_number, check_optional_path
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook
 
@@ -31,19 +31,19 @@ class SummarySaverHook(SessionRunHook):
 
     Raises:
       ValueError: not exactly one of `scaffold` and `summary_op`, or not exactly one of `save_steps`
-        and `save_secs` (v1's messages, in v1's order).
+        and `save_secs` (v1's messages, in v1's order), or `save_secs` is NaN.
+      TypeError: an argument of the wrong type.
     """
 
     def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
                  output_dir: str | None = None, summary_writer=None, scaffold=None, summary_op=None):
         if (scaffold is None) == (summary_op is None):
             raise ValueError('Exactly one of scaffold or summary_op must be provided.')
-        check_optional_int(save_steps, 'save_steps')
-        check_optional_number(save_secs, 'save_secs')
-        check_optional_path(output_dir, 'output_dir')
+        validation.check_integer(save_steps, 'save_steps')
+        validation.check_seconds(save_secs, 'save_secs', infinity="saves the first run's summaries only")
+        self._output_dir = validation.optional_directory(output_dir, 'output_dir')
         self._summary_op = summary_op
         self._summary_writer = summary_writer
-        self._output_dir = output_dir
         self._scaffold = scaffold
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._steps_per_run = 1

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import time
 
+import tensorflow as tf
 
-class SecondOrStepTimer:
+from compat_mts import validation
+
+
+class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
     """Triggers once every `every_secs` seconds or every `every_steps` steps (exactly one of them).
 
     The arithmetic is v1's: the first call triggers; a step equal to the last triggered one never
     triggers; otherwise it triggers once `time.time() >= last_time + every_secs` or
-    `step >= last_step + every_steps`. Time is read through the `time` module at call time.
+    `step >= last_step + every_steps`. Time is read through the `time` module at call time, so
+    `every_secs=inf` triggers the first time only (v1's arithmetic). It subclasses
+    `tf.compat.v1.train.SecondOrStepTimer`, so v1 code that checks `isinstance` accepts it.
 
     Example:
 
@@ -21,10 +27,14 @@ class SecondOrStepTimer:
     ```
 
     Raises:
-      ValueError: both or neither of `every_secs` and `every_steps` are given (v1's messages).
+      ValueError: both or neither of `every_secs` and `every_steps` are given (v1's messages), or
+        `every_secs` is NaN.
+      TypeError: `every_secs` is not a number or `every_steps` not an integer (v1 failed at the first
+        trigger instead).
     """
 
     def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
+        # Replaces v1's __init__ rather than extending it: that one sets only what this one sets.
         self.reset()
         self._every_secs = every_secs
         self._every_steps = every_steps
@@ -32,6 +42,8 @@ class SecondOrStepTimer:
             raise ValueError('Either every_secs or every_steps should be provided.')
         if every_secs is not None and every_steps is not None:
             raise ValueError('Can not provide both every_secs and every_steps.')
+        validation.check_seconds(every_secs, 'every_secs', infinity='triggers the first time only')
+        validation.check_integer(every_steps, 'every_steps')
 
     def reset(self) -> None:
         self._last_triggered_step = None

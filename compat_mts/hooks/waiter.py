@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 import time
 
 from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunHook
 
 _POLL_SECS = 0.5
@@ -38,9 +38,7 @@ class GlobalStepWaiterHook(SessionRunHook):
     """
 
     def __init__(self, wait_until_step: int):
-        if isinstance(wait_until_step, bool) or not isinstance(wait_until_step, numbers.Integral):
-            raise TypeError(f'`wait_until_step` must be an integer, got {wait_until_step!r} '
-                            f'({type(wait_until_step).__name__}).')
+        validation.check_integer(wait_until_step, 'wait_until_step', optional=False)
         self._wait_until_step = int(wait_until_step)
 
     def begin(self):

@@ -11,11 +11,11 @@ from compat_mts import checkpoints
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
+from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.keras import _model
-from compat_mts.monitored_session import _check_hooks
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
@@ -151,7 +151,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
 
     def __init__(self, hooks: Sequence):
         super().__init__()
-        self._hooks = _check_hooks(hooks, 'hooks')
+        self._hooks = validation.check_hooks(hooks, 'hooks')
         self._batch_hooks = [hook for hook in self._hooks if _runs_per_batch(hook)]
         self._stop_hooks = [hook for hook in self._hooks if isinstance(hook, StopAtStepHook)]
         self._checkpoint_hooks = [hook for hook in self._hooks if isinstance(hook, CheckpointSaverHook)]

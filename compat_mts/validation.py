@@ -1,0 +1,307 @@
+"""Argument checks of every public constructor, in one place.
+
+Each check raises a `TypeError` (wrong type) or `ValueError` (right type, wrong value) whose message names
+the argument, the value given and what is accepted, before anything is created or written. What v1
+accepted is accepted with v1's meaning:
+
+- `None` and `''` as a session's `checkpoint_dir`, `summary_dir` or `checkpoint_filename_with_path`
+  both mean "none" (v1 tested them with `if checkpoint_dir:`);
+- `max_wait_secs=None` waits forever, as v1's `SessionManager.wait_for_session` did; so does `inf`.
+
+NaN is never a number of seconds: v1 took it silently, and then never triggered, never waited or waited
+forever, depending on the comparison it ended up in. `inf` keeps the meaning v1's arithmetic gave it, and
+every message says which: a wait that never runs out (`max_wait_secs`, `stop_grace_period_secs`), or a
+timer that, after its first trigger, never triggers on time again (`every_secs`, `save_secs`, ...: for
+`save_checkpoint_secs`, checkpoints at creation and at the end only). Steps are integers, so never `inf`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from typing import Any
+
+import tensorflow as tf
+
+from compat_mts import global_step as global_step_lib
+
+
+def _given(value: Any) -> str:
+    return f'{value!r} ({type(value).__name__})'
+
+
+# Plain values.
+
+
+def check_bool(value: Any, argument: str) -> None:
+    """`value` must be a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f'`{argument}` must be a bool, got {_given(value)}.')
+
+
+def check_integer(value: Any, argument: str, *, optional: bool = True, accepted: str | None = None) -> None:
+    """`value` must be an integer (not a bool), or None when `optional`.
+
+    Args:
+      accepted: what the message says is accepted, when the default ("None or an integer") is not it.
+    """
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        accepted = accepted or ('None or an integer' if optional else 'an integer')
+        raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
+
+
+def check_seconds(value: Any, argument: str, *, infinity: str, optional: bool = True,
+                  non_negative: bool = False, accepted: str | None = None) -> None:
+    """`value` must be a number of seconds: a real number (not a bool), never NaN.
+
+    Args:
+      infinity: what `inf` means for this argument (v1's arithmetic), for the message.
+      optional: None is accepted.
+      non_negative: negative numbers are rejected.
+      accepted: what the message says is accepted, when the default is not it.
+
+    Raises:
+      TypeError: not a real number (nor None, when `optional`).
+      ValueError: NaN, or a negative number where `non_negative`.
+    """
+    if value is None and optional:
+        return
+    if accepted is None:
+        accepted = (('None or ' if optional else '') + ('a non-negative' if non_negative else 'a')
+                    + f' number of seconds (inf {infinity})')
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
+    if math.isnan(value):
+        raise ValueError(f'`{argument}` must be {accepted}, got {value!r}: NaN is not a number of seconds.')
+    if non_negative and value < 0:
+        raise ValueError(f'`{argument}` must be {accepted}, got {value!r}.')
+
+
+def check_max_wait_secs(value: Any) -> None:
+    """`max_wait_secs`: None or a non-negative number of seconds; None and `inf` wait forever, as in v1."""
+    check_seconds(value, 'max_wait_secs', non_negative=True, infinity='waits forever',
+                  accepted='None or a non-negative number of seconds (None and inf wait forever, as in v1)')
+
+
+def seconds_or_forever(value: float | None) -> float:
+    """`max_wait_secs` as a number: None is "wait forever" (`inf`), as in v1's `wait_for_session`."""
+    return math.inf if value is None else value
+
+
+def check_stop_grace_period_secs(value: Any) -> None:
+    """`stop_grace_period_secs`: a non-negative number; `inf` waits until the threads end (v1's `Coordinator.join`)."""
+    check_seconds(value, 'stop_grace_period_secs', optional=False, non_negative=True,
+                  infinity='waits until the threads end')
+
+
+def check_optional_callable(value: Any, argument: str) -> None:
+    """`value` must be None, a callable, or an op/tensor of a graph the session runs."""
+    if value is None or callable(value) or isinstance(value, (tf.Operation, tf.Tensor)):
+        return
+    raise TypeError(f'`{argument}` must be None or a callable, got {type(value).__name__}.')
+
+
+def check_optional_dict(value: Any, argument: str) -> None:
+    """`value` must be None or a dict."""
+    if value is not None and not isinstance(value, dict):
+        raise TypeError(f'`{argument}` must be None or a dict, got {type(value).__name__}.')
+
+
+# Paths.
+
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+
+def optional_directory(value: Any, argument: str) -> str | None:
+    """A path argument that v1 tested with `if value:`; returns it as a str, or None for None and ''.
+
+    Raises:
+      TypeError: not None, a str, bytes or an os.PathLike.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, _PATH_TYPES):
+        raise TypeError(f"`{argument}` must be None or a path (str or os.PathLike; '' is None, as in v1), "
+                        f'got {_given(value)}.')
+    return os.fsdecode(value) or None
+
+
+def path(value: Any, argument: str, *, empty: str | None = None) -> str:
+    """A path argument that must be given; returns it as a str.
+
+    Args:
+      empty: what `''` means for this argument (the message says so); `''` is rejected when this is None.
+
+    Raises:
+      TypeError: not a str, bytes or an os.PathLike.
+      ValueError: `''` where it has no meaning.
+    """
+    accepted = 'a directory path (str or os.PathLike' + (f"; '' is {empty}" if empty else '') + ')'
+    if not isinstance(value, _PATH_TYPES):
+        raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
+    decoded = os.fsdecode(value)
+    if not decoded and empty is None:
+        raise ValueError(f"`{argument}` must be {accepted}, got ''; use '.' for the working directory.")
+    return decoded
+
+
+# Hooks, listeners, session creators, scaffolds. Passing the class itself is a common slip.
+
+
+def _class_message(argument: str, cls: type, replacement: str | None = None, verb: str = 'holds') -> str:
+    if replacement is not None:
+        return (f'`{argument}` {verb} the class tf.compat.v1.train.{replacement}, a graph-mode class that needs '
+                f'a tf.compat.v1.Session. Pass an instance of compat_mts.{replacement} instead: '
+                f'compat_mts.{replacement}(...).')
+    return (f'`{argument}` {verb} the class {cls.__name__} itself, not an instance of it. Instantiate it: '
+            f'{cls.__name__}(...).')
+
+
+def _is_v1_builtin(cls: type) -> bool:
+    return (cls.__module__ or '').startswith('tensorflow.')
+
+
+def _v1_replacement(cls: type) -> str | None:
+    """The compat_mts name of a `tf.compat.v1.train` class, or None for any other class."""
+    return cls.__name__.lstrip('_') if _is_v1_builtin(cls) else None
+
+
+def check_hooks(hooks: Any, argument: str = 'hooks') -> list:
+    """`hooks` as a list: None is `[]`; each item must pass `check_hook`."""
+    if hooks is None:
+        return []
+    if isinstance(hooks, tf.compat.v1.train.SessionRunHook):
+        raise TypeError(
+            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.')
+    if isinstance(hooks, type) and issubclass(hooks, tf.compat.v1.train.SessionRunHook):
+        raise TypeError(_class_message(argument, hooks, _v1_replacement(hooks), verb='is'))
+    try:
+        hooks = list(hooks)
+    except TypeError:
+        raise TypeError(
+            f'`{argument}` must be a list of SessionRunHook instances, got {type(hooks).__name__}.') from None
+    for hook in hooks:
+        check_hook(hook, argument)
+    return hooks
+
+
+def check_hook(hook: Any, argument: str = 'hooks') -> None:
+    """Raises a TypeError for a non-hook, a hook class, or a graph-mode v1 hook (naming the replacement)."""
+    if isinstance(hook, type) and issubclass(hook, tf.compat.v1.train.SessionRunHook):
+        raise TypeError(_class_message(argument, hook, _v1_replacement(hook)))
+    if isinstance(hook, tf.compat.v1.train.SessionRunHook) and _is_v1_builtin(type(hook)):
+        name = type(hook).__name__.lstrip('_')
+        raise TypeError(
+            f'`{argument}` holds tf.compat.v1.train.{name}, a graph-mode hook that needs a tf.compat.v1.Session. '
+            f'Use compat_mts.{name} instead; it takes the same arguments.')
+    if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+        raise TypeError(
+            f'`{argument}` must hold SessionRunHook instances (compat_mts.SessionRunHook or '
+            f'tf.compat.v1.train.SessionRunHook subclasses), got {type(hook).__name__}.')
+
+
+def check_listeners(listeners: Any, argument: str = 'listeners') -> list:
+    """`listeners` as a list of `CheckpointSaverListener` instances (compat_mts's or v1's); None is `[]`."""
+    if listeners is None:
+        return []
+    if isinstance(listeners, tf.compat.v1.train.CheckpointSaverListener):
+        raise TypeError(f'`{argument}` must be a list of CheckpointSaverListener instances, got a single '
+                        'listener; wrap it in a list.')
+    if isinstance(listeners, type):
+        listeners = [listeners]
+    try:
+        listeners = list(listeners)
+    except TypeError:
+        raise TypeError(f'`{argument}` must be a list of CheckpointSaverListener instances, got '
+                        f'{type(listeners).__name__}.') from None
+    for listener in listeners:
+        if isinstance(listener, type) and issubclass(listener, tf.compat.v1.train.CheckpointSaverListener):
+            raise TypeError(_class_message(argument, listener))
+        if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+            raise TypeError(
+                f'`{argument}` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
+    return listeners
+
+
+def check_session_creator(creator: Any) -> None:
+    """`session_creator` must be None or a session creator instance (anything with `create_session()`).
+
+    Subclasses of `compat_mts.SessionCreator` and of `tf.compat.v1.train.SessionCreator` are; v1's own
+    creators make graph-mode sessions and are named with their replacement.
+    """
+    if creator is None:
+        return
+    if isinstance(creator, type) and callable(getattr(creator, 'create_session', None)):
+        raise TypeError(_class_message('session_creator', creator, _v1_replacement(creator), verb='is'))
+    if isinstance(creator, tf.compat.v1.train.SessionCreator) and _is_v1_builtin(type(creator)):
+        name = type(creator).__name__
+        raise TypeError(
+            f'`session_creator` is a tf.compat.v1.train.{name}, which creates a graph-mode tf.compat.v1.Session. '
+            f'Use compat_mts.{name} instead; it takes the same arguments.')
+    if not callable(getattr(creator, 'create_session', None)):
+        raise TypeError(
+            '`session_creator` must be a session creator: compat_mts.ChiefSessionCreator, WorkerSessionCreator '
+            f'or a subclass of compat_mts.SessionCreator, got {type(creator).__name__}.')
+
+
+def check_created_session(session: Any, creator: Any) -> Any:
+    """Returns `session`, what `creator.create_session()` returned, if a session can run on it.
+
+    Raises:
+      TypeError: it is a graph-mode `tf.compat.v1.Session`, or has no `run` and `close`.
+    """
+    name = type(creator).__name__
+    if isinstance(session, (tf.compat.v1.Session, tf.compat.v1.InteractiveSession)):
+        raise TypeError(
+            f'{name}.create_session() returned a tf.compat.v1.Session, which runs graphs. Eagerly it must '
+            'return the session of a compat_mts creator, e.g. '
+            'compat_mts.ChiefSessionCreator(...).create_session().')
+    if not (callable(getattr(session, 'run', None)) and callable(getattr(session, 'close', None))):
+        raise TypeError(
+            f'{name}.create_session() must return a session (with run() and close()), such as the one '
+            f'compat_mts.ChiefSessionCreator(...).create_session() returns; it returned {type(session).__name__}.')
+    return session
+
+
+def check_scaffold(scaffold: Any) -> None:
+    """`scaffold` must be None or a `compat_mts.Scaffold` (a v1 Scaffold is named with its replacement)."""
+    from compat_mts.scaffold import Scaffold  # pylint: disable=import-outside-toplevel  # It imports this module.
+
+    if scaffold is None or isinstance(scaffold, Scaffold):
+        return
+    if isinstance(scaffold, tf.compat.v1.train.Scaffold):
+        raise TypeError('`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
+                        'with the same arguments (its saver a tf.train.Checkpoint).')
+    if isinstance(scaffold, type) and issubclass(scaffold, Scaffold):
+        raise TypeError(_class_message('scaffold', scaffold, verb='is'))
+    raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')
+
+
+# Fetches.
+
+
+def is_fetch(value: Any) -> bool:
+    """Whether `value` is one fetch of the eager fetch model (`compat_mts.fetches`).
+
+    That is a name (str), a `tf.Variable` (or Keras 3 variable), a tensor (eager, or of a graph the
+    session runs) or a callable.
+    """
+    if isinstance(value, (str, tf.Tensor, tf.Variable, tf.Operation)):
+        return True
+    if global_step_lib.as_tf_variable(value) is not value:  # A Keras 3 variable.
+        return True
+    return callable(value) and not isinstance(value, type)
+
+
+def check_fetch(value: Any, argument: str, nested: bool = False) -> None:
+    """`value` must be one fetch or, with `nested`, None or a list/tuple/dict of fetches and Nones."""
+    leaves = tf.nest.flatten(value) if nested else [value]
+    for leaf in leaves:
+        if not (nested and leaf is None) and not is_fetch(leaf):
+            accepted = 'a name (str), a tf.Variable, a tensor or a callable'
+            if nested:
+                accepted += ', or a list, tuple or dict of these'
+            raise TypeError(f'`{argument}` must be {accepted}; got {leaf!r} ({type(leaf).__name__}).')
