@@ -95,8 +95,8 @@ class Scaffold:
         validation.check_optional_dict(init_feed_dict, 'init_feed_dict')
         validation.check_optional_dict(local_init_feed_dict, 'local_init_feed_dict')
         check_saver(saver)
-        if allow_partial_restore is not None and not isinstance(allow_partial_restore, bool):
-            raise TypeError(f'`allow_partial_restore` must be a bool, got {allow_partial_restore!r}.')
+        if allow_partial_restore is not None:  # None: not given (copied from `copy_from_scaffold`, else False).
+            validation.check_bool(allow_partial_restore, 'allow_partial_restore')
         self._allow_partial_restore = bool(allow_partial_restore)
         self._init_op = init_op
         self._init_feed_dict = init_feed_dict

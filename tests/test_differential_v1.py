@@ -131,9 +131,12 @@ def _comparable_files(result: dict, drop_meta: bool) -> list[str]:
     """The files written, events files under one name (their names hold a timestamp and the host).
 
     v1's FileWriterCache kept one events file per directory open for the whole process; compat_mts writes one
-    per session that uses the directory, and closes it with the session. So they count once.
+    per session that uses the directory, and closes it with the session. So they count once. The writer's lock
+    file (`compat_mts.lock`), which a session that ended in an error leaves until its process exits, is
+    compat_mts's own.
     """
-    names = {re.sub(r'^events\.out\.tfevents\..*$', 'events.out.tfevents.*', name) for name in result['files']}
+    names = {re.sub(r'^events\.out\.tfevents\..*$', 'events.out.tfevents.*', name) for name in result['files']
+             if name != 'compat_mts.lock'}
     return sorted(name for name in names if not (drop_meta and name.endswith('.meta')))
 
 

@@ -98,8 +98,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._checkpoint_basename = checkpoint_basename
         self._save_path = os.path.join(self._checkpoint_dir, checkpoint_basename)
         self._save_graph_def = save_graph_def
-        if not isinstance(allow_other_writers, bool):
-            raise TypeError(f'`allow_other_writers` must be a bool, got {allow_other_writers!r}.')
+        validation.check_bool(allow_other_writers, 'allow_other_writers')
         self._allow_other_writers = allow_other_writers
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._time_based = save_secs is not None
