@@ -2,7 +2,8 @@
 
 `tf_upgrade_v2` rewrites names (`tf.train.Saver` → `tf.compat.v1.train.Saver`); this checker says how the
 training loop migrates. It reads each file's syntax tree and never runs it, and imports neither TensorFlow
-nor the rest of compat_mts, so `python compat_mts/check.py FILE...` works on a machine without TensorFlow.
+nor the rest of compat_mts (its catalogue of constructs is `check_catalogue.py`, beside it), so
+`python compat_mts/check.py FILE...` works on a machine without TensorFlow.
 
 A finding is one construct on one line: a `MonitoredTrainingSession` call and each argument given to it,
 a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver`,
@@ -31,10 +32,14 @@ import dataclasses
 import itertools
 import json
 import pathlib
-import re
 import sys
 import textwrap
 from typing import Iterable, Sequence
+
+if __package__:
+    from compat_mts import check_catalogue as catalogue
+else:  # `python compat_mts/check.py FILE...`: the directory of this file is first on sys.path.
+    import check_catalogue as catalogue
 
 STAGES = {
         1: 'run eagerly on compat_mts',
@@ -72,301 +77,6 @@ class CheckError(Exception):
         self.col = col
 
 
-@dataclasses.dataclass(frozen=True)
-class _Rule:
-    replacement: str
-    stage: int
-    note: str
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The catalogue. Keys are paths below `tensorflow.compat.v1` ("v1") or below `compat_mts` ("mts").
-
-_SESSION_LOOP_NOTE = 'At stage 3 the session loop becomes model.fit.'
-_HOOK_FETCH_NOTE = ('Tensors of a wrap_graph graph still work at stage 1; at stage 2 they become step-output '
-                    "names ('loss'), variables or callables.")
-_WRAP_GRAPH_NOTE = 'Works unchanged inside compat_mts.wrap_graph at stage 1.'
-_DISTRIBUTED_NOTE = ('compat_mts runs on tf.distribute and never runs its own parameter exchange: describe the '
-                     'cluster in TF_CONFIG and build the model in the strategy scope; is_chief defaults from '
-                     'that cluster.')
-_TF_CONFIG_CALLS = ('tf.config.threading.set_intra_op_parallelism_threads / set_inter_op_parallelism_threads, '
-                    'tf.config.set_soft_device_placement, tf.debugging.set_log_device_placement, '
-                    'tf.config.experimental.set_memory_growth, tf.config.set_visible_devices')
-_CONFIG_NOTE = ('Works unchanged as config= of a compat_mts session, which applies the fields that have a '
-                'tf.config equivalent and names the rest in one warning; model.fit has no session to take it.')
-_SUMMARY_NOTE = (f'{_WRAP_GRAPH_NOTE} Called inside the step, a TF2 summary is recorded on the steps where '
-                 'SummarySaverHook triggers, stamped with the global step (step= may be omitted).')
-_OPTIMIZER_NOTE = (f'{_WRAP_GRAPH_NOTE} At stage 2 the step computes gradients with tf.GradientTape and calls '
-                   'optimizer.apply_gradients.')
-_ITERATOR_NOTE = (f'{_WRAP_GRAPH_NOTE} At stage 2 the step takes the batch (iterate the dataset, or pass '
-                  'next(iterator) through feed_dict string keys); at stage 3 model.fit takes the dataset.')
-_GLOBAL_STEP_NOTE = ('Inside the function given to compat_mts.wrap_graph the v1 call works too, and its variable '
-                     'becomes the session global step. At stage 3 the global step is optimizer.iterations.')
-_USER_HOOK_NOTE = ('A hook written against the v1 protocol works unchanged in a compat_mts session. '
-                   f'{_HOOK_FETCH_NOTE} At stage 3 it runs inside compat_mts.keras.HooksCallback; at stage 4 it '
-                   'becomes a keras.callbacks.Callback.')
-
-# Built-in hooks: compat_mts has each under the same name (stage 1); the Keras callback that replaces it at
-# stage 4.
-_HOOKS = {
-        'StopAtStepHook': ('epochs / steps_per_epoch of model.fit', 'Same arguments (num_steps, last_step).'),
-        'NanTensorHook': ('keras.callbacks.TerminateOnNaN()', _HOOK_FETCH_NOTE),
-        'LoggingTensorHook': ('the model.fit progress bar, or a small keras.callbacks.Callback', _HOOK_FETCH_NOTE),
-        'CheckpointSaverHook': ('keras.callbacks.BackupAndRestore / keras.callbacks.ModelCheckpoint',
-                                'Writes model.ckpt-<step> through tf.train.CheckpointManager; its scaffold or '
-                                'saver holds a tf.train.Checkpoint, not a Saver.'),
-        'CheckpointSaverListener': ('a keras.callbacks.Callback', 'Same before_save/after_save protocol.'),
-        'StepCounterHook': ('keras.callbacks.TensorBoard', 'Logs and writes global_step/sec as v1 did.'),
-        'SummarySaverHook': ('keras.callbacks.TensorBoard',
-                             "Records the step's own tf.summary calls on its trigger steps; a merged summary "
-                             'tensor of a wrap_graph graph still works as summary_op at stage 1.'),
-        'GlobalStepWaiterHook': ('a keras.callbacks.Callback', 'Same arguments (wait_until_step).'),
-        'FinalOpsHook': ('code after model.fit returns', _HOOK_FETCH_NOTE),
-        'FeedFnHook': ('a tf.data input pipeline given to model.fit',
-                       'The feed_fn dict keys become strings (keyword arguments of the step) at stage 2.'),
-        'ProfilerHook': ('keras.callbacks.TensorBoard(profile_batch=...)', 'Same arguments.'),
-        'SecondOrStepTimer': ('a keras.callbacks.Callback', 'Same trigger arithmetic.'),
-        'NanLossDuringTrainingError': ('keras.callbacks.TerminateOnNaN()', 'Raised by NanTensorHook as in v1.'),
-}
-
-_OPTIMIZERS = {
-        'GradientDescentOptimizer': 'tf.keras.optimizers.SGD',
-        'MomentumOptimizer': 'tf.keras.optimizers.SGD(momentum=...)',
-        'AdamOptimizer': 'tf.keras.optimizers.Adam',
-        'AdagradOptimizer': 'tf.keras.optimizers.Adagrad',
-        'AdadeltaOptimizer': 'tf.keras.optimizers.Adadelta',
-        'RMSPropOptimizer': 'tf.keras.optimizers.RMSprop',
-        'FtrlOptimizer': 'tf.keras.optimizers.Ftrl',
-        'ProximalGradientDescentOptimizer': 'a tf.keras.optimizers optimizer (Keras has no proximal variant)',
-        'ProximalAdagradOptimizer': 'a tf.keras.optimizers optimizer (Keras has no proximal variant)',
-        'AdagradDAOptimizer': 'a tf.keras.optimizers optimizer (Keras has no dual-averaging variant)',
-        'Optimizer': 'tf.keras.optimizers.Optimizer',
-}
-
-_SESSION_CLASSES = ('MonitoredTrainingSession', 'MonitoredSession', 'SingularMonitoredSession',
-                    'ChiefSessionCreator', 'WorkerSessionCreator')
-
-_V1_RULES: dict[str, _Rule] = {
-        **{f'train.{name}': _Rule(f'compat_mts.{name}', 1,
-                                  'Same arguments and defaults; runs eagerly. ' + _SESSION_LOOP_NOTE)
-           for name in _SESSION_CLASSES if name != 'MonitoredTrainingSession'},
-        'train.MonitoredTrainingSession': _Rule(
-                'compat_mts.MonitoredTrainingSession', 1,
-                'Same 16 arguments, positional order and defaults; runs eagerly. Each argument given is listed '
-                'on its own line. ' + _SESSION_LOOP_NOTE),
-        'Session': _Rule('compat_mts.MonitoredTrainingSession or compat_mts.SingularMonitoredSession', 1,
-                         'Eager TensorFlow 2 has no Session. A compat_mts session runs the same sess.run calls and '
-                         'initializes or restores the variables itself.'),
-        'InteractiveSession': _Rule('compat_mts.SingularMonitoredSession', 1,
-                                    'Eager TensorFlow 2 has no Session; eager tensors print their values.'),
-        'global_variables_initializer': _Rule(
-                'nothing: remove it and its run', 1,
-                'A compat_mts session restores the latest checkpoint or initializes (Scaffold.init_fn).'),
-        'local_variables_initializer': _Rule(
-                'nothing: remove it and its run', 1,
-                'A compat_mts session restores the latest checkpoint or initializes (Scaffold.init_fn).'),
-        'disable_eager_execution': _Rule('nothing: remove the call', 1, 'compat_mts runs v1 programs eagerly.'),
-        'disable_v2_behavior': _Rule('nothing: remove the call', 1, 'compat_mts runs v1 programs eagerly.'),
-        'ConfigProto': _Rule(_TF_CONFIG_CALLS, 3, _CONFIG_NOTE),
-        'GPUOptions': _Rule('tf.config.experimental.set_memory_growth, tf.config.set_visible_devices', 3,
-                            _CONFIG_NOTE),
-        **{f'train.{name}': _Rule(f'compat_mts.{name}', 1, f'{note} At stage 4: {keras}.')
-           for name, (keras, note) in _HOOKS.items()},
-        'train.SessionRunHook': _Rule('compat_mts.SessionRunHook (the v1 class works unchanged)', 2,
-                                      _USER_HOOK_NOTE),
-        'train.SessionRunArgs': _Rule('compat_mts.SessionRunArgs (the v1 class works unchanged)', 2,
-                                      'Same fields (fetches, feed_dict, options). ' + _HOOK_FETCH_NOTE),
-        'train.SessionRunContext': _Rule('compat_mts.SessionRunContext', 2,
-                                         'Same request_stop() and session; works unchanged.'),
-        'train.SessionRunValues': _Rule('compat_mts.SessionRunValues', 2,
-                                        'results holds what the hook asked for, as NumPy values.'),
-        'train.Scaffold': _Rule(
-                'compat_mts.Scaffold', 1,
-                'Same arguments. saver= takes a tf.train.Checkpoint or CheckpointManager (not a Saver); '
-                'init_op and local_init_op are callables or wrap_graph ops; summary_op=None records the '
-                "step's own tf.summary calls."),
-        'train.get_or_create_global_step': _Rule('compat_mts.get_or_create_global_step()', 1, _GLOBAL_STEP_NOTE),
-        'train.get_global_step': _Rule('compat_mts.get_global_step()', 1, _GLOBAL_STEP_NOTE),
-        'train.create_global_step': _Rule('compat_mts.create_global_step()', 1, _GLOBAL_STEP_NOTE),
-        'train.global_step': _Rule('int(compat_mts.get_global_step().numpy())', 1,
-                                   'v1 read the step through a Session; eagerly the variable is read directly.'),
-        'train.assert_global_step': _Rule('nothing: compat_mts.set_global_step checks its variable', 1,
-                                          'The global step is an int64 variable registered process-wide.'),
-        'train.Saver': _Rule(
-                'tf.train.Checkpoint(model=..., optimizer=...) as Scaffold(saver=...); '
-                'tf.train.CheckpointManager to save by hand', 1,
-                'A Saver needs a graph and a Session, and compat_mts rejects it with a TypeError. In a '
-                'wrap_graph program leave the saver out: the default checkpoint holds every graph variable '
-                'under its v1 name. v1 name-based checkpoints are still restored.'),
-        'train.Server': _Rule('TF_CONFIG + tf.distribute.MultiWorkerMirroredStrategy', 1, _DISTRIBUTED_NOTE),
-        'distribute.Server': _Rule('TF_CONFIG + tf.distribute.MultiWorkerMirroredStrategy', 1, _DISTRIBUTED_NOTE),
-        'train.ClusterSpec': _Rule("the 'cluster' of TF_CONFIG", 1, _DISTRIBUTED_NOTE),
-        'train.replica_device_setter': _Rule('strategy.scope() of a tf.distribute strategy', 1,
-                                             'The strategy places the variables.'),
-        'train.SyncReplicasOptimizer': _Rule('tf.distribute.MultiWorkerMirroredStrategy', 1,
-                                             'Synchronous training is the all-reduce of the strategy.'),
-        **{f'train.{name}': _Rule(keras, 2, _OPTIMIZER_NOTE) for name, keras in _OPTIMIZERS.items()},
-        'placeholder': _Rule("an argument of the tf.function step, fed with feed_dict={'x': batch}", 2,
-                             f'{_WRAP_GRAPH_NOTE} At stage 3 model.fit takes the data.'),
-        'placeholder_with_default': _Rule('an argument of the tf.function step, with a default value', 2,
-                                          _WRAP_GRAPH_NOTE),
-        'get_variable': _Rule('tf.Variable, or the weights of a Keras layer', 2,
-                              f'{_WRAP_GRAPH_NOTE} Its checkpoints keep the v1 variable names.'),
-        'variable_scope': _Rule('Keras layers (tf.name_scope for names only)', 2,
-                                f'{_WRAP_GRAPH_NOTE} Its checkpoints keep the v1 variable names.'),
-        'get_default_graph': _Rule("step-output names ('loss') or variables", 2,
-                                   "Eager code has no default graph. At stage 1 the tensors of a wrap_graph "
-                                   "graph can be fetched by name ('loss:0')."),
-        **{f'summary.{name}': _Rule(f'tf.summary.{name}(name, data) inside the step', 2, _SUMMARY_NOTE)
-           for name in ('scalar', 'histogram', 'image', 'audio', 'text')},
-        'summary.tensor_summary': _Rule('tf.summary.write(tag, tensor) inside the step', 2, _SUMMARY_NOTE),
-        'summary.merge_all': _Rule(
-                'nothing: remove it', 2,
-                "SummarySaverHook records the step's own tf.summary calls (Scaffold(summary_op=None), the "
-                'default). A merged summary tensor of a wrap_graph graph still works at stage 1.'),
-        'summary.merge': _Rule(
-                'nothing: remove it', 2,
-                "SummarySaverHook records the step's own tf.summary calls. A merged summary tensor of a "
-                'wrap_graph graph still works at stage 1.'),
-        'summary.FileWriter': _Rule(
-                'tf.summary.create_file_writer(logdir)', 1,
-                'v1 FileWriter does not work with eager execution. A compat_mts session already writes to '
-                'summary_dir (or checkpoint_dir), one writer per directory.'),
-        'summary.FileWriterCache': _Rule('tf.summary.create_file_writer(logdir)', 1,
-                                         'v1 FileWriterCache does not work with eager execution.'),
-        'summary.Summary': _Rule('tf.summary.scalar(tag, value, step=step)', 1,
-                                 'Summary protos go to a v1 FileWriter, which needs graph mode.'),
-        'data.make_one_shot_iterator': _Rule('iter(dataset)', 2, _ITERATOR_NOTE),
-        'data.make_initializable_iterator': _Rule('iter(dataset), created again to restart', 2, _ITERATOR_NOTE),
-        'data.Iterator': _Rule('iter(dataset) (a tf.data.Iterator)', 2, _ITERATOR_NOTE),
-        **{f'data.get_output_{kind}': _Rule('dataset.element_spec', 2, 'TF2 datasets describe their elements '
-                                            'with element_spec.') for kind in ('shapes', 'types', 'classes')},
-}
-
-# v1 names that TensorFlow 2 also has at the same bare path (`tf.summary.scalar`): under a bare
-# `import tensorflow as tf` they are reported only when the script is TF 1.x code.
-_ALSO_IN_TF2 = frozenset({'train.ClusterSpec', 'distribute.Server', 'data.Iterator', 'summary.scalar',
-                          'summary.histogram', 'summary.image', 'summary.audio', 'summary.text'})
-
-# Bare `tensorflow` paths that only TF 1.x has: a script using one treats `tensorflow` as TF 1.x.
-_TF1_ONLY_PREFIXES = ('contrib', 'logging', 'app', 'flags', 'layers', 'get_collection', 'add_to_collection',
-                      'GraphKeys', 'reset_default_graph', 'trainable_variables', 'global_variables', 'Print',
-                      'to_float', 'to_int32', 'random_normal', 'random_uniform', 'truncated_normal',
-                      'variables_initializer', 'train.exponential_decay', 'train.start_queue_runners',
-                      'nn.rnn_cell')
-
-_STAGE_3_SESSION = _Rule(
-        'model.fit(...), with the hooks in callbacks=[compat_mts.keras.HooksCallback(hooks)]', 3,
-        'The session loop becomes model.fit. A multi-worker program keeps the session loop: Keras 3 '
-        'model.fit has no multi-worker support.')
-_STAGE_3_GLOBAL_STEP = _Rule('optimizer.iterations', 3, 'Inside model.fit the global step is optimizer.iterations.')
-_STAGE_4_PROTOCOL = _Rule('keras.callbacks.Callback (on_train_batch_begin/end, on_train_end)', 4,
-                          'Inside HooksCallback a hook sees the batch logs as step outputs.')
-
-_MTS_RULES: dict[str, _Rule] = {
-        **{name: _STAGE_3_SESSION for name in (*_SESSION_CLASSES, 'StepContext', 'USE_DEFAULT')},
-        'Scaffold': _Rule('the model and optimizer given to model.fit', 3,
-                          'Inside model.fit, compat_mts.CheckpointSaverHook in HooksCallback checkpoints the '
-                          'model and optimizer (weights, slots, iterations).'),
-        'wrap_graph': _Rule('Keras layers and a tf.function step', 2,
-                            'The legacy graph code becomes TF2 code; Scaffold(saver=tf.train.Checkpoint(...)) '
-                            'says what a checkpoint holds.'),
-        **{name: _STAGE_3_GLOBAL_STEP for name in ('get_or_create_global_step', 'get_global_step',
-                                                   'create_global_step', 'set_global_step', 'reset_global_step')},
-        **{name: _Rule(keras, 4, 'compat_mts is no longer needed once every hook has its Keras callback.')
-           for name, (keras, _) in _HOOKS.items()},
-        'SessionRunHook': _STAGE_4_PROTOCOL,
-        'SessionRunArgs': _STAGE_4_PROTOCOL,
-        'SessionRunContext': _STAGE_4_PROTOCOL,
-        'SessionRunValues': _STAGE_4_PROTOCOL,
-        'STALE_GLOBAL_STEP': _Rule('optimizer.iterations', 4, 'Keras callbacks see the batch index.'),
-        'keras.HooksCallback': _Rule('native Keras callbacks', 4,
-                                     'Each hook inside it gets its Keras callback; see each hook.'),
-        'keras.CallbackHook': _Rule('callbacks=[...] of model.fit', 3,
-                                    'With model.fit the Keras callbacks are passed to fit directly.'),
-}
-_MTS_BY_LAST_NAME = {key.rsplit('.', 1)[-1]: key for key in _MTS_RULES}
-
-# v1 module paths (private modules included) that hold the `tf.compat.v1.train` names.
-_TRAIN_MODULES = frozenset({'estimator', 'python.training.session_run_hook', 'python.training.basic_session_run_hooks',
-                            'python.training.monitored_session', 'python.training.training_util',
-                            'python.training.saver', 'python.training.server_lib', 'python.training.training'})
-_V1_ROOT = 'tensorflow.compat.v1.'
-
-# MonitoredTrainingSession's 16 arguments in v1's positional order: what each becomes when the session
-# loop goes (stage 3). compat_mts keeps every one of them until then.
-_MTS_ARGUMENTS = {
-        'master': ('tf.config.experimental_connect_to_host(target) before model.fit, or TF_CONFIG + '
-                   'tf.distribute.MultiWorkerMirroredStrategy',
-                   "'' runs in-process; a grpc://host:port target connects eager execution to that server."),
-        'is_chief': ("the strategy's cluster (TF_CONFIG)",
-                     'A non-chief runs hooks only and writes nothing into the chief directory; it defaults from '
-                     'the TF_CONFIG cluster. Keras 3 model.fit has no multi-worker support, so a multi-worker '
-                     'program keeps the session loop.'),
-        'checkpoint_dir': ('compat_mts.CheckpointSaverHook(checkpoint_dir, ...) in HooksCallback; at stage 4 '
-                           'keras.callbacks.BackupAndRestore / ModelCheckpoint',
-                           'Restores the latest checkpoint (v1 name-based ones too) and saves '
-                           'model.ckpt-<step>, as v1 did.'),
-        'scaffold': ('the model and optimizer given to model.fit',
-                     'Scaffold(saver=tf.train.Checkpoint(...)) says what a checkpoint holds.'),
-        'hooks': ('callbacks=[compat_mts.keras.HooksCallback(hooks)]',
-                  'Runs on every worker, last in the hook order; each hook is listed on its own line.'),
-        'chief_only_hooks': ('callbacks=[compat_mts.keras.HooksCallback(hooks)] on the chief',
-                             'Runs first, on the chief only.'),
-        'save_checkpoint_secs': ('compat_mts.CheckpointSaverHook(save_secs=...); at stage 4 '
-                                 'keras.callbacks.BackupAndRestore(save_freq=...)',
-                                 "Same USE_DEFAULT resolution and timer as v1."),
-        'save_summaries_steps': ('compat_mts.SummarySaverHook(save_steps=...); at stage 4 '
-                                 'keras.callbacks.TensorBoard(update_freq=...)',
-                                 'Same USE_DEFAULT resolution as v1.'),
-        'save_summaries_secs': ('compat_mts.SummarySaverHook(save_secs=...); at stage 4 '
-                                'keras.callbacks.TensorBoard(update_freq=...)',
-                                'Same USE_DEFAULT resolution as v1.'),
-        'config': ('tf.config calls before the model is built',
-                   'The session applies the ConfigProto fields that have a tf.config equivalent and names the '
-                   'rest in one warning.'),
-        'stop_grace_period_secs': ('nothing: model.fit has no coordinator threads',
-                                   'close() waits that long for hook threads, checkpoint writes and summary '
-                                   'flushes.'),
-        'log_step_count_steps': ('compat_mts.StepCounterHook(every_n_steps=...); at stage 4 '
-                                 'keras.callbacks.TensorBoard',
-                                 'global_step/sec is logged and written as v1 did.'),
-        'max_wait_secs': ('nothing: the strategy synchronizes the workers',
-                          "A non-chief waits that long for the chief's first checkpoint."),
-        'save_checkpoint_steps': ('compat_mts.CheckpointSaverHook(save_steps=...); at stage 4 '
-                                  'keras.callbacks.BackupAndRestore(save_freq=...)',
-                                  'Same USE_DEFAULT resolution as v1.'),
-        'summary_dir': ('keras.callbacks.TensorBoard(log_dir=...)', 'One summary writer per directory.'),
-        'save_graph_def': ('keras.callbacks.TensorBoard(write_graph=...)',
-                           'Writes graph.pbtxt of the traced step; no .meta files.'),
-}
-_MTS_ARGUMENT_ORDER = tuple(_MTS_ARGUMENTS)
-
-_RUN = _Rule('model.fit(...); a read of a variable becomes variable.numpy()', 3,
-             'A compat_mts session keeps sess.run: a fetch is a wrap_graph tensor or op (stage 1), then a '
-             'tf.function step, a step-output name or a variable (stage 2).')
-_FEED_DICT = _Rule("string keys, feed_dict={'x': batch}: keyword arguments of the step callable", 2,
-                   'Placeholder keys still feed a wrap_graph graph at stage 1.')
-_FEED_DICT_BY_NAME = _Rule('the data given to model.fit (a tf.data.Dataset or arrays)', 3,
-                           'Keys that are keyword names are keyword arguments of the step callable of a '
-                           'compat_mts session.')
-_MINIMIZE = _Rule('a tf.function step: tf.GradientTape, optimizer.apply_gradients(...), '
-                  'global_step.assign_add(1)', 2,
-                  'v1 incremented the global step here; a Keras optimizer takes no global_step, so the step '
-                  'increments it. At stage 3 model.fit counts optimizer.iterations. ' + _WRAP_GRAPH_NOTE)
-_ITERATOR_METHOD = _Rule('iter(dataset)', 2, _ITERATOR_NOTE)
-_GET_NEXT = _Rule('next(iterator)', 2, _ITERATOR_NOTE)
-
-_GLOBAL_STEP_HELPERS = ('tf.compat.v1.train.get_or_create_global_step', 'tf.compat.v1.train.get_global_step',
-                        'tf.compat.v1.train.create_global_step')
-_SESSION_CONSTRUCTORS = ('Session', 'InteractiveSession', 'MonitoredTrainingSession', 'MonitoredSession',
-                         'SingularMonitoredSession')
-_SESSION_NAME = re.compile(r'(?:^|_)sess(?:ion)?$', re.IGNORECASE)
-_V1_ITERATOR_METHODS = ('make_one_shot_iterator', 'make_initializable_iterator')
-_V1_ITERATOR_CONSTRUCTS = ('tf.compat.v1.data.make_one_shot_iterator', 'tf.compat.v1.data.make_initializable_iterator',
-                           'tf.compat.v1.data.Iterator')
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Name resolution.
 
@@ -381,9 +91,6 @@ def _dotted(node: ast.AST) -> list[str] | None:
     parts.append(node.id)
     return parts[::-1]
 
-
-def _root(path: str) -> str:
-    return path.split('.', 1)[0]
 
 
 class _Names:
@@ -402,7 +109,7 @@ class _Names:
                     if alias.asname:
                         self._bind(alias.asname, alias.name)
                     else:
-                        self._bind(_root(alias.name), _root(alias.name))
+                        self._bind(catalogue.root(alias.name), catalogue.root(alias.name))
             elif isinstance(node, ast.ImportFrom):
                 module = node.module or ''
                 if node.level:
@@ -412,7 +119,7 @@ class _Names:
                         self.star_modules.append(module)
                     else:
                         self._bind(alias.asname or alias.name, f'{module}.{alias.name}')
-        self.uses_tensorflow = any(_root(path) in ('tensorflow', 'compat_mts')
+        self.uses_tensorflow = any(catalogue.root(path) in ('tensorflow', 'compat_mts')
                                    for path in (*self.aliases.values(), *self.star_modules))
         self._bind_module_aliases(tree)
         self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(tree)
@@ -420,7 +127,8 @@ class _Names:
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
         # binding is what the script means.
-        if self.aliases.get(name, '').startswith(_V1_ROOT[:-1]) and _root(path) == 'tensorflow':
+        if (self.aliases.get(name, '').startswith(catalogue.V1_ROOT[:-1])
+                and catalogue.root(path) == 'tensorflow'):
             return
         self.aliases[name] = path
 
@@ -431,7 +139,8 @@ class _Names:
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 continue
             path = self.resolve(node.value)
-            if path and _root(path) in ('tensorflow', 'compat_mts') and _lookup(path, v1_style=True) is None:
+            if (path and catalogue.root(path) in ('tensorflow', 'compat_mts')
+                    and catalogue.lookup(path, v1_style=True) is None):
                 self.aliases[node.targets[0].id] = path
 
     def _bare_tensorflow_is_v1(self, tree: ast.Module) -> bool:
@@ -440,9 +149,9 @@ class _Names:
                 path = self.resolve(node)
                 if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
                     relative = path[len('tensorflow.'):]
-                    if ((relative in _V1_RULES and relative not in _ALSO_IN_TF2)
+                    if ((relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2)
                             or any(relative == prefix or relative.startswith(prefix + '.')
-                                   for prefix in _TF1_ONLY_PREFIXES)):
+                                   for prefix in catalogue.TF1_ONLY_PREFIXES)):
                         return True
         return False
 
@@ -456,37 +165,15 @@ class _Names:
             return '.'.join([self.aliases[head], *rest])
         for module in self.star_modules:
             candidate = '.'.join([module, head, *rest])
-            if _lookup(candidate, v1_style=True) is not None:
+            if catalogue.lookup(candidate, v1_style=True) is not None:
                 return candidate
         return None
 
-    def rule_for(self, node: ast.AST) -> tuple[str, _Rule] | None:
+    def rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
         """(canonical construct, rule) when `node` names a catalogued construct."""
         path = self.resolve(node)
-        return _lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        return catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
 
-
-def _lookup(path: str, v1_style: bool) -> tuple[str, _Rule] | None:
-    """(canonical construct, rule) of a full dotted path, or None when it is not in the catalogue."""
-    if _root(path) == 'compat_mts':
-        parts = path.split('.')
-        key = _MTS_BY_LAST_NAME.get(parts[-1]) if len(parts) > 1 else None
-        if key is None or (key.startswith('keras.') and 'keras' not in parts):
-            return None
-        return f'compat_mts.{key}', _MTS_RULES[key]
-    if not path.startswith('tensorflow.') or path.startswith('tensorflow.compat.v2.'):
-        return None
-    definite = path.startswith(_V1_ROOT)
-    relative = path[len(_V1_ROOT):] if definite else path[len('tensorflow.'):]
-    module, _, name = relative.rpartition('.')
-    if module in _TRAIN_MODULES:
-        relative, definite = f'train.{name}', True
-    elif relative == 'python.client.session.Session':
-        relative, definite = 'Session', True
-    rule = _V1_RULES.get(relative)
-    if rule is None or not (definite or v1_style or relative not in _ALSO_IN_TF2):
-        return None
-    return f'tf.compat.v1.{relative}', rule
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -534,7 +221,7 @@ class _Checker(ast.NodeVisitor):
                     iterators.add(key)
                 else:
                     path = self.names.resolve(value.func)
-                    if path and _root(path) not in ('tensorflow', 'compat_mts'):
+                    if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
                         foreign.add(key)
         return sessions, iterators, foreign
 
@@ -550,15 +237,15 @@ class _Checker(ast.NodeVisitor):
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
         found = self.names.rule_for(call.func)
-        return found is not None and found[0].rsplit('.', 1)[-1] in _SESSION_CONSTRUCTORS
+        return found is not None and found[0].rsplit('.', 1)[-1] in catalogue.SESSION_CONSTRUCTORS
 
     def _makes_v1_iterator(self, call: ast.Call) -> bool:
-        if isinstance(call.func, ast.Attribute) and call.func.attr in _V1_ITERATOR_METHODS:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in catalogue.V1_ITERATOR_METHODS:
             return self.names.uses_tensorflow
         found = self.names.rule_for(call.func)
         if found is None and isinstance(call.func, ast.Attribute):  # tf.compat.v1.data.Iterator.from_structure
             found = self.names.rule_for(call.func.value)
-        return found is not None and found[0] in _V1_ITERATOR_CONSTRUCTS
+        return found is not None and found[0] in catalogue.V1_ITERATOR_CONSTRUCTS
 
     def _is_session(self, receiver: ast.AST) -> bool:
         key = ast.unparse(receiver)
@@ -569,10 +256,10 @@ class _Checker(ast.NodeVisitor):
                 return True
             receiver = receiver.func  # sess.raw_session().run(...)
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, 'id', '')
-        return (self.names.uses_tensorflow and key not in self._foreign and bool(_SESSION_NAME.search(name))
-                and self.names.resolve(receiver) is None)
+        return (self.names.uses_tensorflow and key not in self._foreign
+                and bool(catalogue.SESSION_NAME.search(name)) and self.names.resolve(receiver) is None)
 
-    def _add(self, position: tuple[int, int], construct: str, rule: _Rule) -> None:
+    def _add(self, position: tuple[int, int], construct: str, rule: catalogue.Rule) -> None:
         line, col = position
         self.findings.setdefault((line, col, construct), Finding(self.filename, line, col, construct,
                                                                  rule.replacement, rule.stage, rule.note))
@@ -596,7 +283,7 @@ class _Checker(ast.NodeVisitor):
         found = self.names.rule_for(node)
         if found is not None:
             construct, rule = found
-            if self._in_graph_function and construct in _GLOBAL_STEP_HELPERS:
+            if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
                 rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
             self._add(_position(node), construct, rule)
         else:
@@ -630,16 +317,16 @@ class _Checker(ast.NodeVisitor):
 
     def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
         positional = itertools.takewhile(lambda arg: not isinstance(arg, ast.Starred), call.args)
-        given = list(zip(_MTS_ARGUMENT_ORDER, positional))
-        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in _MTS_ARGUMENTS]
+        given = list(zip(catalogue.MTS_ARGUMENT_ORDER, positional))
+        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in catalogue.MTS_ARGUMENTS]
         for name, node in given:
-            replacement, note = _MTS_ARGUMENTS[name]
-            self._add(_position(node), f'{construct}({name}=...)', _Rule(replacement, 3, note))
+            replacement, note = catalogue.MTS_ARGUMENTS[name]
+            self._add(_position(node), f'{construct}({name}=...)', catalogue.Rule(replacement, 3, note))
 
     def _check_method_call(self, call: ast.Call) -> None:
         method, receiver = call.func.attr, call.func.value
         if method == 'run' and self._is_session(receiver):
-            self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', _RUN)
+            self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', catalogue.RUN)
             if len(call.args) > 1:
                 self._add_feed_dict(call.args[1], call.args[1])
         elif not self.names.uses_tensorflow or self.names.resolve(receiver):
@@ -647,19 +334,19 @@ class _Checker(ast.NodeVisitor):
         elif method in ('minimize', 'apply_gradients'):
             for keyword in call.keywords:
                 if keyword.arg == 'global_step':
-                    self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', _MINIMIZE)
-        elif method in _V1_ITERATOR_METHODS:
-            self._add(_method_position(call), f'Dataset.{method}()', _ITERATOR_METHOD)
+                    self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', catalogue.MINIMIZE)
+        elif method in catalogue.V1_ITERATOR_METHODS:
+            self._add(_method_position(call), f'Dataset.{method}()', catalogue.ITERATOR_METHOD)
         elif method == 'get_next' and (ast.unparse(receiver) in self._iterators or (
                 isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))):
-            self._add(_method_position(call), 'Iterator.get_next()', _GET_NEXT)
+            self._add(_method_position(call), 'Iterator.get_next()', catalogue.GET_NEXT)
 
     def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
         # Keyword names ('x') feed a step callable; tensor names ('x:0') still feed a graph.
         by_name = isinstance(value, ast.Dict) and value.keys and all(
                 isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()
                 for key in value.keys)
-        self._add(_position(node), 'feed_dict', _FEED_DICT_BY_NAME if by_name else _FEED_DICT)
+        self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
 
 
 # ---------------------------------------------------------------------------------------------------------

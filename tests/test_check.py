@@ -23,6 +23,7 @@ from tests.support import run_python
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = pathlib.Path(__file__).resolve().parent / 'check_samples'
 CHECK_SCRIPT = REPO / 'compat_mts' / 'check.py'
+CATALOGUE = REPO / 'compat_mts' / 'check_catalogue.py'
 
 MTS = 'tf.compat.v1.train.MonitoredTrainingSession'
 
@@ -524,12 +525,15 @@ def test_the_file_is_read_never_run(tmp_path):
     assert not marker.exists()
 
 
-def test_check_imports_nothing_but_the_standard_library():
-    tree = ast.parse(CHECK_SCRIPT.read_text())
-    modules = {alias.name.split('.')[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names}
-    modules |= {node.module.split('.')[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert modules - {'__future__'} <= set(sys.stdlib_module_names), modules
+def test_check_imports_nothing_but_the_standard_library_and_its_catalogue():
+    for path in (CHECK_SCRIPT, CATALOGUE):
+        tree = ast.parse(path.read_text())
+        modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        modules |= {f'{node.module}.{alias.name}' if node.module == 'compat_mts' else node.module
+                    for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        catalogue = {'compat_mts.check_catalogue', 'check_catalogue'} if path == CHECK_SCRIPT else set()
+        others = {module for module in modules - catalogue if module.split('.')[0] != '__future__'}
+        assert {module.split('.')[0] for module in others} <= set(sys.stdlib_module_names), (path, modules)
 
 
 def test_json_output_shape():
