@@ -6,10 +6,11 @@ nor the rest of compat_mts (its catalogue of constructs is `check_catalogue.py`,
 `python compat_mts/check.py FILE...` works on a machine without TensorFlow.
 
 A finding is one construct on one line: a `MonitoredTrainingSession` call and each argument given to it,
-a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver`,
-placeholders and `feed_dict`, `tf.compat.v1.summary`, `ConfigProto`, `Session` and `sess.run`,
+a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver` and its
+`max_to_keep`, placeholders and `feed_dict`, `tf.compat.v1.summary`, `ConfigProto`, `Session` and `sess.run`,
 `Server`/`ClusterSpec`, v1 optimizers and `minimize(global_step=...)`, `get_variable`/`variable_scope`,
-`tf.compat.v1.data` iterators. The `compat_mts` names a half-migrated script uses are findings too, at the
+`tf.compat.v1.data` iterators, `tf.Graph().as_default()`, `tf.estimator`, `tf.contrib`, `tf.compat.v1.layers`,
+shape `.value` reads and device functions. The `compat_mts` names a half-migrated script uses are findings too, at the
 stage that removes them, so a script is fully migrated when the checker finds nothing.
 
 The stage of a finding is the stage (of the four in `migration_guide/stages.md`) at which that line has
@@ -20,8 +21,13 @@ to change; the note says what keeps working until then:
 3. the loop becomes `model.fit`, the hooks run inside `compat_mts.keras.HooksCallback`;
 4. the hooks become native Keras callbacks and compat_mts is no longer imported.
 
-Exit status of the command: 0 when nothing was found, 1 when constructs were found (0 with
-`--fail-on none`), 2 when a file could not be read or parsed (or the command line was wrong).
+Some findings *block* stage 1: the line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator,
+`tf.compat.v1.layers` under Keras 3, `x.shape[i].value` on TF2 shapes, a parameter-server cluster), so the script
+cannot run on compat_mts until it changes. Their replacement is the edit that makes the line run.
+
+Exit status of the command: 0 when nothing was found, 1 when constructs were found (with `--fail-on
+blocking`, only when one blocks stage 1; 0 with `--fail-on none`), 2 when a file could not be read or parsed
+(or the command line was wrong).
 """
 
 from __future__ import annotations
@@ -54,7 +60,9 @@ class Finding:
     """One construct to migrate: where it is, what replaces it, and at which stage (1-4).
 
     `line` and `col` are 1-based, as editors count. `construct` names the v1 (or compat_mts) API in its
-    canonical spelling (`tf.compat.v1.train.StopAtStepHook` however the script imported it).
+    canonical spelling (`tf.compat.v1.train.StopAtStepHook` however the script imported it). `blocks`: the
+    line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator, `x.shape[i].value`, ...), so
+    the script cannot run at stage 1 until it changes; `replacement` is then the edit that makes it run.
     """
 
     file: str
@@ -64,6 +72,7 @@ class Finding:
     replacement: str
     stage: int
     note: str
+    blocks: bool = False
 
 
 class CheckError(Exception):
@@ -139,8 +148,8 @@ class _Names:
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 continue
             path = self.resolve(node.value)
-            if (path and catalogue.root(path) in ('tensorflow', 'compat_mts')
-                    and catalogue.lookup(path, v1_style=True) is None):
+            if path and catalogue.root(path) in ('tensorflow', 'compat_mts') and (
+                    catalogue.lookup(path, v1_style=True) is None or catalogue.gone_module(path)):
                 self.aliases[node.targets[0].id] = path
 
     def _bare_tensorflow_is_v1(self, tree: ast.Module) -> bool:
@@ -174,10 +183,54 @@ class _Names:
         path = self.resolve(node)
         return catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
 
+    def through_gone_module_alias(self, node: ast.AST, rule: catalogue.Rule) -> bool:
+        """Whether `node` is a use, through an alias of a module TensorFlow 2.21 no longer has, that the
+        finding at that alias (its import or assignment) already covers: the imported name itself, or a name
+        that the module's replacement also has (`slim.conv2d` once `import tf_slim as slim`)."""
+        parts = _dotted(node)
+        bound = self.aliases.get(parts[0]) if parts else None
+        gone = catalogue.gone_module(bound) if bound else None
+        if gone is None:
+            return False
+        return len(parts) == 1 or gone == rule.module
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The checker.
+
+_GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensorflow.python.framework.ops.Graph')
+_CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
+_KERAS_READERS = ('tensorflow', 'keras', 'tf_keras')  # the modules that read TF_USE_LEGACY_KERAS on import
+# What a name can be bound to, as far as the checker follows it (see `_Checker._bind_values`).
+_BOUND_KINDS = ('session', 'iterator', 'graph', 'device_function', 'ps_cluster', 'shape', 'foreign')
+
+
+def _has_ps_key(node: ast.AST) -> bool:
+    """Whether `node` is a dict literal with a 'ps' key (a v1 cluster with parameter servers)."""
+    return isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps'
+                                              for key in node.keys)
+
+
+def _imports_tensorflow(node: ast.AST) -> bool:
+    """Whether `node` imports TensorFlow or Keras."""
+    if isinstance(node, ast.Import):
+        return any(catalogue.root(alias.name) in _KERAS_READERS for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and catalogue.root(node.module or '') in _KERAS_READERS
+
+
+def _sets_legacy_keras(node: ast.AST) -> bool:
+    """Whether `node` is `os.environ['TF_USE_LEGACY_KERAS'] = '1'` or `os.environ.setdefault(...)` of it."""
+    if isinstance(node, ast.Assign):
+        pairs = [(target.slice, node.value) for target in node.targets if isinstance(target, ast.Subscript)]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+            'setdefault', 'putenv') and len(node.args) == 2:
+        pairs = [tuple(node.args)]
+    else:
+        return False
+    return any(isinstance(key, ast.Constant) and key.value == 'TF_USE_LEGACY_KERAS'
+               and isinstance(value, ast.Constant) and str(value.value).lower() in ('1', 'true')
+               for key, value in pairs)
+
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset + 1
@@ -195,35 +248,68 @@ class _Checker(ast.NodeVisitor):
         self.filename = filename
         self.names = _Names(tree)
         self.findings: dict[tuple[int, int, str], Finding] = {}
-        self._sessions, self._iterators, self._foreign = self._bound_values(tree)
+        self._functions = {node.name for node in ast.walk(tree)
+                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
+        self._bind_values(tree)
         self._graph_functions = self._wrapped_graph_functions(tree)
         self._in_graph_function = False
+        self._settings = self._script_settings(tree)
 
-    def _bound_values(self, tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
-        """The targets (as source text) bound to a session, to a v1 iterator, and to another library's call."""
-        sessions, iterators, foreign = set(), set(), set()
+    def _bind_values(self, tree: ast.Module) -> None:
+        """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
+        'iterator' (v1), 'graph', 'device_function' (a replica_device_setter), 'ps_cluster' (a cluster with a
+        'ps' job), 'shape' (a tensor's shape) and 'foreign' (another library's call)."""
+        bound = self._bound
+        pairs = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                pairs = [(node.targets[0], node.value)]
+                pairs.append((node.targets[0], node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                pairs = [(node.target, node.value)]
+                pairs.append((node.target, node.value))
             elif isinstance(node, (ast.With, ast.AsyncWith)):
-                pairs = [(item.optional_vars, item.context_expr) for item in node.items if item.optional_vars]
-            else:
+                pairs.extend((item.optional_vars, item.context_expr) for item in node.items if item.optional_vars)
+        # Dicts first: a ClusterSpec may be made from a dict bound earlier.
+        bound['ps_cluster'].update(ast.unparse(target) for target, value in pairs if _has_ps_key(value))
+        for target, value in pairs:
+            key = ast.unparse(target)
+            if isinstance(value, ast.Attribute) and value.attr == 'shape':
+                bound['shape'].add(key)
+            if not isinstance(value, ast.Call):
                 continue
-            for target, value in pairs:
-                if not isinstance(value, ast.Call):
-                    continue
-                key = ast.unparse(target)
-                if self._is_session_constructor(value):
-                    sessions.add(key)
-                elif self._makes_v1_iterator(value):
-                    iterators.add(key)
-                else:
-                    path = self.names.resolve(value.func)
-                    if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
-                        foreign.add(key)
-        return sessions, iterators, foreign
+            found = self.names.rule_for(value.func)
+            construct = found[0] if found else ''
+            if self._is_session_constructor(value):
+                bound['session'].add(key)
+            elif self._makes_v1_iterator(value):
+                bound['iterator'].add(key)
+            elif self.names.resolve(value.func) in _GRAPH_CONSTRUCTORS:
+                bound['graph'].add(key)
+            elif construct == 'tf.compat.v1.train.replica_device_setter':
+                bound['device_function'].add(key)
+            elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, construct):
+                bound['ps_cluster'].add(key)
+            elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
+                bound['shape'].add(key)
+            else:
+                path = self.names.resolve(value.func)
+                if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
+                    bound['foreign'].add(key)
+
+    def _script_settings(self, tree: ast.Module) -> set[str]:
+        """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
+        v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
+        `os.environ` before the first import of TensorFlow or Keras."""
+        settings = set()
+        first_import = min((node.lineno for node in ast.walk(tree) if _imports_tensorflow(node)), default=None)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                found = self.names.rule_for(node.func)
+                if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+                    settings.add(catalogue.V1_TENSORSHAPE_SETTING)
+            if first_import is not None and _sets_legacy_keras(node) and node.lineno < first_import:
+                settings.add(catalogue.LEGACY_KERAS_SETTING)
+        return settings
 
     def _wrapped_graph_functions(self, tree: ast.Module) -> set[str]:
         """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
@@ -249,25 +335,73 @@ class _Checker(ast.NodeVisitor):
 
     def _is_session(self, receiver: ast.AST) -> bool:
         key = ast.unparse(receiver)
-        if key in self._sessions:
+        if key in self._bound['session']:
             return True
         if isinstance(receiver, ast.Call):
             if self._is_session_constructor(receiver):
                 return True
             receiver = receiver.func  # sess.raw_session().run(...)
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, 'id', '')
-        return (self.names.uses_tensorflow and key not in self._foreign
+        return (self.names.uses_tensorflow and key not in self._bound['foreign']
                 and bool(catalogue.SESSION_NAME.search(name)) and self.names.resolve(receiver) is None)
 
+    def _has_ps_job(self, call: ast.Call, construct: str) -> bool:
+        """Whether a ClusterSpec or Server call describes a cluster with a 'ps' job (or is a ps task)."""
+        cluster = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ('cluster', 'server_or_cluster_def'))]
+        for value in cluster:
+            if _has_ps_key(value) or ast.unparse(value) in self._bound['ps_cluster']:
+                return True
+            if isinstance(value, ast.Call):
+                found = self.names.rule_for(value.func)
+                if found is not None and found[0] in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, found[0]):
+                    return True
+        if construct.endswith('.Server'):
+            job = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == 'job_name')]
+            return any(isinstance(value, ast.Constant) and value.value == 'ps' for value in job)
+        return False
+
+    def _is_device_function(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Lambda):
+            return True
+        if isinstance(node, ast.Call):
+            found = self.names.rule_for(node.func)
+            return found is not None and found[0] == 'tf.compat.v1.train.replica_device_setter'
+        return isinstance(node, ast.Name) and (node.id in self._bound['device_function'] or node.id in self._functions)
+
+    def _is_dimension(self, node: ast.AST) -> bool:
+        """Whether `node` reads one dimension of a tensor's shape: `x.shape[i]`, `x.get_shape()[i]`."""
+        if not isinstance(node, ast.Subscript) or isinstance(node.slice, ast.Slice):
+            return False
+        shape = node.value
+        return ((isinstance(shape, ast.Attribute) and shape.attr == 'shape')
+                or (isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute)
+                    and shape.func.attr == 'get_shape')
+                or ast.unparse(shape) in self._bound['shape'])
+
     def _add(self, position: tuple[int, int], construct: str, rule: catalogue.Rule) -> None:
+        if rule.unless is not None and rule.unless[0] in self._settings:
+            rule = rule.unless[1]
         line, col = position
-        self.findings.setdefault((line, col, construct), Finding(self.filename, line, col, construct,
-                                                                 rule.replacement, rule.stage, rule.note))
+        self.findings.setdefault((line, col, construct), Finding(
+                self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks))
 
     # Visitors.
 
-    def visit_Import(self, node: ast.Import) -> None:
-        """Imports are where names come from, not uses: the uses are reported."""
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Imports are where names come from, not uses: the uses are reported. The exception is an import
+        from a module TensorFlow 2.21 no longer has (`from tensorflow.contrib import slim`), which fails."""
+        if isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return
+            paths = [(alias, node.module if alias.name == '*' else f'{node.module}.{alias.name}')
+                     for alias in node.names]
+        else:
+            paths = [(alias, alias.name) for alias in node.names]
+        for alias, path in paths:
+            if catalogue.gone_module(path):
+                found = catalogue.lookup(path, v1_style=True)
+                if found is not None:
+                    self._add(_position(alias), *found)
 
     visit_ImportFrom = visit_Import
 
@@ -280,9 +414,14 @@ class _Checker(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def _visit_reference(self, node: ast.Attribute | ast.Name) -> None:
+        if (isinstance(node, ast.Attribute) and node.attr == 'value' and self.names.uses_tensorflow
+                and self._is_dimension(node.value)):
+            self._add(_position(node), ast.unparse(node), catalogue.shape_value_rule(ast.unparse(node.value)))
         found = self.names.rule_for(node)
         if found is not None:
             construct, rule = found
+            if self.names.through_gone_module_alias(node, rule):
+                return
             if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
                 rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
             self._add(_position(node), construct, rule)
@@ -305,8 +444,16 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         found = self.names.rule_for(node.func)
-        if found is not None and found[0].endswith('.MonitoredTrainingSession'):
-            self._add_session_arguments(node, found[0])
+        construct = found[0] if found else ''
+        if construct.endswith('.MonitoredTrainingSession'):
+            self._add_session_arguments(node, construct)
+        elif construct == 'tf.compat.v1.train.Saver':
+            self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
+        elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
+            self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
+        elif (self.names.resolve(node.func) == 'tensorflow.device' and node.args
+              and self._is_device_function(node.args[0])):
+            self._add(_position(node), 'tf.device(<device function>)', catalogue.DEVICE_FUNCTION)
         if isinstance(node.func, ast.Attribute):
             self._check_method_call(node)
         if self.names.uses_tensorflow:
@@ -316,12 +463,19 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
+        rules = {name: catalogue.Rule(replacement, 3, note)
+                 for name, (replacement, note) in catalogue.MTS_ARGUMENTS.items()}
+        self._add_arguments(call, construct, catalogue.MTS_ARGUMENT_ORDER, rules)
+
+    def _add_arguments(self, call: ast.Call, construct: str, order: Sequence[str],
+                       rules: dict[str, catalogue.Rule]) -> None:
+        """One finding per argument of `call` that `rules` has, given by keyword or by position (`order`)."""
         positional = itertools.takewhile(lambda arg: not isinstance(arg, ast.Starred), call.args)
-        given = list(zip(catalogue.MTS_ARGUMENT_ORDER, positional))
-        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in catalogue.MTS_ARGUMENTS]
+        given = list(zip(order, positional))
+        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in rules]
         for name, node in given:
-            replacement, note = catalogue.MTS_ARGUMENTS[name]
-            self._add(_position(node), f'{construct}({name}=...)', catalogue.Rule(replacement, 3, note))
+            if name in rules:
+                self._add(_position(node), f'{construct}({name}=...)', rules[name])
 
     def _check_method_call(self, call: ast.Call) -> None:
         method, receiver = call.func.attr, call.func.value
@@ -331,15 +485,22 @@ class _Checker(ast.NodeVisitor):
                 self._add_feed_dict(call.args[1], call.args[1])
         elif not self.names.uses_tensorflow or self.names.resolve(receiver):
             return
+        elif method == 'as_default' and self._is_graph(receiver):
+            self._add(_position(call), f'{ast.unparse(receiver)}.as_default()', catalogue.GRAPH_AS_DEFAULT)
         elif method in ('minimize', 'apply_gradients'):
             for keyword in call.keywords:
                 if keyword.arg == 'global_step':
                     self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', catalogue.MINIMIZE)
         elif method in catalogue.V1_ITERATOR_METHODS:
             self._add(_method_position(call), f'Dataset.{method}()', catalogue.ITERATOR_METHOD)
-        elif method == 'get_next' and (ast.unparse(receiver) in self._iterators or (
+        elif method == 'get_next' and (ast.unparse(receiver) in self._bound['iterator'] or (
                 isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))):
             self._add(_method_position(call), 'Iterator.get_next()', catalogue.GET_NEXT)
+
+    def _is_graph(self, receiver: ast.AST) -> bool:
+        if isinstance(receiver, ast.Call):
+            return self.names.resolve(receiver.func) in _GRAPH_CONSTRUCTORS
+        return ast.unparse(receiver) in self._bound['graph']
 
     def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
         # Keyword names ('x') feed a step callable; tensor names ('x:0') still feed a graph.
@@ -385,11 +546,14 @@ def check_file(path: str | pathlib.Path) -> list[Finding]:
 
 
 def format_text(findings: Sequence[Finding], files_checked: int | None = None) -> str:
-    """Findings for people: `file:line:col: stage N: construct -> replacement`, the note indented below,
-    then a one-line count by stage (over `files_checked` files, when given)."""
+    """Findings for people: `file:line:col: stage N: construct -> replacement` (`blocks stage 1:` in place of
+    `stage 1:` for what must change before the script runs), the note indented below, then a one-line count
+    by stage (over `files_checked` files, when given) and, when some findings block stage 1, a line counting
+    them."""
     lines = []
     for finding in findings:
-        lines.append(f'{finding.file}:{finding.line}:{finding.col}: stage {finding.stage}: '
+        stage = 'blocks stage 1' if finding.blocks else f'stage {finding.stage}'
+        lines.append(f'{finding.file}:{finding.line}:{finding.col}: {stage}: '
                      f'{finding.construct} -> {finding.replacement}')
         lines.append(textwrap.fill(finding.note, width=110, initial_indent='    ', subsequent_indent='    '))
     in_files = '' if files_checked is None else f' in {files_checked} file{"s" if files_checked != 1 else ""}'
@@ -400,12 +564,18 @@ def format_text(findings: Sequence[Finding], files_checked: int | None = None) -
         counts = ', '.join(f'stage {stage}: {sum(f.stage == stage for f in findings)}' for stage in stages)
         plural = 's' if len(findings) != 1 else ''
         lines.append(f'{len(findings)} construct{plural} to migrate{in_files} ({counts}).')
+        blocking = sum(finding.blocks for finding in findings)
+        if blocking == 1:
+            lines.append('1 construct blocks stage 1: the script cannot run on compat_mts until it changes.')
+        elif blocking:
+            lines.append(f'{blocking} constructs block stage 1: the script cannot run on compat_mts until they '
+                         'change.')
     return '\n'.join(lines) + '\n'
 
 
 def format_json(findings: Sequence[Finding], errors: Sequence[CheckError] = ()) -> str:
-    """Findings for tools: `{"findings": [{file, line, col, construct, replacement, stage, note}, ...],
-    "errors": [{file, line, col, message}, ...]}`."""
+    """Findings for tools: `{"findings": [{file, line, col, construct, replacement, stage, note, blocks}, ...],
+    "errors": [{file, line, col, message}, ...]}`; `blocks` is true for what must change before stage 1 runs."""
     document = {
             'findings': [dataclasses.asdict(finding) for finding in findings],
             'errors': [{'file': error.file, 'line': error.line, 'col': error.col, 'message': error.message}
@@ -425,7 +595,8 @@ def _python_files(paths: Iterable[str]) -> list[pathlib.Path]:
 
 
 _DESCRIPTION = ('List the v1 training-loop constructs of Python scripts (read, never run), with the compat_mts '
-                'or TF2 replacement of each and the migration stage (1-4) that changes it. Exit status: 0 '
+                'or TF2 replacement of each and the migration stage (1-4) that changes it; "blocks stage 1" marks '
+                'what fails on TensorFlow 2.21 as written, with the edit that makes it run. Exit status: 0 '
                 'nothing found, 1 constructs found, 2 a file could not be read or parsed.')
 
 
@@ -436,8 +607,9 @@ def _configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument('--max-stage', type=int, choices=sorted(STAGES), default=4, metavar='N',
                         help='list only what stages 1..N change (default: 4, everything); the stages: ' +
                              '; '.join(f'{stage} = {text}' for stage, text in STAGES.items()))
-    parser.add_argument('--fail-on', choices=('any', 'none'), default='any',
-                        help='exit with status 1 when anything is found (any, the default) or never (none)')
+    parser.add_argument('--fail-on', choices=('any', 'blocking', 'none'), default='any',
+                        help='exit with status 1 when anything is found (any, the default), only when something '
+                             'blocks stage 1 (blocking), or never (none)')
     parser.set_defaults(run=run)
     return parser
 
@@ -466,6 +638,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(format_text(findings, files_checked=len(files) - len(errors)))
     if errors:
         return 2
+    if args.fail_on == 'blocking':
+        return 1 if any(finding.blocks for finding in findings) else 0
     return 1 if findings and args.fail_on == 'any' else 0
 
 

@@ -73,7 +73,7 @@ def test_check_runs_without_importing_tensorflow(tmp_path):
     result = subprocess.run([sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True,
                             text=True, timeout=60)
     assert 'imported TensorFlow' not in result.stderr, result.stderr
-    assert 'train.py:2:9: stage 1: tf.compat.v1.train.Saver' in result.stdout, result.stdout
+    assert 'train.py:2:9: stage 2: tf.compat.v1.train.Saver' in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize('argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['train']])
