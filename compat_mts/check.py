@@ -545,20 +545,26 @@ def check_file(path: str | pathlib.Path) -> list[Finding]:
     return check_source(source, filename)
 
 
-def format_text(findings: Sequence[Finding], files_checked: int | None = None) -> str:
+def format_text(findings: Sequence[Finding], files_checked: int | None = None, files_failed: int = 0) -> str:
     """Findings for people: `file:line:col: stage N: construct -> replacement` (`blocks stage 1:` in place of
     `stage 1:` for what must change before the script runs), the note indented below, then a one-line count
     by stage (over `files_checked` files, when given) and, when some findings block stage 1, a line counting
-    them."""
+    them. `files_failed` files could not be read or parsed: a last line says so, and when no file was
+    checked at all there is nothing to summarize (''), only the errors the caller prints."""
+    if files_failed and not files_checked:
+        return ''
     lines = []
     for finding in findings:
         stage = 'blocks stage 1' if finding.blocks else f'stage {finding.stage}'
         lines.append(f'{finding.file}:{finding.line}:{finding.col}: {stage}: '
                      f'{finding.construct} -> {finding.replacement}')
         lines.append(textwrap.fill(finding.note, width=110, initial_indent='    ', subsequent_indent='    '))
-    in_files = '' if files_checked is None else f' in {files_checked} file{"s" if files_checked != 1 else ""}'
+    in_files = ''
+    if files_checked is not None:
+        files = f'{files_checked} file{"s" if files_checked != 1 else ""}'
+        in_files = f' in the {files} checked' if files_failed else f' in {files}'
     if not findings:
-        lines.append(f'Nothing to migrate{in_files}.')
+        lines.append(f'No constructs found{in_files}.' if files_failed else f'Nothing to migrate{in_files}.')
     else:
         stages = sorted({finding.stage for finding in findings})
         counts = ', '.join(f'stage {stage}: {sum(f.stage == stage for f in findings)}' for stage in stages)
@@ -570,6 +576,9 @@ def format_text(findings: Sequence[Finding], files_checked: int | None = None) -
         elif blocking:
             lines.append(f'{blocking} constructs block stage 1: the script cannot run on compat_mts until they '
                          'change.')
+    if files_failed:
+        files, were = ('files', 'they were') if files_failed != 1 else ('file', 'it was')
+        lines.append(f'{files_failed} {files} could not be read or parsed, so {were} not checked.')
     return '\n'.join(lines) + '\n'
 
 
@@ -635,7 +644,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for error in errors:
             print(f'{error}', file=sys.stderr)
-        sys.stdout.write(format_text(findings, files_checked=len(files) - len(errors)))
+        sys.stdout.write(format_text(findings, files_checked=len(files) - len(errors), files_failed=len(errors)))
     if errors:
         return 2
     if args.fail_on == 'blocking':

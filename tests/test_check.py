@@ -1020,6 +1020,39 @@ def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path
     assert result.returncode == 2
     assert re.match(rf'{re.escape(str(broken))}:2:\d+: syntax error: ', result.stderr), result.stderr
     assert 'regression.py:8:1: stage 1:' in result.stdout
+    assert result.stdout.splitlines()[-2:] == [
+            '14 constructs to migrate in the 1 file checked (stage 1: 4, stage 2: 7, stage 3: 3).',
+            '1 file could not be read or parsed, so it was not checked.']
+
+
+def test_a_file_that_does_not_parse_alone_prints_only_its_error(tmp_path):
+    broken = tmp_path / 'broken.py'
+    broken.write_text('import tensorflow as tf\nwith tf.Session() as sess\n    pass\n')
+    result = run_standalone(str(broken), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, '')
+    assert re.fullmatch(rf'{re.escape(str(broken))}:2:\d+: syntax error: [^\n]+\n', result.stderr), result.stderr
+
+
+def test_a_missing_file_among_clean_ones_is_not_called_clean(tmp_path):
+    migrated = tmp_path / 'migrated.py'
+    migrated.write_text('import tensorflow as tf\nmodel = tf.keras.Sequential()\n')
+    missing = tmp_path / 'missing.py'
+    result = run_standalone(str(migrated), str(missing), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f'{missing}: cannot read: ')
+    assert result.stdout == ('No constructs found in the 1 file checked.\n'
+                             '1 file could not be read or parsed, so it was not checked.\n')
+    assert 'Nothing to migrate' not in result.stdout
+    alone = run_standalone(str(missing), str(tmp_path / 'also_missing.py'), cwd=tmp_path)
+    assert (alone.returncode, alone.stdout, len(alone.stderr.splitlines())) == (2, '', 2)
+
+
+def test_text_summary_counts_the_files_that_could_not_be_checked():
+    assert check.format_text([], files_checked=0, files_failed=2) == ''
+    assert check.format_text([], files_checked=2, files_failed=1) == (
+            'No constructs found in the 2 files checked.\n1 file could not be read or parsed, so it was not checked.\n')
+    assert check.format_text([], files_checked=1, files_failed=3).splitlines()[-1] == (
+            '3 files could not be read or parsed, so they were not checked.')
 
 
 def test_exit_2_on_a_bad_command_line(tmp_path):
