@@ -54,7 +54,8 @@ class CheckpointMismatchError(RuntimeError):
 
 
 class DamagedCheckpointsError(RuntimeError):
-    """Every checkpoint listed in a directory failed to load; the session refuses to start afresh over them."""
+    """Checkpoint files that cannot be read: every checkpoint listed in a session's directory failed to load (the
+    session refuses to start afresh over them), or a checkpoint `convert_checkpoint` was to rewrite is damaged."""
 
 
 def expand_directory(directory: str) -> str:

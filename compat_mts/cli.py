@@ -45,11 +45,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from compat_mts import legacy  # Imports TensorFlow, which only this subcommand needs.
+    from compat_mts import checkpoints, legacy  # Import TensorFlow, which only this subcommand needs.
 
     try:
         written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to)
-    except ValueError as error:
+    except (ValueError, PermissionError, checkpoints.DamagedCheckpointsError) as error:
         print(f'compat-mts convert: {error}', file=sys.stderr)
         return 2
     print('\n'.join(written))
