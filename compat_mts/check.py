@@ -2,13 +2,15 @@
 
 `tf_upgrade_v2` rewrites names (`tf.train.Saver` → `tf.compat.v1.train.Saver`); this checker says how the
 training loop migrates. It reads each file's syntax tree and never runs it, and imports neither TensorFlow
-nor the rest of compat_mts, so `python compat_mts/check.py FILE...` works on a machine without TensorFlow.
+nor the rest of compat_mts (its catalogue of constructs is `check_catalogue.py`, beside it), so
+`python compat_mts/check.py FILE...` works on a machine without TensorFlow.
 
 A finding is one construct on one line: a `MonitoredTrainingSession` call and each argument given to it,
-a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver`,
-placeholders and `feed_dict`, `tf.compat.v1.summary`, `ConfigProto`, `Session` and `sess.run`,
+a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver` and its
+`max_to_keep`, placeholders and `feed_dict`, `tf.compat.v1.summary`, `ConfigProto`, `Session` and `sess.run`,
 `Server`/`ClusterSpec`, v1 optimizers and `minimize(global_step=...)`, `get_variable`/`variable_scope`,
-`tf.compat.v1.data` iterators. The `compat_mts` names a half-migrated script uses are findings too, at the
+`tf.compat.v1.data` iterators, `tf.Graph().as_default()`, `tf.estimator`, `tf.contrib`, `tf.compat.v1.layers`,
+shape `.value` reads and device functions. The `compat_mts` names a half-migrated script uses are findings too, at the
 stage that removes them, so a script is fully migrated when the checker finds nothing.
 
 The stage of a finding is the stage (of the four in `migration_guide/stages.md`) at which that line has
@@ -19,8 +21,13 @@ to change; the note says what keeps working until then:
 3. the loop becomes `model.fit`, the hooks run inside `compat_mts.keras.HooksCallback`;
 4. the hooks become native Keras callbacks and compat_mts is no longer imported.
 
-Exit status of the command: 0 when nothing was found, 1 when constructs were found (0 with
-`--fail-on none`), 2 when a file could not be read or parsed (or the command line was wrong).
+Some findings *block* stage 1: the line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator,
+`tf.compat.v1.layers` under Keras 3, `x.shape[i].value` on TF2 shapes, a parameter-server cluster), so the script
+cannot run on compat_mts until it changes. Their replacement is the edit that makes the line run.
+
+Exit status of the command: 0 when nothing was found, 1 when constructs were found (with `--fail-on
+blocking`, only when one blocks stage 1; 0 with `--fail-on none`), 2 when a file could not be read or parsed
+(or the command line was wrong).
 """
 
 from __future__ import annotations
@@ -31,10 +38,14 @@ import dataclasses
 import itertools
 import json
 import pathlib
-import re
 import sys
 import textwrap
 from typing import Iterable, Sequence
+
+if __package__:
+    from compat_mts import check_catalogue as catalogue
+else:  # `python compat_mts/check.py FILE...`: the directory of this file is first on sys.path.
+    import check_catalogue as catalogue
 
 STAGES = {
         1: 'run eagerly on compat_mts',
@@ -49,7 +60,9 @@ class Finding:
     """One construct to migrate: where it is, what replaces it, and at which stage (1-4).
 
     `line` and `col` are 1-based, as editors count. `construct` names the v1 (or compat_mts) API in its
-    canonical spelling (`tf.compat.v1.train.StopAtStepHook` however the script imported it).
+    canonical spelling (`tf.compat.v1.train.StopAtStepHook` however the script imported it). `blocks`: the
+    line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator, `x.shape[i].value`, ...), so
+    the script cannot run at stage 1 until it changes; `replacement` is then the edit that makes it run.
     """
 
     file: str
@@ -59,6 +72,7 @@ class Finding:
     replacement: str
     stage: int
     note: str
+    blocks: bool = False
 
 
 class CheckError(Exception):
@@ -70,305 +84,6 @@ class CheckError(Exception):
         self.message = message
         self.line = line
         self.col = col
-
-
-@dataclasses.dataclass(frozen=True)
-class _Rule:
-    replacement: str
-    stage: int
-    note: str
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The catalogue. Keys are paths below `tensorflow.compat.v1` ("v1") or below `compat_mts` ("mts").
-
-_SESSION_LOOP_NOTE = 'At stage 3 the session loop becomes model.fit.'
-_HOOK_FETCH_NOTE = ('Tensors of a wrap_graph graph still work at stage 1; at stage 2 they become step-output '
-                    "names ('loss'), variables or callables.")
-_WRAP_GRAPH_NOTE = 'Works unchanged inside compat_mts.wrap_graph at stage 1.'
-_DISTRIBUTED_NOTE = ('compat_mts runs on tf.distribute and never runs its own parameter exchange: describe the '
-                     'cluster in TF_CONFIG and build the model in the strategy scope; is_chief defaults from '
-                     'that cluster.')
-_TF_CONFIG_CALLS = ('tf.config.threading.set_intra_op_parallelism_threads / set_inter_op_parallelism_threads, '
-                    'tf.config.set_soft_device_placement, tf.debugging.set_log_device_placement, '
-                    'tf.config.experimental.set_memory_growth, tf.config.set_visible_devices')
-_CONFIG_NOTE = ('Works unchanged as config= of a compat_mts session, which applies the fields that have a '
-                'tf.config equivalent and names the rest in one warning; model.fit has no session to take it.')
-_SUMMARY_NOTE = (f'{_WRAP_GRAPH_NOTE} Called inside the step, a TF2 summary is recorded on the steps where '
-                 'SummarySaverHook triggers, stamped with the global step (step= may be omitted).')
-_OPTIMIZER_NOTE = (f'{_WRAP_GRAPH_NOTE} At stage 2 the step computes gradients with tf.GradientTape and calls '
-                   'optimizer.apply_gradients.')
-_ITERATOR_NOTE = (f'{_WRAP_GRAPH_NOTE} At stage 2 the step takes the batch (iterate the dataset, or pass '
-                  'next(iterator) through feed_dict string keys); at stage 3 model.fit takes the dataset.')
-_GLOBAL_STEP_NOTE = ('Inside the function given to compat_mts.wrap_graph the v1 call works too, and its variable '
-                     'becomes the session global step. At stage 3 the global step is optimizer.iterations.')
-_USER_HOOK_NOTE = ('A hook written against the v1 protocol works unchanged in a compat_mts session. '
-                   f'{_HOOK_FETCH_NOTE} At stage 3 it runs inside compat_mts.keras.HooksCallback; at stage 4 it '
-                   'becomes a keras.callbacks.Callback.')
-
-# Built-in hooks: compat_mts has each under the same name (stage 1); the Keras callback that replaces it at
-# stage 4.
-_HOOKS = {
-        'StopAtStepHook': ('epochs / steps_per_epoch of model.fit', 'Same arguments (num_steps, last_step).'),
-        'NanTensorHook': ('keras.callbacks.TerminateOnNaN()', _HOOK_FETCH_NOTE),
-        'LoggingTensorHook': ('the model.fit progress bar, or a small keras.callbacks.Callback', _HOOK_FETCH_NOTE),
-        'CheckpointSaverHook': ('keras.callbacks.BackupAndRestore / keras.callbacks.ModelCheckpoint',
-                                'Writes model.ckpt-<step> through tf.train.CheckpointManager; its scaffold or '
-                                'saver holds a tf.train.Checkpoint, not a Saver.'),
-        'CheckpointSaverListener': ('a keras.callbacks.Callback', 'Same before_save/after_save protocol.'),
-        'StepCounterHook': ('keras.callbacks.TensorBoard', 'Logs and writes global_step/sec as v1 did.'),
-        'SummarySaverHook': ('keras.callbacks.TensorBoard',
-                             "Records the step's own tf.summary calls on its trigger steps; a merged summary "
-                             'tensor of a wrap_graph graph still works as summary_op at stage 1.'),
-        'GlobalStepWaiterHook': ('a keras.callbacks.Callback', 'Same arguments (wait_until_step).'),
-        'FinalOpsHook': ('code after model.fit returns', _HOOK_FETCH_NOTE),
-        'FeedFnHook': ('a tf.data input pipeline given to model.fit',
-                       'The feed_fn dict keys become strings (keyword arguments of the step) at stage 2.'),
-        'ProfilerHook': ('keras.callbacks.TensorBoard(profile_batch=...)', 'Same arguments.'),
-        'SecondOrStepTimer': ('a keras.callbacks.Callback', 'Same trigger arithmetic.'),
-        'NanLossDuringTrainingError': ('keras.callbacks.TerminateOnNaN()', 'Raised by NanTensorHook as in v1.'),
-}
-
-_OPTIMIZERS = {
-        'GradientDescentOptimizer': 'tf.keras.optimizers.SGD',
-        'MomentumOptimizer': 'tf.keras.optimizers.SGD(momentum=...)',
-        'AdamOptimizer': 'tf.keras.optimizers.Adam',
-        'AdagradOptimizer': 'tf.keras.optimizers.Adagrad',
-        'AdadeltaOptimizer': 'tf.keras.optimizers.Adadelta',
-        'RMSPropOptimizer': 'tf.keras.optimizers.RMSprop',
-        'FtrlOptimizer': 'tf.keras.optimizers.Ftrl',
-        'ProximalGradientDescentOptimizer': 'a tf.keras.optimizers optimizer (Keras has no proximal variant)',
-        'ProximalAdagradOptimizer': 'a tf.keras.optimizers optimizer (Keras has no proximal variant)',
-        'AdagradDAOptimizer': 'a tf.keras.optimizers optimizer (Keras has no dual-averaging variant)',
-        'Optimizer': 'tf.keras.optimizers.Optimizer',
-}
-
-_SESSION_CLASSES = ('MonitoredTrainingSession', 'MonitoredSession', 'SingularMonitoredSession',
-                    'ChiefSessionCreator', 'WorkerSessionCreator')
-
-_V1_RULES: dict[str, _Rule] = {
-        **{f'train.{name}': _Rule(f'compat_mts.{name}', 1,
-                                  'Same arguments and defaults; runs eagerly. ' + _SESSION_LOOP_NOTE)
-           for name in _SESSION_CLASSES if name != 'MonitoredTrainingSession'},
-        'train.MonitoredTrainingSession': _Rule(
-                'compat_mts.MonitoredTrainingSession', 1,
-                'Same 16 arguments, positional order and defaults; runs eagerly. Each argument given is listed '
-                'on its own line. ' + _SESSION_LOOP_NOTE),
-        'train.SessionCreator': _Rule(
-                'compat_mts.SessionCreator', 1,
-                'The same abstract base; create_session() returns the session of a compat_mts creator '
-                '(ChiefSessionCreator or WorkerSessionCreator), not a tf.compat.v1.Session. ' + _SESSION_LOOP_NOTE),
-        'Session': _Rule('compat_mts.MonitoredTrainingSession or compat_mts.SingularMonitoredSession', 1,
-                         'Eager TensorFlow 2 has no Session. A compat_mts session runs the same sess.run calls and '
-                         'initializes or restores the variables itself.'),
-        'InteractiveSession': _Rule('compat_mts.SingularMonitoredSession', 1,
-                                    'Eager TensorFlow 2 has no Session; eager tensors print their values.'),
-        'global_variables_initializer': _Rule(
-                'nothing: remove it and its run', 1,
-                'A compat_mts session restores the latest checkpoint or initializes (Scaffold.init_fn).'),
-        'local_variables_initializer': _Rule(
-                'nothing: remove it and its run', 1,
-                'A compat_mts session restores the latest checkpoint or initializes (Scaffold.init_fn).'),
-        'disable_eager_execution': _Rule('nothing: remove the call', 1, 'compat_mts runs v1 programs eagerly.'),
-        'disable_v2_behavior': _Rule('nothing: remove the call', 1, 'compat_mts runs v1 programs eagerly.'),
-        'ConfigProto': _Rule(_TF_CONFIG_CALLS, 3, _CONFIG_NOTE),
-        'GPUOptions': _Rule('tf.config.experimental.set_memory_growth, tf.config.set_visible_devices', 3,
-                            _CONFIG_NOTE),
-        **{f'train.{name}': _Rule(f'compat_mts.{name}', 1, f'{note} At stage 4: {keras}.')
-           for name, (keras, note) in _HOOKS.items()},
-        'train.SessionRunHook': _Rule('compat_mts.SessionRunHook (the v1 class works unchanged)', 2,
-                                      _USER_HOOK_NOTE),
-        'train.SessionRunArgs': _Rule('compat_mts.SessionRunArgs (the v1 class works unchanged)', 2,
-                                      'Same fields (fetches, feed_dict, options). ' + _HOOK_FETCH_NOTE),
-        'train.SessionRunContext': _Rule('compat_mts.SessionRunContext', 2,
-                                         'Same request_stop() and session; works unchanged.'),
-        'train.SessionRunValues': _Rule('compat_mts.SessionRunValues', 2,
-                                        'results holds what the hook asked for, as NumPy values.'),
-        'train.Scaffold': _Rule(
-                'compat_mts.Scaffold', 1,
-                'Same arguments. saver= takes a tf.train.Checkpoint or CheckpointManager (not a Saver); '
-                'init_op and local_init_op are callables or wrap_graph ops; summary_op=None records the '
-                "step's own tf.summary calls."),
-        'train.get_or_create_global_step': _Rule('compat_mts.get_or_create_global_step()', 1, _GLOBAL_STEP_NOTE),
-        'train.get_global_step': _Rule('compat_mts.get_global_step()', 1, _GLOBAL_STEP_NOTE),
-        'train.create_global_step': _Rule('compat_mts.create_global_step()', 1, _GLOBAL_STEP_NOTE),
-        'train.global_step': _Rule('int(compat_mts.get_global_step().numpy())', 1,
-                                   'v1 read the step through a Session; eagerly the variable is read directly.'),
-        'train.assert_global_step': _Rule('nothing: compat_mts.set_global_step checks its variable', 1,
-                                          'The global step is an int64 variable registered process-wide.'),
-        'train.Saver': _Rule(
-                'tf.train.Checkpoint(model=..., optimizer=...) as Scaffold(saver=...); '
-                'tf.train.CheckpointManager to save by hand', 1,
-                'A Saver needs a graph and a Session, and compat_mts rejects it with a TypeError. In a '
-                'wrap_graph program leave the saver out: the default checkpoint holds every graph variable '
-                'under its v1 name. v1 name-based checkpoints are still restored.'),
-        'train.Server': _Rule('TF_CONFIG + tf.distribute.MultiWorkerMirroredStrategy', 1, _DISTRIBUTED_NOTE),
-        'distribute.Server': _Rule('TF_CONFIG + tf.distribute.MultiWorkerMirroredStrategy', 1, _DISTRIBUTED_NOTE),
-        'train.ClusterSpec': _Rule("the 'cluster' of TF_CONFIG", 1, _DISTRIBUTED_NOTE),
-        'train.replica_device_setter': _Rule('strategy.scope() of a tf.distribute strategy', 1,
-                                             'The strategy places the variables.'),
-        'train.SyncReplicasOptimizer': _Rule('tf.distribute.MultiWorkerMirroredStrategy', 1,
-                                             'Synchronous training is the all-reduce of the strategy.'),
-        **{f'train.{name}': _Rule(keras, 2, _OPTIMIZER_NOTE) for name, keras in _OPTIMIZERS.items()},
-        'placeholder': _Rule("an argument of the tf.function step, fed with feed_dict={'x': batch}", 2,
-                             f'{_WRAP_GRAPH_NOTE} At stage 3 model.fit takes the data.'),
-        'placeholder_with_default': _Rule('an argument of the tf.function step, with a default value', 2,
-                                          _WRAP_GRAPH_NOTE),
-        'get_variable': _Rule('tf.Variable, or the weights of a Keras layer', 2,
-                              f'{_WRAP_GRAPH_NOTE} Its checkpoints keep the v1 variable names.'),
-        'variable_scope': _Rule('Keras layers (tf.name_scope for names only)', 2,
-                                f'{_WRAP_GRAPH_NOTE} Its checkpoints keep the v1 variable names.'),
-        'get_default_graph': _Rule("step-output names ('loss') or variables", 2,
-                                   "Eager code has no default graph. At stage 1 the tensors of a wrap_graph "
-                                   "graph can be fetched by name ('loss:0')."),
-        **{f'summary.{name}': _Rule(f'tf.summary.{name}(name, data) inside the step', 2, _SUMMARY_NOTE)
-           for name in ('scalar', 'histogram', 'image', 'audio', 'text')},
-        'summary.tensor_summary': _Rule('tf.summary.write(tag, tensor) inside the step', 2, _SUMMARY_NOTE),
-        'summary.merge_all': _Rule(
-                'nothing: remove it', 2,
-                "SummarySaverHook records the step's own tf.summary calls (Scaffold(summary_op=None), the "
-                'default). A merged summary tensor of a wrap_graph graph still works at stage 1.'),
-        'summary.merge': _Rule(
-                'nothing: remove it', 2,
-                "SummarySaverHook records the step's own tf.summary calls. A merged summary tensor of a "
-                'wrap_graph graph still works at stage 1.'),
-        'summary.FileWriter': _Rule(
-                'tf.summary.create_file_writer(logdir)', 1,
-                'v1 FileWriter does not work with eager execution. A compat_mts session already writes to '
-                'summary_dir (or checkpoint_dir), one writer per directory.'),
-        'summary.FileWriterCache': _Rule('tf.summary.create_file_writer(logdir)', 1,
-                                         'v1 FileWriterCache does not work with eager execution.'),
-        'summary.Summary': _Rule('tf.summary.scalar(tag, value, step=step)', 1,
-                                 'Summary protos go to a v1 FileWriter, which needs graph mode.'),
-        'data.make_one_shot_iterator': _Rule('iter(dataset)', 2, _ITERATOR_NOTE),
-        'data.make_initializable_iterator': _Rule('iter(dataset), created again to restart', 2, _ITERATOR_NOTE),
-        'data.Iterator': _Rule('iter(dataset) (a tf.data.Iterator)', 2, _ITERATOR_NOTE),
-        **{f'data.get_output_{kind}': _Rule('dataset.element_spec', 2, 'TF2 datasets describe their elements '
-                                            'with element_spec.') for kind in ('shapes', 'types', 'classes')},
-}
-
-# v1 names that TensorFlow 2 also has at the same bare path (`tf.summary.scalar`): under a bare
-# `import tensorflow as tf` they are reported only when the script is TF 1.x code.
-_ALSO_IN_TF2 = frozenset({'train.ClusterSpec', 'distribute.Server', 'data.Iterator', 'summary.scalar',
-                          'summary.histogram', 'summary.image', 'summary.audio', 'summary.text'})
-
-# Bare `tensorflow` paths that only TF 1.x has: a script using one treats `tensorflow` as TF 1.x.
-_TF1_ONLY_PREFIXES = ('contrib', 'logging', 'app', 'flags', 'layers', 'get_collection', 'add_to_collection',
-                      'GraphKeys', 'reset_default_graph', 'trainable_variables', 'global_variables', 'Print',
-                      'to_float', 'to_int32', 'random_normal', 'random_uniform', 'truncated_normal',
-                      'variables_initializer', 'train.exponential_decay', 'train.start_queue_runners',
-                      'nn.rnn_cell')
-
-_STAGE_3_SESSION = _Rule(
-        'model.fit(...), with the hooks in callbacks=[compat_mts.keras.HooksCallback(hooks)]', 3,
-        'The session loop becomes model.fit. A multi-worker program keeps the session loop: Keras 3 '
-        'model.fit has no multi-worker support.')
-_STAGE_3_GLOBAL_STEP = _Rule('optimizer.iterations', 3, 'Inside model.fit the global step is optimizer.iterations.')
-_STAGE_4_PROTOCOL = _Rule('keras.callbacks.Callback (on_train_batch_begin/end, on_train_end)', 4,
-                          'Inside HooksCallback a hook sees the batch logs as step outputs.')
-
-_MTS_RULES: dict[str, _Rule] = {
-        **{name: _STAGE_3_SESSION for name in (*_SESSION_CLASSES, 'SessionCreator', 'StepContext', 'USE_DEFAULT')},
-        'Scaffold': _Rule('the model and optimizer given to model.fit', 3,
-                          'Inside model.fit, compat_mts.CheckpointSaverHook in HooksCallback checkpoints the '
-                          'model and optimizer (weights, slots, iterations).'),
-        'wrap_graph': _Rule('Keras layers and a tf.function step', 2,
-                            'The legacy graph code becomes TF2 code; Scaffold(saver=tf.train.Checkpoint(...)) '
-                            'says what a checkpoint holds.'),
-        **{name: _STAGE_3_GLOBAL_STEP for name in ('get_or_create_global_step', 'get_global_step',
-                                                   'create_global_step', 'set_global_step', 'reset_global_step')},
-        **{name: _Rule(keras, 4, 'compat_mts is no longer needed once every hook has its Keras callback.')
-           for name, (keras, _) in _HOOKS.items()},
-        'SessionRunHook': _STAGE_4_PROTOCOL,
-        'SessionRunArgs': _STAGE_4_PROTOCOL,
-        'SessionRunContext': _STAGE_4_PROTOCOL,
-        'SessionRunValues': _STAGE_4_PROTOCOL,
-        'STALE_GLOBAL_STEP': _Rule('optimizer.iterations', 4, 'Keras callbacks see the batch index.'),
-        'keras.HooksCallback': _Rule('native Keras callbacks', 4,
-                                     'Each hook inside it gets its Keras callback; see each hook.'),
-        'keras.CallbackHook': _Rule('callbacks=[...] of model.fit', 3,
-                                    'With model.fit the Keras callbacks are passed to fit directly.'),
-}
-_MTS_BY_LAST_NAME = {key.rsplit('.', 1)[-1]: key for key in _MTS_RULES}
-
-# v1 module paths (private modules included) that hold the `tf.compat.v1.train` names.
-_TRAIN_MODULES = frozenset({'estimator', 'python.training.session_run_hook', 'python.training.basic_session_run_hooks',
-                            'python.training.monitored_session', 'python.training.training_util',
-                            'python.training.saver', 'python.training.server_lib', 'python.training.training'})
-_V1_ROOT = 'tensorflow.compat.v1.'
-
-# MonitoredTrainingSession's 16 arguments in v1's positional order: what each becomes when the session
-# loop goes (stage 3). compat_mts keeps every one of them until then.
-_MTS_ARGUMENTS = {
-        'master': ('tf.config.experimental_connect_to_host(target) before model.fit, or TF_CONFIG + '
-                   'tf.distribute.MultiWorkerMirroredStrategy',
-                   "'' runs in-process; a grpc://host:port target connects eager execution to that server."),
-        'is_chief': ("the strategy's cluster (TF_CONFIG)",
-                     'A non-chief runs hooks only and writes nothing into the chief directory; it defaults from '
-                     'the TF_CONFIG cluster. Keras 3 model.fit has no multi-worker support, so a multi-worker '
-                     'program keeps the session loop.'),
-        'checkpoint_dir': ('compat_mts.CheckpointSaverHook(checkpoint_dir, ...) in HooksCallback; at stage 4 '
-                           'keras.callbacks.BackupAndRestore / ModelCheckpoint',
-                           'Restores the latest checkpoint (v1 name-based ones too) and saves '
-                           'model.ckpt-<step>, as v1 did.'),
-        'scaffold': ('the model and optimizer given to model.fit',
-                     'Scaffold(saver=tf.train.Checkpoint(...)) says what a checkpoint holds.'),
-        'hooks': ('callbacks=[compat_mts.keras.HooksCallback(hooks)]',
-                  'Runs on every worker, last in the hook order; each hook is listed on its own line.'),
-        'chief_only_hooks': ('callbacks=[compat_mts.keras.HooksCallback(hooks)] on the chief',
-                             'Runs first, on the chief only.'),
-        'save_checkpoint_secs': ('compat_mts.CheckpointSaverHook(save_secs=...); at stage 4 '
-                                 'keras.callbacks.BackupAndRestore(save_freq=...)',
-                                 "Same USE_DEFAULT resolution and timer as v1."),
-        'save_summaries_steps': ('compat_mts.SummarySaverHook(save_steps=...); at stage 4 '
-                                 'keras.callbacks.TensorBoard(update_freq=...)',
-                                 'Same USE_DEFAULT resolution as v1.'),
-        'save_summaries_secs': ('compat_mts.SummarySaverHook(save_secs=...); at stage 4 '
-                                'keras.callbacks.TensorBoard(update_freq=...)',
-                                'Same USE_DEFAULT resolution as v1.'),
-        'config': ('tf.config calls before the model is built',
-                   'The session applies the ConfigProto fields that have a tf.config equivalent and names the '
-                   'rest in one warning.'),
-        'stop_grace_period_secs': ('nothing: model.fit has no coordinator threads',
-                                   'close() waits that long for hook threads, checkpoint writes and summary '
-                                   'flushes.'),
-        'log_step_count_steps': ('compat_mts.StepCounterHook(every_n_steps=...); at stage 4 '
-                                 'keras.callbacks.TensorBoard',
-                                 'global_step/sec is logged and written as v1 did.'),
-        'max_wait_secs': ('nothing: the strategy synchronizes the workers',
-                          "A non-chief waits that long for the chief's first checkpoint."),
-        'save_checkpoint_steps': ('compat_mts.CheckpointSaverHook(save_steps=...); at stage 4 '
-                                  'keras.callbacks.BackupAndRestore(save_freq=...)',
-                                  'Same USE_DEFAULT resolution as v1.'),
-        'summary_dir': ('keras.callbacks.TensorBoard(log_dir=...)', 'One summary writer per directory.'),
-        'save_graph_def': ('keras.callbacks.TensorBoard(write_graph=...)',
-                           'Writes graph.pbtxt of the traced step; no .meta files.'),
-}
-_MTS_ARGUMENT_ORDER = tuple(_MTS_ARGUMENTS)
-
-_RUN = _Rule('model.fit(...); a read of a variable becomes variable.numpy()', 3,
-             'A compat_mts session keeps sess.run: a fetch is a wrap_graph tensor or op (stage 1), then a '
-             'tf.function step, a step-output name or a variable (stage 2).')
-_FEED_DICT = _Rule("string keys, feed_dict={'x': batch}: keyword arguments of the step callable", 2,
-                   'Placeholder keys still feed a wrap_graph graph at stage 1.')
-_FEED_DICT_BY_NAME = _Rule('the data given to model.fit (a tf.data.Dataset or arrays)', 3,
-                           'Keys that are keyword names are keyword arguments of the step callable of a '
-                           'compat_mts session.')
-_MINIMIZE = _Rule('a tf.function step: tf.GradientTape, optimizer.apply_gradients(...), '
-                  'global_step.assign_add(1)', 2,
-                  'v1 incremented the global step here; a Keras optimizer takes no global_step, so the step '
-                  'increments it. At stage 3 model.fit counts optimizer.iterations. ' + _WRAP_GRAPH_NOTE)
-_ITERATOR_METHOD = _Rule('iter(dataset)', 2, _ITERATOR_NOTE)
-_GET_NEXT = _Rule('next(iterator)', 2, _ITERATOR_NOTE)
-
-_GLOBAL_STEP_HELPERS = ('tf.compat.v1.train.get_or_create_global_step', 'tf.compat.v1.train.get_global_step',
-                        'tf.compat.v1.train.create_global_step')
-_SESSION_CONSTRUCTORS = ('Session', 'InteractiveSession', 'MonitoredTrainingSession', 'MonitoredSession',
-                         'SingularMonitoredSession')
-_SESSION_NAME = re.compile(r'(?:^|_)sess(?:ion)?$', re.IGNORECASE)
-_V1_ITERATOR_METHODS = ('make_one_shot_iterator', 'make_initializable_iterator')
-_V1_ITERATOR_CONSTRUCTS = ('tf.compat.v1.data.make_one_shot_iterator', 'tf.compat.v1.data.make_initializable_iterator',
-                           'tf.compat.v1.data.Iterator')
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -385,9 +100,6 @@ def _dotted(node: ast.AST) -> list[str] | None:
     parts.append(node.id)
     return parts[::-1]
 
-
-def _root(path: str) -> str:
-    return path.split('.', 1)[0]
 
 
 class _Names:
@@ -406,7 +118,7 @@ class _Names:
                     if alias.asname:
                         self._bind(alias.asname, alias.name)
                     else:
-                        self._bind(_root(alias.name), _root(alias.name))
+                        self._bind(catalogue.root(alias.name), catalogue.root(alias.name))
             elif isinstance(node, ast.ImportFrom):
                 module = node.module or ''
                 if node.level:
@@ -416,7 +128,7 @@ class _Names:
                         self.star_modules.append(module)
                     else:
                         self._bind(alias.asname or alias.name, f'{module}.{alias.name}')
-        self.uses_tensorflow = any(_root(path) in ('tensorflow', 'compat_mts')
+        self.uses_tensorflow = any(catalogue.root(path) in ('tensorflow', 'compat_mts')
                                    for path in (*self.aliases.values(), *self.star_modules))
         self._bind_module_aliases(tree)
         self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(tree)
@@ -424,7 +136,8 @@ class _Names:
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
         # binding is what the script means.
-        if self.aliases.get(name, '').startswith(_V1_ROOT[:-1]) and _root(path) == 'tensorflow':
+        if (self.aliases.get(name, '').startswith(catalogue.V1_ROOT[:-1])
+                and catalogue.root(path) == 'tensorflow'):
             return
         self.aliases[name] = path
 
@@ -435,7 +148,8 @@ class _Names:
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 continue
             path = self.resolve(node.value)
-            if path and _root(path) in ('tensorflow', 'compat_mts') and _lookup(path, v1_style=True) is None:
+            if path and catalogue.root(path) in ('tensorflow', 'compat_mts') and (
+                    catalogue.lookup(path, v1_style=True) is None or catalogue.gone_module(path)):
                 self.aliases[node.targets[0].id] = path
 
     def _bare_tensorflow_is_v1(self, tree: ast.Module) -> bool:
@@ -444,9 +158,9 @@ class _Names:
                 path = self.resolve(node)
                 if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
                     relative = path[len('tensorflow.'):]
-                    if ((relative in _V1_RULES and relative not in _ALSO_IN_TF2)
+                    if ((relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2)
                             or any(relative == prefix or relative.startswith(prefix + '.')
-                                   for prefix in _TF1_ONLY_PREFIXES)):
+                                   for prefix in catalogue.TF1_ONLY_PREFIXES)):
                         return True
         return False
 
@@ -460,41 +174,63 @@ class _Names:
             return '.'.join([self.aliases[head], *rest])
         for module in self.star_modules:
             candidate = '.'.join([module, head, *rest])
-            if _lookup(candidate, v1_style=True) is not None:
+            if catalogue.lookup(candidate, v1_style=True) is not None:
                 return candidate
         return None
 
-    def rule_for(self, node: ast.AST) -> tuple[str, _Rule] | None:
+    def rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
         """(canonical construct, rule) when `node` names a catalogued construct."""
         path = self.resolve(node)
-        return _lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        return catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
 
-
-def _lookup(path: str, v1_style: bool) -> tuple[str, _Rule] | None:
-    """(canonical construct, rule) of a full dotted path, or None when it is not in the catalogue."""
-    if _root(path) == 'compat_mts':
-        parts = path.split('.')
-        key = _MTS_BY_LAST_NAME.get(parts[-1]) if len(parts) > 1 else None
-        if key is None or (key.startswith('keras.') and 'keras' not in parts):
-            return None
-        return f'compat_mts.{key}', _MTS_RULES[key]
-    if not path.startswith('tensorflow.') or path.startswith('tensorflow.compat.v2.'):
-        return None
-    definite = path.startswith(_V1_ROOT)
-    relative = path[len(_V1_ROOT):] if definite else path[len('tensorflow.'):]
-    module, _, name = relative.rpartition('.')
-    if module in _TRAIN_MODULES:
-        relative, definite = f'train.{name}', True
-    elif relative == 'python.client.session.Session':
-        relative, definite = 'Session', True
-    rule = _V1_RULES.get(relative)
-    if rule is None or not (definite or v1_style or relative not in _ALSO_IN_TF2):
-        return None
-    return f'tf.compat.v1.{relative}', rule
+    def through_gone_module_alias(self, node: ast.AST, rule: catalogue.Rule) -> bool:
+        """Whether `node` is a use, through an alias of a module TensorFlow 2.21 no longer has, that the
+        finding at that alias (its import or assignment) already covers: the imported name itself, or a name
+        that the module's replacement also has (`slim.conv2d` once `import tf_slim as slim`)."""
+        parts = _dotted(node)
+        bound = self.aliases.get(parts[0]) if parts else None
+        gone = catalogue.gone_module(bound) if bound else None
+        if gone is None:
+            return False
+        return len(parts) == 1 or gone == rule.module
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The checker.
+
+_GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensorflow.python.framework.ops.Graph')
+_CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
+_KERAS_READERS = ('tensorflow', 'keras', 'tf_keras')  # the modules that read TF_USE_LEGACY_KERAS on import
+# What a name can be bound to, as far as the checker follows it (see `_Checker._bind_values`).
+_BOUND_KINDS = ('session', 'iterator', 'graph', 'device_function', 'ps_cluster', 'shape', 'foreign')
+
+
+def _has_ps_key(node: ast.AST) -> bool:
+    """Whether `node` is a dict literal with a 'ps' key (a v1 cluster with parameter servers)."""
+    return isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps'
+                                              for key in node.keys)
+
+
+def _imports_tensorflow(node: ast.AST) -> bool:
+    """Whether `node` imports TensorFlow or Keras."""
+    if isinstance(node, ast.Import):
+        return any(catalogue.root(alias.name) in _KERAS_READERS for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and catalogue.root(node.module or '') in _KERAS_READERS
+
+
+def _sets_legacy_keras(node: ast.AST) -> bool:
+    """Whether `node` is `os.environ['TF_USE_LEGACY_KERAS'] = '1'` or `os.environ.setdefault(...)` of it."""
+    if isinstance(node, ast.Assign):
+        pairs = [(target.slice, node.value) for target in node.targets if isinstance(target, ast.Subscript)]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+            'setdefault', 'putenv') and len(node.args) == 2:
+        pairs = [tuple(node.args)]
+    else:
+        return False
+    return any(isinstance(key, ast.Constant) and key.value == 'TF_USE_LEGACY_KERAS'
+               and isinstance(value, ast.Constant) and str(value.value).lower() in ('1', 'true')
+               for key, value in pairs)
+
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset + 1
@@ -512,35 +248,68 @@ class _Checker(ast.NodeVisitor):
         self.filename = filename
         self.names = _Names(tree)
         self.findings: dict[tuple[int, int, str], Finding] = {}
-        self._sessions, self._iterators, self._foreign = self._bound_values(tree)
+        self._functions = {node.name for node in ast.walk(tree)
+                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
+        self._bind_values(tree)
         self._graph_functions = self._wrapped_graph_functions(tree)
         self._in_graph_function = False
+        self._settings = self._script_settings(tree)
 
-    def _bound_values(self, tree: ast.Module) -> tuple[set[str], set[str], set[str]]:
-        """The targets (as source text) bound to a session, to a v1 iterator, and to another library's call."""
-        sessions, iterators, foreign = set(), set(), set()
+    def _bind_values(self, tree: ast.Module) -> None:
+        """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
+        'iterator' (v1), 'graph', 'device_function' (a replica_device_setter), 'ps_cluster' (a cluster with a
+        'ps' job), 'shape' (a tensor's shape) and 'foreign' (another library's call)."""
+        bound = self._bound
+        pairs = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                pairs = [(node.targets[0], node.value)]
+                pairs.append((node.targets[0], node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                pairs = [(node.target, node.value)]
+                pairs.append((node.target, node.value))
             elif isinstance(node, (ast.With, ast.AsyncWith)):
-                pairs = [(item.optional_vars, item.context_expr) for item in node.items if item.optional_vars]
-            else:
+                pairs.extend((item.optional_vars, item.context_expr) for item in node.items if item.optional_vars)
+        # Dicts first: a ClusterSpec may be made from a dict bound earlier.
+        bound['ps_cluster'].update(ast.unparse(target) for target, value in pairs if _has_ps_key(value))
+        for target, value in pairs:
+            key = ast.unparse(target)
+            if isinstance(value, ast.Attribute) and value.attr == 'shape':
+                bound['shape'].add(key)
+            if not isinstance(value, ast.Call):
                 continue
-            for target, value in pairs:
-                if not isinstance(value, ast.Call):
-                    continue
-                key = ast.unparse(target)
-                if self._is_session_constructor(value):
-                    sessions.add(key)
-                elif self._makes_v1_iterator(value):
-                    iterators.add(key)
-                else:
-                    path = self.names.resolve(value.func)
-                    if path and _root(path) not in ('tensorflow', 'compat_mts'):
-                        foreign.add(key)
-        return sessions, iterators, foreign
+            found = self.names.rule_for(value.func)
+            construct = found[0] if found else ''
+            if self._is_session_constructor(value):
+                bound['session'].add(key)
+            elif self._makes_v1_iterator(value):
+                bound['iterator'].add(key)
+            elif self.names.resolve(value.func) in _GRAPH_CONSTRUCTORS:
+                bound['graph'].add(key)
+            elif construct == 'tf.compat.v1.train.replica_device_setter':
+                bound['device_function'].add(key)
+            elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, construct):
+                bound['ps_cluster'].add(key)
+            elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
+                bound['shape'].add(key)
+            else:
+                path = self.names.resolve(value.func)
+                if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
+                    bound['foreign'].add(key)
+
+    def _script_settings(self, tree: ast.Module) -> set[str]:
+        """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
+        v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
+        `os.environ` before the first import of TensorFlow or Keras."""
+        settings = set()
+        first_import = min((node.lineno for node in ast.walk(tree) if _imports_tensorflow(node)), default=None)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                found = self.names.rule_for(node.func)
+                if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+                    settings.add(catalogue.V1_TENSORSHAPE_SETTING)
+            if first_import is not None and _sets_legacy_keras(node) and node.lineno < first_import:
+                settings.add(catalogue.LEGACY_KERAS_SETTING)
+        return settings
 
     def _wrapped_graph_functions(self, tree: ast.Module) -> set[str]:
         """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
@@ -554,37 +323,85 @@ class _Checker(ast.NodeVisitor):
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
         found = self.names.rule_for(call.func)
-        return found is not None and found[0].rsplit('.', 1)[-1] in _SESSION_CONSTRUCTORS
+        return found is not None and found[0].rsplit('.', 1)[-1] in catalogue.SESSION_CONSTRUCTORS
 
     def _makes_v1_iterator(self, call: ast.Call) -> bool:
-        if isinstance(call.func, ast.Attribute) and call.func.attr in _V1_ITERATOR_METHODS:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in catalogue.V1_ITERATOR_METHODS:
             return self.names.uses_tensorflow
         found = self.names.rule_for(call.func)
         if found is None and isinstance(call.func, ast.Attribute):  # tf.compat.v1.data.Iterator.from_structure
             found = self.names.rule_for(call.func.value)
-        return found is not None and found[0] in _V1_ITERATOR_CONSTRUCTS
+        return found is not None and found[0] in catalogue.V1_ITERATOR_CONSTRUCTS
 
     def _is_session(self, receiver: ast.AST) -> bool:
         key = ast.unparse(receiver)
-        if key in self._sessions:
+        if key in self._bound['session']:
             return True
         if isinstance(receiver, ast.Call):
             if self._is_session_constructor(receiver):
                 return True
             receiver = receiver.func  # sess.raw_session().run(...)
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, 'id', '')
-        return (self.names.uses_tensorflow and key not in self._foreign and bool(_SESSION_NAME.search(name))
-                and self.names.resolve(receiver) is None)
+        return (self.names.uses_tensorflow and key not in self._bound['foreign']
+                and bool(catalogue.SESSION_NAME.search(name)) and self.names.resolve(receiver) is None)
 
-    def _add(self, position: tuple[int, int], construct: str, rule: _Rule) -> None:
+    def _has_ps_job(self, call: ast.Call, construct: str) -> bool:
+        """Whether a ClusterSpec or Server call describes a cluster with a 'ps' job (or is a ps task)."""
+        cluster = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ('cluster', 'server_or_cluster_def'))]
+        for value in cluster:
+            if _has_ps_key(value) or ast.unparse(value) in self._bound['ps_cluster']:
+                return True
+            if isinstance(value, ast.Call):
+                found = self.names.rule_for(value.func)
+                if found is not None and found[0] in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, found[0]):
+                    return True
+        if construct.endswith('.Server'):
+            job = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == 'job_name')]
+            return any(isinstance(value, ast.Constant) and value.value == 'ps' for value in job)
+        return False
+
+    def _is_device_function(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Lambda):
+            return True
+        if isinstance(node, ast.Call):
+            found = self.names.rule_for(node.func)
+            return found is not None and found[0] == 'tf.compat.v1.train.replica_device_setter'
+        return isinstance(node, ast.Name) and (node.id in self._bound['device_function'] or node.id in self._functions)
+
+    def _is_dimension(self, node: ast.AST) -> bool:
+        """Whether `node` reads one dimension of a tensor's shape: `x.shape[i]`, `x.get_shape()[i]`."""
+        if not isinstance(node, ast.Subscript) or isinstance(node.slice, ast.Slice):
+            return False
+        shape = node.value
+        return ((isinstance(shape, ast.Attribute) and shape.attr == 'shape')
+                or (isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute)
+                    and shape.func.attr == 'get_shape')
+                or ast.unparse(shape) in self._bound['shape'])
+
+    def _add(self, position: tuple[int, int], construct: str, rule: catalogue.Rule) -> None:
+        if rule.unless is not None and rule.unless[0] in self._settings:
+            rule = rule.unless[1]
         line, col = position
-        self.findings.setdefault((line, col, construct), Finding(self.filename, line, col, construct,
-                                                                 rule.replacement, rule.stage, rule.note))
+        self.findings.setdefault((line, col, construct), Finding(
+                self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks))
 
     # Visitors.
 
-    def visit_Import(self, node: ast.Import) -> None:
-        """Imports are where names come from, not uses: the uses are reported."""
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Imports are where names come from, not uses: the uses are reported. The exception is an import
+        from a module TensorFlow 2.21 no longer has (`from tensorflow.contrib import slim`), which fails."""
+        if isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return
+            paths = [(alias, node.module if alias.name == '*' else f'{node.module}.{alias.name}')
+                     for alias in node.names]
+        else:
+            paths = [(alias, alias.name) for alias in node.names]
+        for alias, path in paths:
+            if catalogue.gone_module(path):
+                found = catalogue.lookup(path, v1_style=True)
+                if found is not None:
+                    self._add(_position(alias), *found)
 
     visit_ImportFrom = visit_Import
 
@@ -596,11 +413,26 @@ class _Checker(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_With(self, node: ast.With) -> None:
+        """The body of `with tf.Graph().as_default():` builds the program's own graph, as a wrap_graph build_fn does."""
+        graph_block = any(isinstance(item.context_expr, ast.Call) and isinstance(item.context_expr.func, ast.Attribute)
+                          and item.context_expr.func.attr == 'as_default'
+                          and self._is_graph(item.context_expr.func.value) for item in node.items)
+        outer = self._in_graph_function
+        self._in_graph_function = outer or graph_block
+        self.generic_visit(node)
+        self._in_graph_function = outer
+
     def _visit_reference(self, node: ast.Attribute | ast.Name) -> None:
+        if (isinstance(node, ast.Attribute) and node.attr == 'value' and self.names.uses_tensorflow
+                and self._is_dimension(node.value)):
+            self._add(_position(node), ast.unparse(node), catalogue.shape_value_rule(ast.unparse(node.value)))
         found = self.names.rule_for(node)
         if found is not None:
             construct, rule = found
-            if self._in_graph_function and construct in _GLOBAL_STEP_HELPERS:
+            if self.names.through_gone_module_alias(node, rule):
+                return
+            if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
                 rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
             self._add(_position(node), construct, rule)
         else:
@@ -622,8 +454,16 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         found = self.names.rule_for(node.func)
-        if found is not None and found[0].endswith('.MonitoredTrainingSession'):
-            self._add_session_arguments(node, found[0])
+        construct = found[0] if found else ''
+        if construct.endswith('.MonitoredTrainingSession'):
+            self._add_session_arguments(node, construct)
+        elif construct == 'tf.compat.v1.train.Saver':
+            self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
+        elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
+            self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
+        elif (self.names.resolve(node.func) == 'tensorflow.device' and node.args
+              and self._is_device_function(node.args[0])):
+            self._add(_position(node), 'tf.device(<device function>)', catalogue.DEVICE_FUNCTION)
         if isinstance(node.func, ast.Attribute):
             self._check_method_call(node)
         if self.names.uses_tensorflow:
@@ -633,37 +473,51 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
+        rules = {name: catalogue.Rule(replacement, 3, note)
+                 for name, (replacement, note) in catalogue.MTS_ARGUMENTS.items()}
+        self._add_arguments(call, construct, catalogue.MTS_ARGUMENT_ORDER, rules)
+
+    def _add_arguments(self, call: ast.Call, construct: str, order: Sequence[str],
+                       rules: dict[str, catalogue.Rule]) -> None:
+        """One finding per argument of `call` that `rules` has, given by keyword or by position (`order`)."""
         positional = itertools.takewhile(lambda arg: not isinstance(arg, ast.Starred), call.args)
-        given = list(zip(_MTS_ARGUMENT_ORDER, positional))
-        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in _MTS_ARGUMENTS]
+        given = list(zip(order, positional))
+        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in rules]
         for name, node in given:
-            replacement, note = _MTS_ARGUMENTS[name]
-            self._add(_position(node), f'{construct}({name}=...)', _Rule(replacement, 3, note))
+            if name in rules:
+                self._add(_position(node), f'{construct}({name}=...)', rules[name])
 
     def _check_method_call(self, call: ast.Call) -> None:
         method, receiver = call.func.attr, call.func.value
         if method == 'run' and self._is_session(receiver):
-            self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', _RUN)
+            self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', catalogue.RUN)
             if len(call.args) > 1:
                 self._add_feed_dict(call.args[1], call.args[1])
         elif not self.names.uses_tensorflow or self.names.resolve(receiver):
             return
+        elif method == 'as_default' and self._is_graph(receiver):
+            self._add(_position(call), f'{ast.unparse(receiver)}.as_default()', catalogue.GRAPH_AS_DEFAULT)
         elif method in ('minimize', 'apply_gradients'):
             for keyword in call.keywords:
                 if keyword.arg == 'global_step':
-                    self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', _MINIMIZE)
-        elif method in _V1_ITERATOR_METHODS:
-            self._add(_method_position(call), f'Dataset.{method}()', _ITERATOR_METHOD)
-        elif method == 'get_next' and (ast.unparse(receiver) in self._iterators or (
+                    self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', catalogue.MINIMIZE)
+        elif method in catalogue.V1_ITERATOR_METHODS:
+            self._add(_method_position(call), f'Dataset.{method}()', catalogue.ITERATOR_METHOD)
+        elif method == 'get_next' and (ast.unparse(receiver) in self._bound['iterator'] or (
                 isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))):
-            self._add(_method_position(call), 'Iterator.get_next()', _GET_NEXT)
+            self._add(_method_position(call), 'Iterator.get_next()', catalogue.GET_NEXT)
+
+    def _is_graph(self, receiver: ast.AST) -> bool:
+        if isinstance(receiver, ast.Call):
+            return self.names.resolve(receiver.func) in _GRAPH_CONSTRUCTORS
+        return ast.unparse(receiver) in self._bound['graph']
 
     def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
         # Keyword names ('x') feed a step callable; tensor names ('x:0') still feed a graph.
         by_name = isinstance(value, ast.Dict) and value.keys and all(
                 isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()
                 for key in value.keys)
-        self._add(_position(node), 'feed_dict', _FEED_DICT_BY_NAME if by_name else _FEED_DICT)
+        self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -701,28 +555,46 @@ def check_file(path: str | pathlib.Path) -> list[Finding]:
     return check_source(source, filename)
 
 
-def format_text(findings: Sequence[Finding], files_checked: int | None = None) -> str:
-    """Findings for people: `file:line:col: stage N: construct -> replacement`, the note indented below,
-    then a one-line count by stage (over `files_checked` files, when given)."""
+def format_text(findings: Sequence[Finding], files_checked: int | None = None, files_failed: int = 0) -> str:
+    """Findings for people: `file:line:col: stage N: construct -> replacement` (`blocks stage 1:` in place of
+    `stage 1:` for what must change before the script runs), the note indented below, then a one-line count
+    by stage (over `files_checked` files, when given) and, when some findings block stage 1, a line counting
+    them. `files_failed` files could not be read or parsed: a last line says so, and when no file was
+    checked at all there is nothing to summarize (''), only the errors the caller prints."""
+    if files_failed and not files_checked:
+        return ''
     lines = []
     for finding in findings:
-        lines.append(f'{finding.file}:{finding.line}:{finding.col}: stage {finding.stage}: '
+        stage = 'blocks stage 1' if finding.blocks else f'stage {finding.stage}'
+        lines.append(f'{finding.file}:{finding.line}:{finding.col}: {stage}: '
                      f'{finding.construct} -> {finding.replacement}')
         lines.append(textwrap.fill(finding.note, width=110, initial_indent='    ', subsequent_indent='    '))
-    in_files = '' if files_checked is None else f' in {files_checked} file{"s" if files_checked != 1 else ""}'
+    in_files = ''
+    if files_checked is not None:
+        files = f'{files_checked} file{"s" if files_checked != 1 else ""}'
+        in_files = f' in the {files} checked' if files_failed else f' in {files}'
     if not findings:
-        lines.append(f'Nothing to migrate{in_files}.')
+        lines.append(f'No constructs found{in_files}.' if files_failed else f'Nothing to migrate{in_files}.')
     else:
         stages = sorted({finding.stage for finding in findings})
         counts = ', '.join(f'stage {stage}: {sum(f.stage == stage for f in findings)}' for stage in stages)
         plural = 's' if len(findings) != 1 else ''
         lines.append(f'{len(findings)} construct{plural} to migrate{in_files} ({counts}).')
+        blocking = sum(finding.blocks for finding in findings)
+        if blocking == 1:
+            lines.append('1 construct blocks stage 1: the script cannot run on compat_mts until it changes.')
+        elif blocking:
+            lines.append(f'{blocking} constructs block stage 1: the script cannot run on compat_mts until they '
+                         'change.')
+    if files_failed:
+        files, were = ('files', 'they were') if files_failed != 1 else ('file', 'it was')
+        lines.append(f'{files_failed} {files} could not be read or parsed, so {were} not checked.')
     return '\n'.join(lines) + '\n'
 
 
 def format_json(findings: Sequence[Finding], errors: Sequence[CheckError] = ()) -> str:
-    """Findings for tools: `{"findings": [{file, line, col, construct, replacement, stage, note}, ...],
-    "errors": [{file, line, col, message}, ...]}`."""
+    """Findings for tools: `{"findings": [{file, line, col, construct, replacement, stage, note, blocks}, ...],
+    "errors": [{file, line, col, message}, ...]}`; `blocks` is true for what must change before stage 1 runs."""
     document = {
             'findings': [dataclasses.asdict(finding) for finding in findings],
             'errors': [{'file': error.file, 'line': error.line, 'col': error.col, 'message': error.message}
@@ -742,7 +614,8 @@ def _python_files(paths: Iterable[str]) -> list[pathlib.Path]:
 
 
 _DESCRIPTION = ('List the v1 training-loop constructs of Python scripts (read, never run), with the compat_mts '
-                'or TF2 replacement of each and the migration stage (1-4) that changes it. Exit status: 0 '
+                'or TF2 replacement of each and the migration stage (1-4) that changes it; "blocks stage 1" marks '
+                'what fails on TensorFlow 2.21 as written, with the edit that makes it run. Exit status: 0 '
                 'nothing found, 1 constructs found, 2 a file could not be read or parsed.')
 
 
@@ -753,8 +626,9 @@ def _configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument('--max-stage', type=int, choices=sorted(STAGES), default=4, metavar='N',
                         help='list only what stages 1..N change (default: 4, everything); the stages: ' +
                              '; '.join(f'{stage} = {text}' for stage, text in STAGES.items()))
-    parser.add_argument('--fail-on', choices=('any', 'none'), default='any',
-                        help='exit with status 1 when anything is found (any, the default) or never (none)')
+    parser.add_argument('--fail-on', choices=('any', 'blocking', 'none'), default='any',
+                        help='exit with status 1 when anything is found (any, the default), only when something '
+                             'blocks stage 1 (blocking), or never (none)')
     parser.set_defaults(run=run)
     return parser
 
@@ -780,9 +654,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         for error in errors:
             print(f'{error}', file=sys.stderr)
-        sys.stdout.write(format_text(findings, files_checked=len(files) - len(errors)))
+        sys.stdout.write(format_text(findings, files_checked=len(files) - len(errors), files_failed=len(errors)))
     if errors:
         return 2
+    if args.fail_on == 'blocking':
+        return 1 if any(finding.blocks for finding in findings) else 0
     return 1 if findings and args.fail_on == 'any' else 0
 
 

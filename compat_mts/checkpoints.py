@@ -61,7 +61,8 @@ class CheckpointDirectoryInUseError(RuntimeError):
 
 
 class DamagedCheckpointsError(RuntimeError):
-    """Every checkpoint listed in a directory failed to load; the session refuses to start afresh over them."""
+    """Checkpoint files that cannot be read: every checkpoint listed in a session's directory failed to load (the
+    session refuses to start afresh over them), or a checkpoint `convert_checkpoint` was to rewrite is damaged."""
 
 
 LOCK_FILE = 'compat_mts.lock'

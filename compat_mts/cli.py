@@ -8,6 +8,7 @@ it runs, so TensorFlow is loaded only by the subcommands that need it and `--hel
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -30,8 +31,13 @@ def _positive_int(text: str) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     import tensorflow as tf
 
-    from compat_mts import demo  # Imports TensorFlow, which only this subcommand needs.
+    from compat_mts import demo, summary  # Import TensorFlow, which only this subcommand needs.
 
+    try:
+        summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
+    except PermissionError as error:
+        print(f'compat-mts demo: {error}', file=sys.stderr)
+        return 2
     if args.verbose:
         tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
     demo.run_demo(args.dir, args.steps)
@@ -39,11 +45,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from compat_mts import legacy  # Imports TensorFlow, which only this subcommand needs.
+    from compat_mts import checkpoints, legacy  # Import TensorFlow, which only this subcommand needs.
 
     try:
         written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to)
-    except ValueError as error:
+    except (ValueError, PermissionError, checkpoints.DamagedCheckpointsError) as error:
         print(f'compat-mts convert: {error}', file=sys.stderr)
         return 2
     print('\n'.join(written))

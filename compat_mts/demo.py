@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import summary
 
 _FEATURES = 8
 _BATCH_SIZE = 64
@@ -62,10 +63,13 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print) -> d
 
     Raises:
         ValueError: `steps` is not a positive integer.
+        PermissionError: `directory` cannot be created or written (a regular file, a path below one, no write
+            permission); nothing has been written then.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
     directory = os.path.abspath(directory)
+    summary.ensure_writable_directory(directory, 'directory')
     out(f'Writing checkpoints and TensorBoard events to {directory}')
     previous_checkpoint = tf.train.latest_checkpoint(directory)
 

@@ -27,7 +27,7 @@ from tensorflow.python.checkpoint import checkpoint_management
 from tensorflow.python.trackable import data_structures
 from tensorflow.python.training import py_checkpoint_reader
 
-from compat_mts import checkpoints
+from compat_mts import checkpoints, summary
 from compat_mts.checkpoints import CheckpointMismatchError
 
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
@@ -387,13 +387,32 @@ def restore_from_v1(checkpoint_path: str, mapping: Mapping[str, Any], dry_run: b
     return report
 
 
-def _variables_of(path: str) -> dict[str, tf.Tensor]:
-    names = CheckpointNames(path)
+def _variables_of(names: CheckpointNames) -> dict[str, tf.Tensor]:
     ordered = sorted(names.keys)
-    values = tf.raw_ops.RestoreV2(prefix=path, tensor_names=[names.keys[name] for name in ordered],
+    values = tf.raw_ops.RestoreV2(prefix=names.path, tensor_names=[names.keys[name] for name in ordered],
                                   shape_and_slices=[''] * len(ordered),
                                   dtypes=[names.dtypes[name] for name in ordered])
     return dict(zip(ordered, values))
+
+
+# What reading a truncated or corrupt checkpoint file raises: OpErrors from TensorFlow, Python errors from the reader.
+_READ_ERRORS = (tf.errors.OpError, ValueError, OSError)
+_OP_CONTEXT = re.compile(r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]$')
+
+
+def _unreadable(file: str, error: Exception) -> checkpoints.DamagedCheckpointsError:
+    reason = _OP_CONTEXT.sub('', (str(error).strip().splitlines() or [''])[0])
+    return checkpoints.DamagedCheckpointsError(
+            f'{file} cannot be read ({type(error).__name__}: {reason}); nothing was converted.')
+
+
+def _remove_written(prefixes: list[str], directory: str, created: bool) -> None:
+    """Removes the files of `prefixes`, and `directory` too when this conversion created it."""
+    for prefix in prefixes:
+        for path in tf.io.gfile.glob(f'{prefix}.*'):
+            tf.io.gfile.remove(path)
+    if created and not tf.io.gfile.listdir(directory):
+        tf.io.gfile.rmtree(directory)
 
 
 def _write_object_based(file_prefix: str, values: Mapping[str, tf.Tensor]) -> str:
@@ -416,8 +435,12 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:
     The `checkpoint` state file of `dst_dir` lists the converted checkpoints in the same order, with
     relative paths. Either conversion followed by the other gives back the same names and values.
 
+    Every checkpoint's index is read before anything is written; one whose files cannot be read stops the
+    conversion, and what it had written is removed, so `dst_dir` is left as it was.
+
     Args:
-      src_dir: a directory with a `checkpoint` state file.
+      src_dir: a directory with checkpoints (those of its `checkpoint` state file, found as a session finds
+        them: a relative, moved or symlinked directory works).
       dst_dir: where to write; created if needed; must not hold checkpoints already.
       to: 'name' or 'object'.
 
@@ -426,23 +449,36 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:
 
     Raises:
       ValueError: a bad `to`, no checkpoints in `src_dir`, or `dst_dir` already holding a state file.
+      DamagedCheckpointsError: a checkpoint file of `src_dir` is truncated, corrupt or missing; the message
+        names the file.
+      PermissionError: `dst_dir` cannot be created or written.
     """
     if to not in FORMATS:
         raise ValueError(f'`to` must be one of {FORMATS}, got {to!r}.')
     src_dir, dst_dir = os.fspath(src_dir), os.fspath(dst_dir)
-    state = tf.train.get_checkpoint_state(src_dir)
-    if state is None:
-        raise ValueError(f'`src_dir` {src_dir!r} holds no checkpoint (no `checkpoint` state file).')
+    sources = list(reversed(checkpoints.checkpoint_paths(src_dir)))
+    if not sources:
+        raise ValueError(f'`src_dir` {src_dir!r} holds no checkpoint (no `checkpoint` state file, no '
+                         '<prefix>-<step>.index files).')
     if os.path.abspath(src_dir) == os.path.abspath(dst_dir):
         raise ValueError('`dst_dir` must differ from `src_dir`.')
     if tf.train.get_checkpoint_state(dst_dir) is not None:
         raise ValueError(f'`dst_dir` {dst_dir!r} already holds checkpoints; give an empty directory.')
-    tf.io.gfile.makedirs(dst_dir)
-    sources = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+    names = {}
+    for source in sources:
+        try:
+            names[source] = CheckpointNames(source)
+        except _READ_ERRORS as error:
+            raise _unreadable(f'{source}.index', error) from None
+    created = not tf.io.gfile.isdir(dst_dir)
+    summary.ensure_writable_directory(dst_dir, 'dst_dir')
     written = []
     for source in sources:
-        source = source if os.path.isabs(source) else os.path.join(src_dir, source)
-        values = _variables_of(source)
+        try:
+            values = _variables_of(names[source])
+        except _READ_ERRORS as error:
+            _remove_written(written, dst_dir, created)
+            raise _unreadable(f'{source}.data-*', error) from None
         target = os.path.join(dst_dir, os.path.basename(source))
         if to == 'name':
             entries = [_Entry(name, '', value) for name, value in values.items()]

@@ -18,11 +18,13 @@ import textwrap
 import pytest
 
 from compat_mts import check
+from compat_mts import check_catalogue as catalogue
 from tests.support import run_python
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = pathlib.Path(__file__).resolve().parent / 'check_samples'
 CHECK_SCRIPT = REPO / 'compat_mts' / 'check.py'
+CATALOGUE = REPO / 'compat_mts' / 'check_catalogue.py'
 
 MTS = 'tf.compat.v1.train.MonitoredTrainingSession'
 
@@ -73,6 +75,7 @@ EXPECTED = {
                 ('tf.compat.v1.summary.merge_all', 39),
                 ('tf.compat.v1.train.Scaffold', 40),
                 ('tf.compat.v1.train.Saver', 40),
+                ('tf.compat.v1.train.Saver(max_to_keep=...)', 40),
                 ('tf.compat.v1.train.StopAtStepHook', 42),
                 ('tf.compat.v1.train.SummarySaverHook', 43),
                 (MTS, 45),
@@ -90,6 +93,7 @@ EXPECTED = {
                 ('tf.compat.v1.train.SessionRunArgs', 21),
                 ('tf.compat.v1.train.ClusterSpec', 30),
                 ('tf.compat.v1.train.Server', 31),
+                ('tf.device(<device function>)', 37),
                 ('tf.compat.v1.train.replica_device_setter', 37),
                 ('tf.compat.v1.get_variable', 39),
                 ('tf.compat.v1.train.get_or_create_global_step', 41),
@@ -109,10 +113,21 @@ EXPECTED = {
 }
 
 
+# What of it blocks stage 1: the parameter-server cluster and its device placement.
+BLOCKING = {
+        'regression.py': [],
+        'dataset_summaries.py': [],
+        'distributed_hooks.py': [('tf.compat.v1.train.ClusterSpec', 30), ('tf.compat.v1.train.Server', 31),
+                                 ('tf.device(<device function>)', 37),
+                                 ('tf.compat.v1.train.replica_device_setter', 37)],
+}
+
+
 @pytest.mark.parametrize('sample', sorted(EXPECTED))
 def test_sample_program_lists_exactly_its_v1_constructs(sample):
     findings = check.check_file(SAMPLES / sample)
     assert [(finding.construct, finding.line) for finding in findings] == EXPECTED[sample]
+    assert [(finding.construct, finding.line) for finding in findings if finding.blocks] == BLOCKING[sample]
     assert {finding.file for finding in findings} == {str(SAMPLES / sample)}
 
 
@@ -392,9 +407,391 @@ def test_v1_dataset_iterators():
 
 
 def test_eager_switches_are_removed_at_stage_1():
-    assert [(f.construct, f.stage) for f in check.check_source(
-            'import tensorflow as tf\ntf.compat.v1.disable_v2_behavior()\n')] == [
-            ('tf.compat.v1.disable_v2_behavior', 1)]
+    findings = check.check_source('import tensorflow as tf\ntf.compat.v1.disable_v2_behavior()\n'
+                                  'tf.compat.v1.disable_eager_execution()\n')
+    assert [(f.construct, f.stage, f.blocks) for f in findings] == [
+            ('tf.compat.v1.disable_v2_behavior', 1, False), ('tf.compat.v1.disable_eager_execution', 1, False)]
+    assert findings[1].replacement == 'nothing: remove the call'
+    assert "'with tf.Graph().as_default():' block" in findings[1].note and 'wrap_graph' in findings[1].note
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What blocks stage 1: lines that fail on TensorFlow 2.21 as written, each with the edit that makes it run.
+
+def blocking(source: str) -> list[tuple[str, int]]:
+    """(construct, line) of each finding of `source` (dedented) that blocks stage 1."""
+    return [(f.construct, f.line) for f in check.check_source(textwrap.dedent(source), 'x.py') if f.blocks]
+
+
+@pytest.mark.parametrize('source, construct, replacement', [
+        ('import tensorflow as tf\ninit = tf.contrib.layers.xavier_initializer()',
+         'tf.contrib.layers.xavier_initializer',
+         'tf.compat.v1.glorot_uniform_initializer() (uniform=False: tf.compat.v1.glorot_normal_initializer())'),
+        ('import tensorflow.compat.v1 as tf\nreg = tf.contrib.layers.l2_regularizer(0.1)',
+         'tf.contrib.layers.l2_regularizer', 'tf.keras.regularizers.l2(scale / 2)'),
+        ('import tensorflow as tf\nhparams = tf.contrib.training.HParams(learning_rate=0.1)',
+         'tf.contrib.training.HParams', 'a plain Python object: types.SimpleNamespace(**values) or a dataclass'),
+        ('import tensorflow as tf\nnet = tf.contrib.slim.conv2d(images, 32, 3)', 'tf.contrib.slim.conv2d',
+         'tf_slim.conv2d'),
+        ('import tensorflow as tf\nstep = tf.contrib.framework.get_or_create_global_step()',
+         'tf.contrib.framework.get_or_create_global_step', 'tf.compat.v1.train.get_or_create_global_step()'),
+        ('import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(64)', 'tf.contrib.rnn.LSTMCell',
+         "tf.compat.v1.nn.rnn_cell.LSTMCell, with pip install 'compat-mts[legacy]' and TF_USE_LEGACY_KERAS=1 "
+         'set before TensorFlow is imported'),
+        ('import tensorflow as tf\ndecoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, state)',
+         'tf.contrib.seq2seq.BasicDecoder', 'a rewrite: TensorFlow 2 has no tf.contrib.seq2seq.BasicDecoder'),
+])
+def test_each_use_of_tf_contrib_blocks_stage_1_with_its_replacement(source, construct, replacement):
+    finding = only(source)
+    assert (finding.construct, finding.replacement, finding.stage, finding.blocks) == (
+            construct, replacement, 1, True)
+    assert finding.note.startswith('tf.contrib was removed in TensorFlow 2.0')
+
+
+def test_the_l2_regularizer_edit_keeps_the_contrib_penalty():
+    finding = only('import tensorflow as tf\nreg = tf.contrib.layers.l2_regularizer(0.1)')
+    assert 'scale * sum(w**2) / 2' in finding.note and 'l * sum(w**2)' in finding.note
+
+
+def test_a_contrib_import_is_one_finding_and_the_uses_it_covers_are_not_repeated():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow.contrib import slim
+        import tensorflow.contrib.layers as layers
+        from tensorflow.contrib.layers import xavier_initializer
+        framework = tf.contrib.framework
+        net = slim.conv2d(images, 32, 3)
+        slim.learning.train(train_op, '/tmp/logs')
+        init = xavier_initializer()
+        reg = layers.l2_regularizer(0.1)
+        embedded = layers.embed_sequence(ids, vocab_size=10, embed_dim=4)
+        with framework.arg_scope([slim.conv2d], padding='SAME'):
+            pass
+        """), 'x.py')
+    assert [(f.construct, f.line, f.col, f.blocks) for f in findings] == [
+            ('tf.contrib.slim', 2, 32, True),
+            ('tf.contrib.layers', 3, 8, True),
+            ('tf.contrib.layers.xavier_initializer', 4, 39, True),
+            ('tf.contrib.framework', 5, 13, True),
+            ('tf.contrib.slim.learning.train', 7, 1, True),  # tf_slim has no session loop
+            ('tf.contrib.layers.embed_sequence', 10, 12, True)]  # nor this
+    assert findings[0].replacement == 'tf_slim (pip install tf-slim): import tf_slim as slim'
+    assert findings[4].replacement.startswith('a compat_mts.MonitoredTrainingSession loop')
+
+
+def test_premade_estimators_block_stage_1_and_point_to_keras():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        classifier = tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=columns, n_classes=3)
+        regressor = tf.compat.v1.estimator.LinearRegressor(feature_columns=columns)
+        head = tf.estimator.MultiClassHead(3)
+        """), 'x.py')
+    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
+            ('tf.estimator.DNNClassifier', 2, 1, True), ('tf.estimator.LinearRegressor', 3, 1, True),
+            ('tf.estimator.MultiClassHead', 4, 1, True)]
+    assert findings[0].replacement.startswith('Keras: tf.keras.Sequential of Dense layers')
+    assert 'custom model_fn Estimators only' in findings[0].note
+
+
+def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        config = tf.estimator.RunConfig(model_dir='/tmp/model')
+        estimator = tf.compat.v1.estimator.Estimator(model_fn, config=config)
+        spec = tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op)
+        receiver = tf.estimator.export.ServingInputReceiver(features, receivers)
+        tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+        input_fn = tf.estimator.inputs.numpy_input_fn({'x': x}, y)
+        """), 'x.py')
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+            ('tf.estimator.RunConfig', 2, 'compat_mts.estimator.RunConfig', False),
+            ('tf.estimator.Estimator', 3, 'compat_mts.estimator.Estimator', False),
+            ('tf.estimator.EstimatorSpec', 4, 'compat_mts.estimator.EstimatorSpec', False),
+            ('tf.estimator.ModeKeys', 4, 'compat_mts.estimator.ModeKeys', False),
+            ('tf.estimator.export.ServingInputReceiver', 5, 'compat_mts.estimator.export.ServingInputReceiver',
+             False),
+            ('tf.estimator.train_and_evaluate', 6, 'compat_mts.estimator.train_and_evaluate', False),
+            ('tf.estimator.inputs.numpy_input_fn', 7,
+             'an input_fn returning tf.data.Dataset.from_tensor_slices((x, y)).batch(n)', True)]
+    assert {f.stage for f in findings} == {1}
+
+
+def test_an_estimator_import_is_the_edit_and_only_the_names_it_cannot_cover_are_listed_again():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow import estimator
+        est = tf.estimator
+        model = estimator.Estimator(model_fn)
+        baseline = est.BaselineClassifier(n_classes=2)
+        """), 'x.py')
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+            ('tf.estimator', 2, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
+            ('tf.estimator', 3, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
+            ('tf.estimator.BaselineClassifier', 5, findings[-1].replacement, True)]
+
+
+def _literal_assignment(path: pathlib.Path, name: str):
+    """The literal value assigned to `name` at the top level of the module at `path`, read without importing it."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and [target.id for target in node.targets] == [name]:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f'{path} assigns no {name}')
+
+
+def test_the_estimator_catalogue_is_what_compat_mts_estimator_has():
+    package = REPO / 'compat_mts' / 'estimator'
+    assert catalogue.PREMADE_ESTIMATORS == _literal_assignment(package / '__init__.py', '_KERAS_INSTEAD')
+    provided = set(_literal_assignment(package / '__init__.py', '__all__'))
+    assert catalogue._ESTIMATOR_NAMES <= provided  # pylint: disable=protected-access
+    export = {node.name for node in ast.parse((package / 'export.py').read_text()).body
+              if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    assert catalogue._ESTIMATOR_EXPORT_NAMES <= export  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize('source, construct, keras', [
+        ('import tensorflow.compat.v1 as tf\nh = tf.layers.dense(x, 10)', 'tf.compat.v1.layers.dense',
+         'tf.keras.layers.Dense'),
+        ('import tensorflow as tf\nh = tf.compat.v1.layers.Conv2D(8, 3)(x)', 'tf.compat.v1.layers.Conv2D',
+         'tf.keras.layers.Conv2D'),
+        ('import tensorflow as tf\nh = tf.layers.max_pooling2d(x, 2, 2)', 'tf.compat.v1.layers.max_pooling2d',
+         'tf.keras.layers.MaxPooling2D'),
+        ('from tensorflow.compat.v1 import layers\nh = layers.batch_normalization(x)',
+         'tf.compat.v1.layers.batch_normalization', 'tf.keras.layers.BatchNormalization'),
+        ('import tensorflow as tf\ncell = tf.compat.v1.nn.rnn_cell.BasicLSTMCell(8)',
+         'tf.compat.v1.nn.rnn_cell.BasicLSTMCell', 'tf.keras.layers.LSTMCell'),
+])
+def test_v1_layers_block_stage_1_with_the_legacy_keras_edit_and_become_keras_at_stage_2(source, construct, keras):
+    finding = only(source)
+    assert (finding.construct, finding.stage, finding.blocks) == (construct, 1, True)
+    assert finding.replacement == (f"pip install 'compat-mts[legacy]' and TF_USE_LEGACY_KERAS=1 set before "
+                                   f'TensorFlow is imported; at stage 2 {keras}')
+    assert 'is not available with Keras 3' in finding.note
+
+
+def test_v1_layers_do_not_block_when_the_script_sets_legacy_keras_before_importing_tensorflow():
+    layers = "h = tf.compat.v1.layers.dense(x, 10)\n"
+    before = "import os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\nimport tensorflow as tf\n" + layers
+    finding = only(before)
+    assert (finding.stage, finding.blocks, finding.replacement) == (2, False, 'tf.keras.layers.Dense')
+    assert 'sets TF_USE_LEGACY_KERAS=1' in finding.note
+    assert only("import os\nos.environ.setdefault('TF_USE_LEGACY_KERAS', '1')\nimport tensorflow as tf\n"
+                + layers).blocks is False
+    too_late = "import os\nimport tensorflow as tf\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\n" + layers
+    assert only(too_late).blocks is True
+    assert only("import os\nos.environ['TF_USE_LEGACY_KERAS'] = '0'\nimport tensorflow as tf\n" + layers).blocks
+
+
+def test_v1_losses_and_metrics_are_not_findings():
+    assert constructs("""\
+        import tensorflow.compat.v1 as tf
+        loss = tf.losses.softmax_cross_entropy(labels, logits)
+        accuracy, update = tf.metrics.accuracy(labels, predictions)
+        """) == []
+
+
+def test_reading_value_of_a_shape_dimension_blocks_stage_1():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        units = x.shape[1].value
+        dim = reshape.get_shape()[1].value
+        shape = images.get_shape()
+        channels = shape[-1].value
+        also = images.shape
+        width = also[2].value
+        fine = x.shape.dims[1].value
+        rest = x.shape[1:].num_elements()
+        known = tf.compat.v1.dimension_value(x.shape[1])
+        """), 'x.py')
+    assert [(f.construct, f.line, f.col, f.blocks) for f in findings] == [
+            ('x.shape[1].value', 2, 9, True), ('reshape.get_shape()[1].value', 3, 7, True),
+            ('shape[-1].value', 5, 12, True), ('also[2].value', 7, 9, True)]
+    assert findings[0].replacement == ('tf.compat.v1.dimension_value(x.shape[1]), or '
+                                       'tf.compat.v1.disable_v2_tensorshape() at the top of the script')
+    assert "'int' object has no attribute 'value'" in findings[0].note
+
+
+def test_shape_value_does_not_block_once_the_script_keeps_v1_shapes():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        tf.compat.v1.disable_v2_tensorshape()
+        units = x.shape[1].value
+        """), 'x.py')
+    assert [(f.construct, f.stage, f.blocks) for f in findings] == [
+            ('tf.compat.v1.disable_v2_tensorshape', 2, False), ('x.shape[1].value', 2, False)]
+    assert findings[1].replacement == 'tf.compat.v1.dimension_value(x.shape[1]), or x.shape[1] (an int or None)'
+
+
+def test_disable_v2_behavior_does_not_keep_shape_reads_working_since_it_goes_at_stage_1():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        tf.disable_v2_behavior()
+        units = x.shape[1].value
+        """), 'x.py')
+    assert [(f.construct, f.stage, f.blocks) for f in findings] == [
+            ('tf.compat.v1.disable_v2_behavior', 1, False), ('x.shape[1].value', 1, True)]
+    switch = findings[0]
+    assert switch.replacement == ('nothing: remove the call (tf.compat.v1.disable_v2_tensorshape() in its place '
+                                  'keeps v1 shapes)')
+    assert 'x.shape[i].value raises AttributeError' in switch.note
+    assert 'disable_v2_tensorshape() keeps v1 shapes' in switch.note
+
+
+def test_a_graph_block_runs_as_written_at_stage_1():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        with tf.Graph().as_default():
+            pass
+        graph = tf.compat.v1.Graph()
+        with graph.as_default() as g:
+            pass
+        other.as_default()
+        """), 'x.py')
+    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
+            ('tf.Graph().as_default()', 2, 2, False), ('graph.as_default()', 5, 2, False)]
+    assert findings[0].note.startswith('Runs as written at stage 1: a compat_mts session created inside it runs '
+                                       'that graph eagerly')
+
+
+def test_a_parameter_server_cluster_blocks_stage_1():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        hosts = {'ps': ['ps0:2222'], 'worker': ['worker0:2222']}
+        cluster = tf.train.ClusterSpec(hosts)
+        inline = tf.train.ClusterSpec({'ps': ['ps0:2222'], 'worker': ['worker0:2222']})
+        server = tf.train.Server(cluster, job_name='worker', task_index=0)
+        ps_task = tf.train.Server(other_cluster, job_name='ps', task_index=0)
+        workers = tf.train.ClusterSpec({'worker': ['localhost:2222']})
+        single = tf.train.Server(workers, job_name='worker', task_index=0)
+        """), 'x.py')
+    assert [(f.construct, f.line, f.blocks) for f in findings] == [
+            ('tf.compat.v1.train.ClusterSpec', 3, True), ('tf.compat.v1.train.ClusterSpec', 4, True),
+            ('tf.compat.v1.train.Server', 5, True), ('tf.compat.v1.train.Server', 6, True),
+            ('tf.compat.v1.train.ClusterSpec', 7, False), ('tf.compat.v1.train.Server', 8, False)]
+    assert 'compat_mts does not run parameter-server clusters yet' in findings[0].note
+    assert "single-task server runs in-process" in findings[-1].note
+
+
+def test_a_device_function_blocks_stage_1_under_tf2_tf_device_only():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow as tf
+        setter = tf.compat.v1.train.replica_device_setter(ps_tasks=1)
+        with tf.device(setter):
+            pass
+        with tf.device(lambda op: '/cpu:0'):
+            pass
+        with tf.compat.v1.device(setter):
+            pass
+        with tf.device('/cpu:0'):
+            pass
+        """), 'x.py')
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+            ('tf.compat.v1.train.replica_device_setter', 2, findings[0].replacement, True),
+            ('tf.device(<device function>)', 3, 'tf.compat.v1.device(...)', True),
+            ('tf.device(<device function>)', 5, 'tf.compat.v1.device(...)', True)]
+    assert 'tf.device does not support functions' in findings[1].note
+    assert blocking('import tensorflow.compat.v1 as tf\nwith tf.device(setter):\n    pass\n') == []
+
+
+def test_saver_max_to_keep_is_honoured_at_stage_1_and_says_where_it_goes():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        saver = tf.train.Saver(max_to_keep=3, keep_checkpoint_every_n_hours=2)
+        positional = tf.train.Saver(None, False, False, 10)
+        """), 'x.py')
+    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
+            ('tf.compat.v1.train.Saver', 2, 2, False), ('tf.compat.v1.train.Saver(max_to_keep=...)', 2, 2, False),
+            ('tf.compat.v1.train.Saver(keep_checkpoint_every_n_hours=...)', 2, 2, False),
+            ('tf.compat.v1.train.Saver', 3, 2, False), ('tf.compat.v1.train.Saver(max_to_keep=...)', 3, 2, False)]
+    assert findings[1].replacement == ('tf.train.CheckpointManager(..., max_to_keep=...) as '
+                                       'compat_mts.Scaffold(saver=...)')
+    assert 'compat_mts.Scaffold(saver=...)' in findings[0].note and 'max_to_keep' in findings[0].note
+
+
+def test_text_marks_what_blocks_stage_1_and_counts_it():
+    findings = check.check_source('import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n'
+                                  'init = tf.contrib.layers.xavier_initializer()\n', 'train.py')
+    lines = check.format_text(findings, files_checked=1).splitlines()
+    assert lines[0].startswith('train.py:2:5: stage 1: tf.compat.v1.train.StopAtStepHook -> ')
+    assert lines[2].startswith('train.py:3:8: blocks stage 1: tf.contrib.layers.xavier_initializer -> '
+                               'tf.compat.v1.glorot_uniform_initializer()')
+    assert lines[-2:] == ['2 constructs to migrate in 1 file (stage 1: 2).',
+                          '1 construct blocks stage 1: the script cannot run on compat_mts until it changes.']
+
+
+def test_json_says_which_findings_block_stage_1():
+    findings = check.check_source('import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n'
+                                  'units = x.shape[1].value\n', 'train.py')
+    document = json.loads(check.format_json(findings))
+    assert [(f['construct'], f['blocks']) for f in document['findings']] == [
+            ('tf.compat.v1.train.StopAtStepHook', False), ('x.shape[1].value', True)]
+
+
+def test_fail_on_blocking_fails_only_on_what_blocks_stage_1(tmp_path):
+    runs_on_compat_mts = tmp_path / 'hooks.py'
+    runs_on_compat_mts.write_text('import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n')
+    blocked = tmp_path / 'contrib.py'
+    blocked.write_text('import tensorflow as tf\ninit = tf.contrib.layers.xavier_initializer()\n')
+    assert run_standalone('--fail-on', 'blocking', str(runs_on_compat_mts), cwd=tmp_path).returncode == 0
+    result = run_standalone('--fail-on', 'blocking', str(runs_on_compat_mts), str(blocked), cwd=tmp_path)
+    assert result.returncode == 1
+    assert f'{blocked}:2:8: blocks stage 1: tf.contrib.layers.xavier_initializer' in result.stdout
+    assert run_standalone(str(runs_on_compat_mts), cwd=tmp_path).returncode == 1
+
+
+# The catalogue's claims about TensorFlow 2.21, checked on the TensorFlow installed here.
+
+_BLOCKERS_FAIL = r'''
+import tensorflow as tf
+v1 = tf.compat.v1
+
+def error(build):
+    with tf.Graph().as_default():
+        x = v1.placeholder(tf.float32, [None, 4])
+        labels = v1.placeholder(tf.int32, [None])
+        try:
+            build(x, labels)
+        except Exception as failure:
+            return type(failure).__name__ + ': ' + str(failure)
+    return None
+
+assert not hasattr(tf, 'contrib') and not hasattr(v1, 'contrib')
+assert not hasattr(tf, 'estimator')
+assert 'not available with Keras 3' in error(lambda x, labels: v1.layers.dense(x, 3))
+assert 'not available with Keras 3' in error(lambda x, labels: v1.nn.rnn_cell.LSTMCell(3))
+assert "'int' object has no attribute 'value'" in error(lambda x, labels: x.shape[1].value)
+assert "'int' object has no attribute 'value'" in error(lambda x, labels: x.get_shape()[1].value)
+assert error(lambda x, labels: x.shape.dims[1].value) is None
+assert 'does not support functions' in error(lambda x, labels: tf.device(lambda op: '/cpu:0').__enter__())
+assert error(lambda x, labels: v1.device(v1.train.replica_device_setter(ps_tasks=1)).__enter__()) is None
+# Not findings: v1 losses and metrics build their graph under Keras 3.
+assert error(lambda x, labels: v1.losses.sparse_softmax_cross_entropy(labels, x)) is None
+assert error(lambda x, labels: v1.metrics.accuracy(labels, tf.argmax(x, 1, output_type=tf.int32))) is None
+assert error(lambda x, labels: v1.get_variable('w', [4], regularizer=tf.keras.regularizers.l2(0.1))) is None
+v1.disable_v2_tensorshape()
+assert error(lambda x, labels: x.shape[1].value) is None
+print('ok')
+'''
+
+_LEGACY_KERAS_WORKS = r'''
+import tensorflow as tf
+with tf.Graph().as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 4])
+    dense = tf.compat.v1.layers.dense(x, 3, name='dense')
+    outputs, _ = tf.compat.v1.nn.dynamic_rnn(tf.compat.v1.nn.rnn_cell.LSTMCell(2), tf.zeros([2, 3, 4]),
+                                             dtype=tf.float32)
+    print(sorted(v.name for v in tf.compat.v1.global_variables())[:2])
+'''
+
+
+def test_what_the_catalogue_calls_blocking_fails_on_this_tensorflow():
+    result = run_python(_BLOCKERS_FAIL, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == 'ok', result.stderr[-3000:]
+
+
+def test_v1_layers_build_with_legacy_keras_as_the_edit_says():
+    result = run_python(_LEGACY_KERAS_WORKS, env={'TF_USE_LEGACY_KERAS': '1'}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "['dense/bias:0', 'dense/kernel:0']"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -530,12 +927,15 @@ def test_the_file_is_read_never_run(tmp_path):
     assert not marker.exists()
 
 
-def test_check_imports_nothing_but_the_standard_library():
-    tree = ast.parse(CHECK_SCRIPT.read_text())
-    modules = {alias.name.split('.')[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-               for alias in node.names}
-    modules |= {node.module.split('.')[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert modules - {'__future__'} <= set(sys.stdlib_module_names), modules
+def test_check_imports_nothing_but_the_standard_library_and_its_catalogue():
+    for path in (CHECK_SCRIPT, CATALOGUE):
+        tree = ast.parse(path.read_text())
+        modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        modules |= {f'{node.module}.{alias.name}' if node.module == 'compat_mts' else node.module
+                    for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        catalogue = {'compat_mts.check_catalogue', 'check_catalogue'} if path == CHECK_SCRIPT else set()
+        others = {module for module in modules - catalogue if module.split('.')[0] != '__future__'}
+        assert {module.split('.')[0] for module in others} <= set(sys.stdlib_module_names), (path, modules)
 
 
 def test_json_output_shape():
@@ -547,7 +947,7 @@ def test_json_output_shape():
     first = document['findings'][0]
     assert first == {'file': str(SAMPLES / 'regression.py'), 'line': 8, 'col': 1,
                      'construct': 'tf.compat.v1.disable_eager_execution', 'replacement': 'nothing: remove the call',
-                     'stage': 1, 'note': first['note']}
+                     'stage': 1, 'note': first['note'], 'blocks': False}
     assert document['errors'] == [{'file': 'bad.py', 'line': 3, 'col': 12, 'message': 'syntax error: invalid syntax'}]
 
 
@@ -614,7 +1014,9 @@ def test_exit_0_when_nothing_is_found(tmp_path):
 def test_exit_1_when_constructs_are_found(tmp_path):
     result = run_standalone(str(SAMPLES / 'distributed_hooks.py'), cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stdout.splitlines()[-1] == '21 constructs to migrate in 1 file (stage 1: 8, stage 2: 6, stage 3: 7).'
+    assert result.stdout.splitlines()[-2:] == [
+            '22 constructs to migrate in 1 file (stage 1: 9, stage 2: 6, stage 3: 7).',
+            '4 constructs block stage 1: the script cannot run on compat_mts until they change.']
 
 
 def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path):
@@ -624,6 +1026,39 @@ def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path
     assert result.returncode == 2
     assert re.match(rf'{re.escape(str(broken))}:2:\d+: syntax error: ', result.stderr), result.stderr
     assert 'regression.py:8:1: stage 1:' in result.stdout
+    assert result.stdout.splitlines()[-2:] == [
+            '14 constructs to migrate in the 1 file checked (stage 1: 4, stage 2: 7, stage 3: 3).',
+            '1 file could not be read or parsed, so it was not checked.']
+
+
+def test_a_file_that_does_not_parse_alone_prints_only_its_error(tmp_path):
+    broken = tmp_path / 'broken.py'
+    broken.write_text('import tensorflow as tf\nwith tf.Session() as sess\n    pass\n')
+    result = run_standalone(str(broken), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, '')
+    assert re.fullmatch(rf'{re.escape(str(broken))}:2:\d+: syntax error: [^\n]+\n', result.stderr), result.stderr
+
+
+def test_a_missing_file_among_clean_ones_is_not_called_clean(tmp_path):
+    migrated = tmp_path / 'migrated.py'
+    migrated.write_text('import tensorflow as tf\nmodel = tf.keras.Sequential()\n')
+    missing = tmp_path / 'missing.py'
+    result = run_standalone(str(migrated), str(missing), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f'{missing}: cannot read: ')
+    assert result.stdout == ('No constructs found in the 1 file checked.\n'
+                             '1 file could not be read or parsed, so it was not checked.\n')
+    assert 'Nothing to migrate' not in result.stdout
+    alone = run_standalone(str(missing), str(tmp_path / 'also_missing.py'), cwd=tmp_path)
+    assert (alone.returncode, alone.stdout, len(alone.stderr.splitlines())) == (2, '', 2)
+
+
+def test_text_summary_counts_the_files_that_could_not_be_checked():
+    assert check.format_text([], files_checked=0, files_failed=2) == ''
+    assert check.format_text([], files_checked=2, files_failed=1) == (
+            'No constructs found in the 2 files checked.\n1 file could not be read or parsed, so it was not checked.\n')
+    assert check.format_text([], files_checked=1, files_failed=3).splitlines()[-1] == (
+            '3 files could not be read or parsed, so they were not checked.')
 
 
 def test_exit_2_on_a_bad_command_line(tmp_path):
@@ -641,3 +1076,13 @@ def test_guide_example_output_is_current():
     command, expected = output.split('\n', 1)
     assert command == '$ compat-mts check train.py'
     assert check.format_text(check.check_source(program, 'train.py'), files_checked=1) == expected
+
+
+def test_the_global_step_of_a_graph_block_stays_until_stage_2_as_in_a_wrap_graph_build_fn():
+    source = ('import tensorflow as tf\n'
+              'with tf.Graph().as_default():\n'
+              '    step = tf.compat.v1.train.get_or_create_global_step()\n'
+              'other = tf.compat.v1.train.get_or_create_global_step()\n')
+    stages = {(f.construct, f.line): f.stage for f in check.check_source(source, 'graph_block.py')}
+    assert stages[('tf.compat.v1.train.get_or_create_global_step', 3)] == 2
+    assert stages[('tf.compat.v1.train.get_or_create_global_step', 4)] == 1

@@ -53,6 +53,39 @@ def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
     assert any(f'Event file: {demo_dir / name}' in second for name in events), second
 
 
+# TensorFlow's own C++ start-up lines on stderr, which the command does not control.
+_TENSORFLOW_LOG_LINE = re.compile(r'^(WARNING: All log messages before absl::InitializeLog\(\)|[IWEF]\d{4} )')
+
+
+def command_errors(result: subprocess.CompletedProcess) -> list[str]:
+    """The lines the command itself wrote to stderr."""
+    return [line for line in result.stderr.splitlines() if not _TENSORFLOW_LOG_LINE.match(line)]
+
+
+@pytest.mark.parametrize('where', ['a regular file', 'a path below a regular file'])
+def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp_path):
+    regular_file = tmp_path / 'notes.txt'
+    regular_file.write_text('not a directory\n')
+    demo_dir = regular_file if where == 'a regular file' else regular_file / 'demo'
+    result = run_command('demo', '--dir', str(demo_dir), '--steps', '5', cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert command_errors(result) == [
+            f"compat-mts demo: `--dir` '{demo_dir}' cannot be created: {regular_file} is not a directory"]
+    assert result.stdout == ''
+    assert regular_file.read_text() == 'not a directory\n'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['notes.txt']
+
+
+def test_run_demo_refuses_an_unusable_directory_before_it_reports_or_builds_anything(tmp_path):
+    from compat_mts import demo
+    regular_file = tmp_path / 'notes.txt'
+    regular_file.write_text('')
+    lines = []
+    with pytest.raises(PermissionError, match=rf"`directory` '{re.escape(str(regular_file))}' cannot be created"):
+        demo.run_demo(str(regular_file), 5, out=lines.append)
+    assert lines == []
+
+
 def test_help_answers_without_importing_tensorflow(tmp_path):
     probe = ('import sys; from compat_mts import cli\n'
              'try:\n    cli.main(["demo", "--help"])\nexcept SystemExit:\n    pass\n'
@@ -73,7 +106,7 @@ def test_check_runs_without_importing_tensorflow(tmp_path):
     result = subprocess.run([sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True,
                             text=True, timeout=60)
     assert 'imported TensorFlow' not in result.stderr, result.stderr
-    assert 'train.py:2:9: stage 1: tf.compat.v1.train.Saver' in result.stdout, result.stdout
+    assert 'train.py:2:9: stage 2: tf.compat.v1.train.Saver' in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize('argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['train']])

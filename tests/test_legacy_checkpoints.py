@@ -185,3 +185,68 @@ def test_compat_mts_convert_command_converts_a_directory(v1_checkpoint_dir, tmp_
                                                os.path.join(object_dir, 'model.ckpt-20')]
     assert cli.main(['convert', v1_checkpoint_dir, object_dir, '--to', 'object']) == 2
     assert 'already holds checkpoints' in capsys.readouterr().err
+
+
+def damage(checkpoint_dir: str, step: int, how: str) -> str:
+    """Damages checkpoint `step` of `checkpoint_dir` the way a crash or a broken copy does; returns the file hit."""
+    prefix = os.path.join(checkpoint_dir, f'model.ckpt-{step}')
+    index, data = f'{prefix}.index', f'{prefix}.data-00000-of-00001'
+    if how == 'index truncated':
+        with open(index, 'r+b') as file:
+            file.truncate(20)
+        return index
+    if how == 'index garbage':
+        with open(index, 'wb') as file:
+            file.write(bytes(range(256)) * 2)
+        return index
+    if how == 'data missing':
+        os.remove(data)
+        return data
+    with open(data, 'r+b') as file:  # data truncated
+        file.truncate(4)
+    return data
+
+
+@pytest.mark.parametrize('how', ['index truncated', 'index garbage', 'data missing', 'data truncated'])
+def test_convert_checkpoint_names_a_damaged_file_and_leaves_dst_dir_as_it_was(how, v1_checkpoint_dir, tmp_path):
+    hit = damage(v1_checkpoint_dir, 20, how)  # the newer one: the older is read and written first
+    object_dir = tmp_path / 'object'
+    with pytest.raises(checkpoints.DamagedCheckpointsError) as error:
+        convert_checkpoint(v1_checkpoint_dir, str(object_dir), to='object')
+    prefix = os.path.join(v1_checkpoint_dir, 'model.ckpt-20')
+    named = f'{prefix}.index' if hit.endswith('.index') else f'{prefix}.data-*'
+    assert str(error.value).startswith(f'{named} cannot be read (')
+    assert str(error.value).endswith('; nothing was converted.') and '\n' not in str(error.value)
+    assert not object_dir.exists()
+    object_dir.mkdir()
+    with pytest.raises(checkpoints.DamagedCheckpointsError):
+        convert_checkpoint(v1_checkpoint_dir, str(object_dir), to='name')
+    assert list(object_dir.iterdir()) == []  # a directory that was there stays, emptied of what was written
+
+
+@pytest.mark.parametrize('how', ['index truncated', 'data missing'])
+def test_compat_mts_convert_command_on_a_damaged_checkpoint_is_a_one_line_error(how, v1_checkpoint_dir, tmp_path):
+    from tests.support import run_python
+    hit = damage(v1_checkpoint_dir, 10, how)
+    result = run_python('import sys; from compat_mts import cli; sys.exit(cli.main(sys.argv[1:]))',
+                        'convert', v1_checkpoint_dir, str(tmp_path / 'object'), '--to', 'object', timeout=180)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert 'Traceback' not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith('compat-mts convert: ')]
+    assert len(errors) == 1 and (hit if hit.endswith('.index') else 'model.ckpt-10.data-*') in errors[0], \
+        result.stderr
+    assert result.stdout == ''
+
+
+def test_compat_mts_convert_command_takes_relative_directories(v1_checkpoint_dir, tmp_path):
+    from tests.support import run_python
+    command = 'import sys; from compat_mts import cli; sys.exit(cli.main(sys.argv[1:]))'
+    first = run_python(command, 'convert', os.path.relpath(v1_checkpoint_dir, tmp_path), 'object', '--to', 'object',
+                       cwd=str(tmp_path), timeout=180)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.split() == [os.path.join('object', 'model.ckpt-10'), os.path.join('object', 'model.ckpt-20')]
+    # The state file of `object` lists relative paths, which are relative to the directory, not the cwd.
+    second = run_python(command, 'convert', 'object', 'name', '--to', 'name', cwd=str(tmp_path), timeout=180)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert tf.train.latest_checkpoint(str(tmp_path / 'name')) == str(tmp_path / 'name' / 'model.ckpt-20')
+    assert tf.train.load_variable(str(tmp_path / 'name'), 'global_step') == 20

@@ -3,11 +3,16 @@
 The edits: `tf.disable_v2_behavior()` removed (eager execution stays on); `tf.train.MonitoredTrainingSession`,
 `StopAtStepHook` and `LoggingTensorHook` become `mts.*`; the graph, built at the top level of `main` in v1, goes
 under `with tf.Graph().as_default():` with the session loop. The graph code, `tf.layers` included, is as written.
-Run with `TF_USE_LEGACY_KERAS=1`: `python tests/v1_programs/mnist_layers_compat.py CHECKPOINT_DIR LAST_STEP`.
+The one line added is the guide's set-up for v1 layers under Keras 3: `TF_USE_LEGACY_KERAS=1` before TensorFlow is
+imported (`compat-mts[legacy]` installs tf-keras). `python tests/v1_programs/mnist_layers_compat.py CHECKPOINT_DIR
+LAST_STEP`.
 """
 
 import json
+import os
 import sys
+
+os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Before TensorFlow is imported: tf.layers are tf-keras's (Keras 2).
 
 import numpy as np
 import tensorflow.compat.v1 as tf
