@@ -31,7 +31,7 @@ def _positive_int(text: str) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     import tensorflow as tf
 
-    from compat_mts import demo, summary  # Import TensorFlow, which only this subcommand needs.
+    from compat_mts import checkpoints, demo, summary  # Import TensorFlow, which only this subcommand needs.
 
     try:
         summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
@@ -40,7 +40,12 @@ def _run_demo(args: argparse.Namespace) -> int:
         return 2
     if args.verbose:
         tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
-    demo.run_demo(args.dir, args.steps)
+    try:
+        demo.run_demo(args.dir, args.steps)
+    except (checkpoints.CheckpointMismatchError, checkpoints.DamagedCheckpointsError,
+            checkpoints.CheckpointDirectoryInUseError) as error:  # --dir holds what the demo must not train over.
+        print(f'compat-mts demo: --dir {args.dir}: {error}', file=sys.stderr)
+        return 2
     return 0
 
 

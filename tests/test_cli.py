@@ -115,3 +115,18 @@ def test_bad_command_lines_exit_with_usage_status(argv, capsys):
         cli.main(argv)
     assert exit_info.value.code == 2
     assert 'usage: compat-mts' in capsys.readouterr().err
+
+
+def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_nothing_there(tmp_path):
+    import tensorflow as tf
+    other = tf.Variable(tf.zeros([2, 2]), name='other')
+    tf.train.CheckpointManager(tf.train.Checkpoint(other=other), str(tmp_path), max_to_keep=1,
+                               checkpoint_name='model.ckpt').save(checkpoint_number=7)
+    before = sorted(path.name for path in tmp_path.iterdir())
+    result = run_command('demo', '--dir', str(tmp_path), '--steps', '5', cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [line for line in command_errors(result) if line.startswith('compat-mts demo:')]
+    assert len(errors) == 1 and 'does not hold these variables of the program' in errors[0], result.stderr[-3000:]
+    assert 'Traceback' not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(('model.ckpt', 'checkpoint'))) == [
+            name for name in before if name.startswith(('model.ckpt', 'checkpoint'))]
