@@ -6,6 +6,7 @@ session hooks `tf.estimator` re-exported are compat_mts's. Premade Estimators (`
 here: their successor is Keras (migration_guide/estimator.md).
 """
 
+from compat_mts.check_catalogue import PREMADE_ESTIMATORS
 from compat_mts.estimator import export
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
 from compat_mts.estimator.exporter import Exporter, FinalExporter, LatestExporter
@@ -34,32 +35,8 @@ __all__ = [
     'train_and_evaluate',
 ]
 
-_KERAS_INSTEAD = {
-    'BaselineClassifier': 'a Keras model with one bias (tf.keras.layers.Dense on constant input) and model.fit',
-    'BaselineEstimator': 'a Keras model with one bias and model.fit',
-    'BaselineRegressor': 'a Keras model with one bias and model.fit',
-    'BoostedTreesClassifier': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'BoostedTreesEstimator': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'BoostedTreesRegressor': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'DNNClassifier': 'tf.keras.Sequential of Dense layers ending in Dense(n_classes), compiled with '
-                     'SparseCategoricalCrossentropy(from_logits=True), and model.fit',
-    'DNNEstimator': 'tf.keras.Sequential of Dense layers and model.fit',
-    'DNNRegressor': 'tf.keras.Sequential of Dense layers ending in Dense(1), compiled with loss="mse", and model.fit',
-    'DNNLinearCombinedClassifier': 'a Keras functional model adding a linear and a deep branch, and model.fit',
-    'DNNLinearCombinedEstimator': 'a Keras functional model adding a linear and a deep branch, and model.fit',
-    'DNNLinearCombinedRegressor': 'a Keras functional model adding a linear and a deep branch, and model.fit',
-    'LinearClassifier': 'tf.keras.Sequential([tf.keras.layers.Dense(n_classes)]) and model.fit',
-    'LinearEstimator': 'tf.keras.Sequential([tf.keras.layers.Dense(units)]) and model.fit',
-    'LinearRegressor': 'tf.keras.Sequential([tf.keras.layers.Dense(1)]) with loss="mse" and model.fit',
-    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
-    'MultiHead': 'a Keras model with several outputs and losses',
-    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
-    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
-    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
-    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
-}
+# The premade Estimators and heads, which compat_mts.estimator leaves to Keras (shared with `compat-mts check`).
+_KERAS_INSTEAD = PREMADE_ESTIMATORS
 
 
 def __getattr__(name: str):
