@@ -139,6 +139,25 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
     return kwargs, graph_feeds
 
 
+_PYTHON_SCALARS = (bool, int, float)
+
+
+def _as_feeds(kwargs: dict) -> dict:
+    """The keyword arguments of a `tf.function` step, with Python numbers as tensors, as v1 fed placeholders.
+
+    A `tf.function` traces anew for every new Python value of an argument, so `feed_dict={'learning_rate': lr}`
+    with a decaying `lr` would trace the step on every run; a tensor of the same dtype reuses the trace.
+    """
+    if not any(type(value) in _PYTHON_SCALARS for value in kwargs.values()):  # pylint: disable=unidiomatic-typecheck
+        return kwargs
+    return {key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value  # pylint: disable=unidiomatic-typecheck
+            for key, value in kwargs.items()}
+
+
+def _is_tf_function(value: Any) -> bool:
+    return isinstance(value, tf.types.experimental.PolymorphicFunction)
+
+
 def graph_has_name(name: str) -> bool:
     """Whether a wrapped legacy graph (`compat_mts.wrap_graph`) has a tensor or op called `name`."""
     return _claims_name(name)
@@ -223,7 +242,7 @@ class Run:
         self._record_step(step)
         if global_step is None:
             return direct.call()
-        return direct.call_after_read(global_step, self._kwargs)
+        return direct.call_after_read(global_step, _as_feeds(self._kwargs))
 
     def _record_step(self, step: Any) -> None:
         """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
@@ -260,7 +279,7 @@ class Run:
                     output = self._call_direct(leaf, direct)
                 elif index == 0:
                     self._record_step(leaf)
-                    output = leaf(**self._kwargs)
+                    output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
                 else:
                     output = leaf()
                 self._outputs[id(leaf)] = output

@@ -228,3 +228,20 @@ def test_keras_variables_are_fetched_as_variables():
         session.run(lambda: layer.kernel.assign(layer.kernel * 2.0))
     assert kernel.tolist() == [[1.0, 1.0]] * 3
     assert [result['kernel'].tolist() for result in reads.results] == [[[1.0, 1.0]] * 3, [[2.0, 2.0]] * 3]
+
+
+def test_python_numbers_fed_to_a_tf_function_step_do_not_trace_it_again():
+    global_step = mts.get_or_create_global_step()
+    traces = []
+
+    @tf.function
+    def step(learning_rate, training):
+        traces.append(learning_rate)  # Runs when the step is traced, not when it runs.
+        global_step.assign_add(1)
+        return {'scaled': learning_rate * tf.cast(training, tf.float32)}
+
+    with mts.MonitoredSession(hooks=[mts.StopAtStepHook(last_step=20)]) as session:
+        values = [session.run(step, feed_dict={'learning_rate': 0.1 * 0.9 ** run, 'training': True})['scaled']
+                  for run in range(20)]
+    assert len(traces) <= 2  # The step's own trace, and the session's call of it with the stale step read.
+    np.testing.assert_allclose(values, [0.1 * 0.9 ** run for run in range(20)], rtol=1e-6)

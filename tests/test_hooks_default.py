@@ -238,3 +238,22 @@ def test_summary_hook_without_a_writer_writes_nothing(tmp_path, monkeypatch):
     hook = mts.SummarySaverHook(save_steps=100, scaffold=mts.Scaffold())
     run_until_stop([hook, mts.StopAtStepHook(last_step=3)], model.step)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_step_based_checkpoint_timer_reads_the_global_step_only_on_runs_that_may_save(tmp_path, monkeypatch):
+    from compat_mts import global_step as global_step_lib
+    reads = []
+    read_value = global_step_lib.read_value
+
+    def counted(variable):
+        reads.append(variable)
+        return read_value(variable)
+
+    monkeypatch.setattr(global_step_lib, 'read_value', counted)
+    model = Regression()
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_steps=50, save_summaries_steps=0,
+                                      log_step_count_steps=0, scaffold=model.scaffold()) as session:
+        for _ in range(200):
+            session.run(model.step)
+    assert checkpoint_steps(str(tmp_path)) == [0, 50, 100, 150, 200]
+    assert len([variable for variable in reads if variable is model.global_step]) < 12  # Not one per run.

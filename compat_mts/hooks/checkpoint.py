@@ -102,7 +102,10 @@ class CheckpointSaverHook(SessionRunHook):
         self._allow_other_writers = allow_other_writers
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._time_based = save_secs is not None
-        self._steps_per_run = 1000000
+        # How far the step may have moved in a run before the global step is read to check the timer. v1 looked
+        # 1e6 steps ahead, which reads it after every run; a run is one step (K under `repeat_steps`, which says
+        # so), so a step-based timer reads it only on the runs that may save.
+        self._steps_per_run = 1
         self._default_scaffold: Scaffold | None = None
         self._manager: tf.train.CheckpointManager | None = None
 
