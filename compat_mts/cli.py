@@ -8,9 +8,10 @@ it runs, so TensorFlow is loaded only by the subcommands that need it and `--hel
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from compat_mts import check
 
@@ -28,10 +29,35 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _run_demo(args: argparse.Namespace) -> int:
-    import tensorflow as tf
+@contextlib.contextmanager
+def _tensorflow_start_up_quiet(verbose: bool) -> Iterator[None]:
+    """Keeps TensorFlow's C++ start-up lines off the terminal unless `verbose`.
 
-    from compat_mts import checkpoints, demo, summary  # Import TensorFlow, which only this subcommand needs.
+    On a CPU machine TensorFlow prints, before its logging is set up and whatever TF_CPP_MIN_LOG_LEVEL says,
+    that it found no CUDA driver and how its binary was built; at its first operation it logs a cuInit error.
+    None of it concerns the command. So, unless asked for, the C++ log level is raised to 3 (fatal only) and
+    file descriptor 2 goes to /dev/null while TensorFlow is imported; a Python error is shown after it.
+    """
+    if verbose:
+        yield
+        return
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, 'w', encoding='utf-8') as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    with _tensorflow_start_up_quiet(args.verbose):
+        import tensorflow as tf
+
+        from compat_mts import checkpoints, demo, summary  # Import TensorFlow, which only this subcommand needs.
 
     try:
         summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
@@ -50,7 +76,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from compat_mts import checkpoints, legacy  # Import TensorFlow, which only this subcommand needs.
+    with _tensorflow_start_up_quiet(args.verbose):
+        from compat_mts import checkpoints, legacy  # Import TensorFlow, which only this subcommand needs.
 
     try:
         written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to)
@@ -81,7 +108,8 @@ def _build_parser() -> argparse.ArgumentParser:
     demo_parser.add_argument('--steps', type=_positive_int, default=DEFAULT_DEMO_STEPS,
                              help='steps to train in this run (default: %(default)s)')
     demo_parser.add_argument('--verbose', action='store_true',
-                             help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...)")
+                             help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...) and "
+                                  "TensorFlow's start-up lines")
     demo_parser.set_defaults(run=_run_demo)
 
     convert_parser = subcommands.add_parser(
@@ -92,6 +120,7 @@ def _build_parser() -> argparse.ArgumentParser:
     convert_parser.add_argument('src_dir', help='directory with a `checkpoint` state file')
     convert_parser.add_argument('dst_dir', help='directory to write the converted checkpoints to')
     convert_parser.add_argument('--to', choices=('object', 'name'), required=True, help='the format to write')
+    convert_parser.add_argument('--verbose', action='store_true', help="also show TensorFlow's start-up lines")
     convert_parser.set_defaults(run=_run_convert)
     check.add_check_command(subcommands)
     return parser

@@ -130,3 +130,15 @@ def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_n
     assert 'Traceback' not in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(('model.ckpt', 'checkpoint'))) == [
             name for name in before if name.startswith(('model.ckpt', 'checkpoint'))]
+
+
+def test_demo_starts_quietly_and_verbose_shows_tensorflows_and_the_hooks_lines(tmp_path):
+    env = {key: value for key, value in checkout_env().items() if key != 'TF_CPP_MIN_LOG_LEVEL'}  # A user's shell.
+    command = [sys.executable, '-m', 'compat_mts', 'demo', '--dir', str(tmp_path / 'demo'), '--steps', '5']
+    quiet = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert quiet.returncode == 0 and quiet.stderr == '', quiet.stderr[-3000:]
+    assert 'Finished at step 5' in quiet.stdout
+    verbose = subprocess.run(command + ['--verbose'], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=180)
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    assert 'INFO:tensorflow:Saving checkpoints for 10 into' in verbose.stderr
