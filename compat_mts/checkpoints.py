@@ -1,7 +1,7 @@
-"""Reading checkpoints back: which ones a directory holds, the newest good one, whose program it is, snapshots.
+"""Checkpoint directories: which checkpoints they hold, the newest good one, whose program it is, who writes.
 
-A session starts from the newest checkpoint that loads, as v1 did, with three safeguards v1 lacked or that
-eager restoring needs:
+A session starts from the newest checkpoint that loads, as v1 did, with safeguards v1 lacked or that eager
+restoring needs:
 
 - **Damage falls back, never restarts.** A truncated or corrupt newest checkpoint (a crash in the middle of
   a copy, a full disk) is skipped with a warning and the previous one is restored. If every checkpoint of
@@ -15,6 +15,8 @@ eager restoring needs:
 - **Paths are the directory's.** The `checkpoint` state file's entries are read as TensorFlow resolves them
   (relative to the directory), and an entry whose directory was moved or reached through a symlink is found
   under the directory given, so relative, `~` and symlinked `checkpoint_dir`s resume as absolute ones do.
+- **One writer.** A live process saving into a directory holds a lock file there, so a second one is refused
+  instead of both rotating each other's files away (`lock_directory`).
 
 Object-based (`tf.train.Checkpoint`) and v1 name-based (`tf.compat.v1.train.Saver`) files are both read; a
 name-based file is matched by variable names, as `tf.train.Checkpoint.restore` does.
