@@ -1,11 +1,14 @@
 """Every ```python block of migration_guide/*.md and README.md runs, as written, in a fresh process.
 
 A block is a whole program: it starts in an empty temporary directory with nothing imported, and passes when
-it exits with status 0 (the blocks assert what the text around them claims).
+it exits with status 0 (the blocks assert what the text around them claims). The blocks are independent
+programs, so they run two at a time (the machines have two cores), once per test session; each test reads
+its block's result.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import pathlib
 import re
@@ -17,6 +20,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'migration_guide').glob('*.md'))]
 BLOCK_TIMEOUT_SECS = 180
+PARALLEL_BLOCKS = 2
 # A v1 reader expects the hooks' lines where v1 printed them: the `tensorflow` logger, at INFO.
 EXPECTED_LOG_LINES = {'README.md': re.compile(r'^INFO:tensorflow:loss = [\d.e+-]+, step = \d+', re.MULTILINE)}
 
@@ -45,12 +49,18 @@ def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
     return blocks
 
 
-def _cases():
+def _blocks() -> dict[str, tuple[str, re.Pattern | None]]:
+    """Each block's id (`document:line`) -> its source and the log line its output must show, if any."""
+    blocks = {}
     for path in DOCUMENTS:
         if path.exists():
             for line, source in python_blocks(path):
                 relative = path.relative_to(REPO).as_posix()
-                yield pytest.param(source, EXPECTED_LOG_LINES.get(relative), id=f'{relative}:{line}')
+                blocks[f'{relative}:{line}'] = (source, EXPECTED_LOG_LINES.get(relative))
+    return blocks
+
+
+BLOCKS = _blocks()
 
 
 def subprocess_env() -> dict[str, str]:
@@ -68,14 +78,30 @@ def test_python_blocks_parse_with_their_line_numbers(tmp_path):
     assert python_blocks(document) == [(3, 'x = 1\n'), (9, 'y = 2\n')]
 
 
-@pytest.mark.parametrize('source, expected_log_line', list(_cases()))
-def test_python_block_runs(source, expected_log_line, tmp_path):
-    script = tmp_path / 'block.py'
+def _run_block(source: str, directory: pathlib.Path) -> subprocess.CompletedProcess:
+    script = directory / 'block.py'
     script.write_text(source, encoding='utf-8')
-    work = tmp_path / 'work'
+    work = directory / 'work'
     work.mkdir()
-    result = subprocess.run([sys.executable, str(script)], cwd=work, env=subprocess_env(), capture_output=True,
-                            text=True, timeout=BLOCK_TIMEOUT_SECS)
+    return subprocess.run([sys.executable, str(script)], cwd=work, env=subprocess_env(), capture_output=True,
+                          text=True, timeout=BLOCK_TIMEOUT_SECS)
+
+
+@pytest.fixture(scope='module')
+def block_results(request, tmp_path_factory):
+    """The result of every selected block, run two at a time."""
+    selected = [item.callspec.params['block'] for item in request.session.items
+                if item.module is request.module and hasattr(item, 'callspec')]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BLOCKS) as pool:
+        futures = {block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block'))
+                   for block in selected}
+    return {block: future.result() for block, future in futures.items()}
+
+
+@pytest.mark.parametrize('block', list(BLOCKS))
+def test_python_block_runs(block, block_results):
+    expected_log_line = BLOCKS[block][1]
+    result = block_results[block]
     assert result.returncode == 0, (
             f'exit status {result.returncode}\n--- stdout ---\n{result.stdout[-4000:]}'
             f'\n--- stderr ---\n{result.stderr[-8000:]}')
