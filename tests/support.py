@@ -48,6 +48,17 @@ def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
                           timeout=timeout, check=False)
 
 
+def run_pythons(*calls, **common):
+    """`run_python` for each of `calls` (tuples of its positional arguments), two at a time; results in order.
+
+    For the v1 and compat_mts sides of one comparison: independent processes, and the machines have two cores.
+    `common` holds keyword arguments of `run_python` shared by all calls.
+    """
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda call: run_python(*call, **common), calls))
+
+
 def last_json_line(stdout):
     """Parses the last non-empty line of `stdout` as JSON (scripts print their one result object last)."""
     lines = [line for line in stdout.splitlines() if line.strip()]

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from tests.support import run_python
+from tests.support import run_python, run_pythons
 
 _PROGRAM = '''
 import json
@@ -47,8 +47,8 @@ print(json.dumps({'step': int(final.final_ops_values['step']), 'w': final.final_
 def test_the_programs_own_server_alone_in_its_cluster_runs_as_written_as_in_v1():
     jobs = json.dumps({'worker': ['localhost:0']})
     results = {}
-    for mode in ('v1', 'compat'):
-        result = run_python(_PROGRAM, mode, jobs, timeout=120)
+    for mode, result in zip(('v1', 'compat'), run_pythons((_PROGRAM, 'v1', jobs), (_PROGRAM, 'compat', jobs),
+                                                          timeout=120)):
         assert result.returncode == 0, result.stderr[-3000:]
         results[mode] = json.loads(result.stdout.splitlines()[-1])
     assert results['compat']['step'] == results['v1']['step'] == 4

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from tests.support import (REPO_ROOT, checkpoint_steps, events_files, read_events, run_python,
+from tests.support import (REPO_ROOT, checkpoint_steps, events_files, read_events, run_pythons,
                            state_file_steps)
 
 _TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
@@ -24,10 +24,10 @@ _TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
 @pytest.fixture(scope='module')
 def tutorial_runs(tmp_path_factory):
     """The trainer run twice on one directory (to step 30, then resumed to 40), by v1 and by compat_mts."""
+    directories = {mode: str(tmp_path_factory.mktemp(mode)) for mode in ('v1', 'compat')}
+    results = run_pythons(*[(_TRAINER, mode, directory, '30', '40') for mode, directory in directories.items()])
     runs = {}
-    for mode in ('v1', 'compat'):
-        directory = str(tmp_path_factory.mktemp(mode))
-        result = run_python(_TRAINER, mode, directory, '30', '40')
+    for (mode, directory), result in zip(directories.items(), results):
         assert result.returncode == 0, result.stderr[-3000:]
         runs[mode] = {'directory': directory, 'logged': json.loads(result.stdout.splitlines()[-1])['logged'],
                       'lines': [line for line in result.stdout.splitlines() if line.startswith('step ')]}
@@ -142,8 +142,8 @@ def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
 def test_a_full_scaffold_of_graph_ops_and_a_saver_runs_as_in_v1(tmp_path):
     program = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'full_scaffold_train.py')
     finals = {}
-    for mode in ('v1', 'compat'):
-        result = run_python(program, mode, str(tmp_path / mode))
+    for mode, result in zip(('v1', 'compat'), run_pythons(*[(program, mode, str(tmp_path / mode))
+                                                              for mode in ('v1', 'compat')])):
         assert result.returncode == 0, result.stderr[-3000:]
         finals[mode] = json.loads(result.stdout.splitlines()[-1])
     assert finals['compat']['step'] == finals['v1']['step'] == 8
