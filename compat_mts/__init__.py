@@ -15,7 +15,7 @@ at once; `import compat_mts as mts; mts.MonitoredTrainingSession` reads exactly 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = '0.1.0'
 
@@ -63,6 +63,32 @@ _EXPORTS = {
 _SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy')
 
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
+
+if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the same names on first use.
+    from compat_mts.checkpoints import CheckpointDirectoryInUseError, CheckpointMismatchError, DamagedCheckpointsError
+    from compat_mts.distribute import ClusterError
+    from compat_mts.fetches import STALE_GLOBAL_STEP
+    from compat_mts.global_step import (create_global_step, get_global_step, get_or_create_global_step,
+                                        reset_global_step, set_global_step)
+    from compat_mts.hooks.checkpoint import CheckpointSaverHook, CheckpointSaverListener
+    from compat_mts.hooks.feed_fn import FeedFnHook
+    from compat_mts.hooks.final_ops import FinalOpsHook
+    from compat_mts.hooks.logging import LoggingTensorHook
+    from compat_mts.hooks.nan import NanLossDuringTrainingError, NanTensorHook
+    from compat_mts.hooks.profiler import ProfilerHook
+    from compat_mts.hooks.step_counter import StepCounterHook
+    from compat_mts.hooks.stop import StopAtStepHook
+    from compat_mts.hooks.summary import SummarySaverHook
+    from compat_mts.hooks.timer import SecondOrStepTimer
+    from compat_mts.hooks.waiter import GlobalStepWaiterHook
+    from compat_mts.legacy import wrap_graph
+    from compat_mts.monitored_session import (ChiefSessionCreator, MonitoredSession, SessionCreator,
+                                              SingularMonitoredSession, StepContext, WorkerSessionCreator)
+    from compat_mts.scaffold import Scaffold
+    from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+    from compat_mts.steps import RepeatedStep, repeat_steps
+    from compat_mts.training_session import MonitoredTrainingSession, USE_DEFAULT
+    from compat_mts import estimator, hooks, keras, legacy
 
 
 def __getattr__(name: str) -> Any:

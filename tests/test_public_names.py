@@ -136,3 +136,32 @@ def test_v1s_own_creator_is_named_with_its_replacement():
     with pytest.raises(TypeError, match=r'^`session_creator` is a tf.compat.v1.train.ChiefSessionCreator.*'
                                         r'Use compat_mts.ChiefSessionCreator instead'):
         mts.MonitoredSession(session_creator=creator)
+
+
+def test_type_checkers_see_every_lazy_name_where_it_is_imported_from():
+    """The `if TYPE_CHECKING:` imports in compat_mts/__init__.py are what IDEs complete; they must name each lazy
+    export from the module `__getattr__` imports it from, and every submodule, so the two lists cannot drift."""
+    import ast
+    import compat_mts as package
+
+    tree = ast.parse(open(package.__file__, encoding='utf-8').read())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, 'id', '') == 'TYPE_CHECKING')
+    seen = {}
+    for statement in block.body:
+        for alias in statement.names:
+            seen[alias.name] = statement.module if statement.module != 'compat_mts' else f'compat_mts.{alias.name}'
+    expected = dict(package._EXPORTS) | {name: f'compat_mts.{name}' for name in package._SUBMODULES}
+    assert seen == expected
+
+
+def test_the_installed_package_carries_the_license_and_the_typed_marker():
+    """What `pip install` put in place (CI installs the package itself, not in editable mode)."""
+    import importlib.metadata
+    import importlib.resources
+
+    distribution = importlib.metadata.distribution('compat-mts')
+    assert distribution.metadata['License-Expression'] == 'Apache-2.0'
+    assert 'Programming Language :: Python :: 3.12' in distribution.metadata.get_all('Classifier')
+    license_file, = [path for path in distribution.files if path.name == 'LICENSE']
+    assert 'Apache License' in license_file.read_text()
+    assert importlib.resources.files('compat_mts').joinpath('py.typed').is_file()
