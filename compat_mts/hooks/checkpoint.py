@@ -14,7 +14,7 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.scaffold import Scaffold, check_saver
+from compat_mts.scaffold import Scaffold, check_saver, log_if_step_only
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 
@@ -205,6 +205,7 @@ class CheckpointSaverHook(SessionRunHook):
                 checkpoint = self._saver
                 if checkpoint is None:
                     checkpoint = scaffold.finalize().checkpoint
+                    log_if_step_only(scaffold)
                 elif getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
                     setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
                 if self._writes_files:
