@@ -67,7 +67,10 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.verbose:
         tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
     try:
-        demo.run_demo(args.dir, args.steps)
+        # On a terminal one progress line is redrawn in place; in a log, one line per quarter of the run. With
+        # --verbose the hooks' lines interleave on stderr, so the progress stays in whole lines then too.
+        live = sys.stdout if sys.stdout.isatty() and not args.verbose else None
+        demo.run_demo(args.dir, args.steps, live=live)
     except (checkpoints.CheckpointMismatchError, checkpoints.DamagedCheckpointsError,
             checkpoints.CheckpointDirectoryInUseError) as error:  # --dir holds what the demo must not train over.
         print(f'compat-mts demo: --dir {args.dir}: {error}', file=sys.stderr)
@@ -78,10 +81,23 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _run_convert(args: argparse.Namespace) -> int:
     with _tensorflow_start_up_quiet(args.verbose):
         from compat_mts import checkpoints, legacy  # Import TensorFlow, which only this subcommand needs.
+    from compat_mts import progress
+
+    # stdout lists the prefixes written, for scripts; the progress goes to stderr, as pip's and curl's does.
+    report = None
+
+    def on_progress(done: int, total: int, detail: str) -> None:
+        nonlocal report
+        if report is None:
+            report = progress.Progress(total, unit='bytes', out=lambda line: print(line, file=sys.stderr),
+                                       live=sys.stderr if sys.stderr.isatty() else None)
+        report.update(done, detail)
 
     try:
-        written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to)
+        written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to, on_progress=on_progress)
     except (ValueError, PermissionError, checkpoints.DamagedCheckpointsError) as error:
+        if report is not None:
+            report.finish()
         print(f'compat-mts convert: {error}', file=sys.stderr)
         return 2
     print('\n'.join(written))

@@ -13,18 +13,18 @@ from __future__ import annotations
 import glob
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 import numpy as np
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import summary
+from compat_mts import progress, summary
 
 _FEATURES = 8
 _BATCH_SIZE = 64
 _EXAMPLES = 4096
-_PROGRESS_EVERY = 100
+_LOG_EVERY_N_ITER = 100
 
 
 def _synthetic_regression() -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +45,7 @@ def _checkpoint_prefixes(directory: str) -> list[str]:
     return [os.path.join(directory, os.path.basename(path)) for path in state.all_model_checkpoint_paths]
 
 
-def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print) -> dict:
+def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, live: TextIO | None = None) -> dict:
     """Trains `steps` more steps of the demo model, checkpointing and writing summaries under `directory`.
 
     A first run starts at global step 0; a later run with the same `directory` restores the latest checkpoint
@@ -54,7 +54,9 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print) -> d
     Args:
         directory: Where checkpoints (`model.ckpt-<step>`) and TensorBoard events are written. Created if missing.
         steps: How many steps this run trains (`StopAtStepHook(num_steps=steps)`), a positive integer.
-        out: Called with each line of the report the demo prints.
+        out: Called with each line of the report the demo prints, progress lines included (one at each
+            quarter of the run: steps done, steps/s, ETA, global step and loss).
+        live: A terminal stream to redraw one progress line on in place instead (`compat_mts.progress`).
 
     Returns:
         A dict with `directory` (absolute), `resumed` (bool), `start_step`, `final_step`, `final_loss`,
@@ -103,7 +105,7 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print) -> d
     scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
     hooks = [
             mts.StopAtStepHook(num_steps=steps),
-            mts.LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=_PROGRESS_EVERY),
+            mts.LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=_LOG_EVERY_N_ITER),
     ]
 
     started = time.monotonic()
@@ -122,13 +124,14 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print) -> d
         # A different stream of batches on every run, so a resumed run does not replay the previous one.
         batches = np.random.default_rng(start_step)
         loss = float('nan')
+        report = progress.Progress(steps, out=out, live=live)
         while not sess.should_stop():
             batch = batches.integers(0, _EXAMPLES, size=_BATCH_SIZE)
             results = sess.run(train_step, feed_dict={'x': features[batch], 'y': targets[batch]})
             loss = float(results['loss'])
             step = int(global_step.numpy())
-            if step % _PROGRESS_EVERY == 0:
-                out(f'  step {step:6d}  loss {loss:.4f}')
+            report.update(step - start_step, f'global step {step}, loss {loss:.4f}')
+        report.finish()
     seconds = time.monotonic() - started
     final_step = int(global_step.numpy())
 

@@ -40,6 +40,11 @@ class _StaleGlobalStep:
 
 
 STALE_GLOBAL_STEP = _StaleGlobalStep()
+"""A fetch: the global step as it was before this run's step executed, which v1's hooks fetched.
+
+`SessionRunArgs(compat_mts.STALE_GLOBAL_STEP)` gets it without a second read after the step, so a hook's
+trigger arithmetic is v1's.
+"""
 
 _STRUCTURES = (list, tuple, dict)
 _DISTRIBUTED_VALUES = tf.distribute.DistributedValues

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import tensorflow as tf
 from tensorflow.python.checkpoint import checkpoint_management
@@ -387,12 +388,36 @@ def restore_from_v1(checkpoint_path: str, mapping: Mapping[str, Any], dry_run: b
     return report
 
 
-def _variables_of(names: CheckpointNames) -> dict[str, tf.Tensor]:
+# Read at most about this much per RestoreV2 call, so that progress moves within a large checkpoint.
+_READ_GROUP_BYTES = 64 << 20
+
+
+def _tensor_bytes(names: CheckpointNames, name: str) -> int:
+    """The size of variable `name` in memory (at least 1, so string variables count too)."""
+    return max(1, math.prod(names.shapes[name]) * tf.as_dtype(names.dtypes[name]).size)
+
+
+def _variables_of(names: CheckpointNames, on_read: Callable[[int], Any] | None = None) -> dict[str, tf.Tensor]:
+    """Every variable of `names` by name; `on_read(bytes)` is called after each group of them is read."""
     ordered = sorted(names.keys)
-    values = tf.raw_ops.RestoreV2(prefix=names.path, tensor_names=[names.keys[name] for name in ordered],
-                                  shape_and_slices=[''] * len(ordered),
-                                  dtypes=[names.dtypes[name] for name in ordered])
-    return dict(zip(ordered, values))
+    groups, group, group_bytes = [], [], 0
+    for name in ordered:
+        group.append(name)
+        group_bytes += _tensor_bytes(names, name)
+        if group_bytes >= _READ_GROUP_BYTES:
+            groups.append((group, group_bytes))
+            group, group_bytes = [], 0
+    if group:
+        groups.append((group, group_bytes))
+    values = {}
+    for group, group_bytes in groups:
+        read = tf.raw_ops.RestoreV2(prefix=names.path, tensor_names=[names.keys[name] for name in group],
+                                    shape_and_slices=[''] * len(group),
+                                    dtypes=[names.dtypes[name] for name in group])
+        values.update(zip(group, read))
+        if on_read is not None:
+            on_read(group_bytes)
+    return values
 
 
 # What reading a truncated or corrupt checkpoint file raises: OpErrors from TensorFlow, Python errors from the reader.
@@ -423,7 +448,8 @@ def _write_object_based(file_prefix: str, values: Mapping[str, tf.Tensor]) -> st
         return checkpoint.write(file_prefix)
 
 
-def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:
+def convert_checkpoint(src_dir: str, dst_dir: str, to: str, *,
+                       on_progress: Callable[[int, int, str], Any] | None = None) -> list[str]:
     """Rewrites every checkpoint of `src_dir` into `dst_dir` in the format `to`, keeping names and steps.
 
     - `to='name'`: v1 name-based files (what `tf.compat.v1.train.Saver` and a `wrap_graph` program read).
@@ -443,6 +469,10 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:
         them: a relative, moved or symlinked directory works).
       dst_dir: where to write; created if needed; must not hold checkpoints already.
       to: 'name' or 'object'.
+      on_progress: Called as `on_progress(bytes_done, bytes_total, detail)` as the variables are read, and
+        after each checkpoint is written (`detail` says which: `'model.ckpt-20 (2/3 checkpoints)'`). The
+        bytes are those of the variables in memory, over all checkpoints. `compat-mts convert` shows them
+        through `compat_mts.progress`.
 
     Returns:
       The prefixes written, oldest first.
@@ -472,10 +502,20 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:
             raise _unreadable(f'{source}.index', error) from None
     created = not tf.io.gfile.isdir(dst_dir)
     summary.ensure_writable_directory(dst_dir, 'dst_dir')
+    total_bytes = sum(_tensor_bytes(names[source], name) for source in sources for name in names[source].keys)
+    done_bytes = 0
     written = []
-    for source in sources:
+    for number, source in enumerate(sources, 1):
+        detail = f'{os.path.basename(source)} ({number}/{len(sources)} checkpoints)'
+
+        def on_read(group_bytes, detail=detail):
+            nonlocal done_bytes
+            done_bytes += group_bytes
+            if on_progress is not None and done_bytes < total_bytes:  # The last report follows the last write.
+                on_progress(done_bytes, total_bytes, detail)
+
         try:
-            values = _variables_of(names[source])
+            values = _variables_of(names[source], on_read)
         except _READ_ERRORS as error:
             _remove_written(written, dst_dir, created)
             raise _unreadable(f'{source}.data-*', error) from None
@@ -485,6 +525,8 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str) -> list[str]:
             written.append(write_name_based(target, entries))
         else:
             written.append(_write_object_based(target, values))
+        if on_progress is not None and done_bytes == total_bytes:
+            on_progress(done_bytes, total_bytes, detail)
     checkpoint_management.update_checkpoint_state_internal(
         dst_dir, model_checkpoint_path=written[-1], all_model_checkpoint_paths=written,
         save_relative_paths=True)

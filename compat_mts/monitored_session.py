@@ -36,7 +36,7 @@ from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
-from compat_mts.scaffold import Scaffold
+from compat_mts.scaffold import Scaffold, log_if_step_only
 from compat_mts.session_run_hook import (STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunContext,
                                          SessionRunValues)
 
@@ -161,6 +161,8 @@ class ChiefSessionCreator(SessionCreator):
 
     def _restore(self, scaffold: Scaffold) -> str | None:
         partial = scaffold.allow_partial_restore
+        if self._checkpoint_filename_with_path or self._checkpoint_dir:
+            log_if_step_only(scaffold)
         if self._checkpoint_filename_with_path:
             path = checkpoints.expand_directory(self._checkpoint_filename_with_path)
             checkpoints.restore(scaffold.checkpoint, path, allow_partial=partial)

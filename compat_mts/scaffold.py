@@ -6,7 +6,8 @@ variables are initialized when they are created, so the scaffold is about the ch
 - `saver` is a `tf.train.Checkpoint` (the form TensorFlow's own checkpoint migration guide uses for
   `Scaffold`) or a `tf.train.CheckpointManager`; the registered global step is always added to it under
   the name `global_step`. Without a saver the checkpoint holds the global step alone, and the log says so
-  once.
+  once, when such a checkpoint is first saved or looked for (`log_if_step_only`); a session that saves and
+  restores nothing says nothing, as v1 (whose default `Saver` never logs) did.
 - `init_fn(scaffold, session)` runs when nothing was restored, as in v1; `init_op` and `local_init_op`,
   if given, are callables (or `wrap_graph` ops) run in v1's order; `ready_op` and
   `ready_for_local_init_op`, if given, are callables returning the names of what is not ready yet.
@@ -51,6 +52,20 @@ def check_saver(saver: Any, argument: str = 'saver') -> None:
     raise TypeError(
         f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got '
         f'{type(saver).__name__}.')
+
+
+def log_if_step_only(scaffold: 'Scaffold') -> None:
+    """Says once per process that `scaffold`'s checkpoint holds the global step alone, if it does.
+
+    Called where a checkpoint is saved or restored: v1's default `Saver` held every global variable, so a
+    program that gave no saver would be surprised to find its model missing from the files. A session that
+    checkpoints nothing (no `checkpoint_dir`) has nothing to be told.
+    """
+    global _logged_step_only
+    if scaffold.finalize()._step_only and not _logged_step_only:  # pylint: disable=protected-access
+        _logged_step_only = True
+        logging.info('Scaffold has no saver: checkpoints hold the global step only. Pass '
+                     'Scaffold(saver=tf.train.Checkpoint(model=..., optimizer=...)) to save the model.')
 
 
 class Scaffold:
@@ -109,10 +124,10 @@ class Scaffold:
         self._summary_op = summary_op
         self._saver = saver
         self._checkpoint: tf.train.Checkpoint | None = None
+        self._step_only = False  # Set by finalize() when the checkpoint holds the global step alone.
 
     def finalize(self) -> 'Scaffold':
         """Resolves the checkpoint (adding the global step to it); idempotent, returns `self`."""
-        global _logged_step_only
         if self._checkpoint is not None:
             return self
         step = global_step_lib.get_global_step()
@@ -132,11 +147,7 @@ class Scaffold:
             checkpoint = wrapped_graph.checkpoint
         else:
             checkpoint = tf.train.Checkpoint()
-            if not _logged_step_only:
-                _logged_step_only = True
-                logging.info(
-                    'Scaffold has no saver: checkpoints hold the global step only. Pass '
-                    'Scaffold(saver=tf.train.Checkpoint(model=..., optimizer=...)) to save the model.')
+            self._step_only = True
         if step is not None:
             existing = getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None)
             if existing is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
@@ -33,6 +34,7 @@ _writers: dict[str, tf.summary.SummaryWriter] = {}
 _users: dict[str, int] = {}  # Directory -> how many sessions have taken its writer and not released it.
 _taken: list[str] = []  # Directories whose writers were taken since the last `take_writers()`.
 _writers_lock = threading.Lock()
+_files_with_graph: 'weakref.WeakSet[tf.summary.SummaryWriter]' = weakref.WeakSet()  # Writers whose file has one.
 _MAX_QUEUE, _FLUSH_MILLIS, _FILENAME_SUFFIX = 10, 120000, '.v2'  # `tf.summary.create_file_writer`'s defaults.
 
 
@@ -66,6 +68,7 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
             _writers[key] = writer
         elif not _users.get(key):
             ensure_writable_directory(key, 'summary directory')
+            _files_with_graph.discard(writer)
             gen_summary_ops.create_summary_file_writer(  # A new events file, on the resource traced steps hold.
                 writer._resource, logdir=key, max_queue=_MAX_QUEUE,  # pylint: disable=protected-access
                 flush_millis=_FLUSH_MILLIS, filename_suffix=_FILENAME_SUFFIX)
@@ -114,7 +117,18 @@ def write_serialized(writer: tf.summary.SummaryWriter, serialized, step: int) ->
 
 
 def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
-    """Writes `graph_def` to the TensorBoard graph dashboard."""
+    """Writes `graph_def` to the TensorBoard graph dashboard, unless `writer`'s events file holds a graph already.
+
+    The step counter, summary and checkpoint hooks of one session share one writer, and each writes the step
+    graph. TensorBoard keeps one graph per run and warns ("Found more than one graph event per run") at a
+    second, so the first write to an events file is the one that counts. v1 itself wrote two into each file
+    (its writer cache wrote the default graph when it opened a writer, `CheckpointSaverHook` wrote it again),
+    which nothing read; the graph it showed was the same.
+    """
+    with _writers_lock:
+        if writer in _files_with_graph:
+            return
+        _files_with_graph.add(writer)
     with writer.as_default(), tf.summary.record_if(True):
         tf.summary.graph(graph_def)
 

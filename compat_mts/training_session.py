@@ -25,6 +25,11 @@ class _UseDefault:
 
 
 USE_DEFAULT = _UseDefault()
+"""The default of `MonitoredTrainingSession`'s `save_*` arguments: resolve the argument the way v1 did.
+
+Left as `USE_DEFAULT` together, `save_checkpoint_secs` and `save_checkpoint_steps` become 600 and None, and
+`save_summaries_steps` and `save_summaries_secs` 100 and None; migration_guide/arguments.md has the table.
+"""
 
 
 def _check_steps(value: Any, argument: str) -> None:

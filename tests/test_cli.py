@@ -40,6 +40,11 @@ def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
     assert f'Writing checkpoints and TensorBoard events to {demo_dir}' in first
     assert 'Started fresh at step 0' in first
     assert 'Finished at step 30,' in first
+    # Not a terminal: one progress line at each quarter of the run, with the rate and what is left.
+    progress_lines = [line for line in first.splitlines() if re.match(r'\d+/30 steps', line)]
+    assert [line.split(' ')[0] for line in progress_lines] == ['8/30', '15/30', '23/30', '30/30'], first
+    assert all(re.search(r' \(\d+%\), [\d.]+ steps/s, (ETA|took) [\dhms.]+, global step \d+, loss \d', line)
+               for line in progress_lines), progress_lines
     assert f'tensorboard --logdir {demo_dir}' in first
 
     second = _checked(run_command('demo', '--dir', str(demo_dir), '--steps', '20', cwd=tmp_path))

@@ -189,3 +189,14 @@ def test_a_resumed_session_is_first_traced_n_steps_after_the_restored_step(tmp_p
         while not session.should_stop():
             session.run(step)
     assert timelines(profile_dir) == ['timeline-10.json', 'timeline-13.json']
+
+
+def test_the_profile_extra_installs_the_plugin_that_opens_the_captures_and_the_guide_says_how():
+    import pathlib
+    import tomllib
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    extras = tomllib.loads((repo / 'pyproject.toml').read_text())['project']['optional-dependencies']
+    assert extras['profile'] == ['tensorboard-plugin-profile']
+    assert not any(requirement.startswith('tensorboard-plugin-profile') for requirement in extras['test'])
+    guide = (repo / 'migration_guide' / 'hooks.md').read_text()
+    assert "pip install 'compat-mts[profile]'" in guide and 'tensorboard --logdir' in guide

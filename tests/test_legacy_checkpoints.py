@@ -7,6 +7,7 @@ The v1 checkpoints here are written by the real `tf.compat.v1.train.Saver`, in g
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -181,8 +182,14 @@ def test_compat_mts_convert_command_converts_a_directory(v1_checkpoint_dir, tmp_
     from compat_mts import cli
     object_dir = str(tmp_path / 'object')
     assert cli.main(['convert', v1_checkpoint_dir, object_dir, '--to', 'object']) == 0
-    assert capsys.readouterr().out.split() == [os.path.join(object_dir, 'model.ckpt-10'),
-                                               os.path.join(object_dir, 'model.ckpt-20')]
+    output = capsys.readouterr()
+    assert output.out.split() == [os.path.join(object_dir, 'model.ckpt-10'),
+                                  os.path.join(object_dir, 'model.ckpt-20')]
+    # The progress, on stderr (not a terminal here: a line at each quarter of the bytes that were converted).
+    progress = output.err.splitlines()
+    assert 1 <= len(progress) <= 4, progress
+    assert re.fullmatch(r'([\d.]+ [KM]?B)/\1 \(100%\), [\d.]+ [KMG]?B/s, took [\d.]+s, '
+                        r'model\.ckpt-20 \(2/2 checkpoints\)', progress[-1]), progress
     assert cli.main(['convert', v1_checkpoint_dir, object_dir, '--to', 'object']) == 2
     assert 'already holds checkpoints' in capsys.readouterr().err
 

@@ -36,6 +36,24 @@ def test_without_a_saver_the_checkpoint_holds_the_global_step_alone(tf_logs, tmp
     del model
 
 
+_NO_SAVER = 'Scaffold has no saver'
+
+
+@pytest.mark.parametrize('checkpointed', [False, True])
+def test_no_saver_is_mentioned_only_by_sessions_that_checkpoint(checkpointed, tf_logs, tmp_path, monkeypatch):
+    """v1's default Saver never logged; the step-only checkpoint is worth a line only where one is written."""
+    from compat_mts import scaffold as scaffold_lib
+    monkeypatch.setattr(scaffold_lib, '_logged_step_only', False)
+    model = Regression()
+    for _ in range(2):  # once per process
+        with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path) if checkpointed else None,
+                                          hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+            while not session.should_stop():
+                session.run(model.step)
+    mentions = [message for message in tf_logs.messages() if message.startswith(_NO_SAVER)]
+    assert len(mentions) == (1 if checkpointed else 0), tf_logs.messages()
+
+
 def test_a_different_global_step_in_the_checkpoint_is_refused():
     Regression()
     other = tf.Variable(0, dtype=tf.int64)

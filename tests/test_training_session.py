@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 
@@ -11,7 +12,8 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import Regression
-from tests.support import checkpoint_steps, has_graph_event, read_events, state_file_steps, value_kinds
+from tests.support import (checkpoint_steps, events_files, has_graph_event, read_events, state_file_steps,
+                           value_kinds)
 
 
 def hook_types(session):
@@ -309,6 +311,28 @@ def test_a_session_writes_the_graph_of_its_own_step_even_if_its_first_run_has_no
     names = _graph_node_names(tmp_path / 'second' / 'graph.pbtxt')
     assert 'only_in_the_second_step' in names and 'only_in_the_first_step' not in names
     assert has_graph_event(str(tmp_path / 'second'))
+
+
+def test_each_events_file_holds_one_graph_as_tensorboard_expects(tmp_path, caplog):
+    """The step counter, summary and checkpoint hooks share the writer; the graph goes into its file once."""
+    from tensorboard.backend.event_processing import event_accumulator
+    model = Regression()
+    for _ in range(2):  # A second session opens a new events file, which gets the graph too.
+        with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_summaries_steps=1,
+                                          log_step_count_steps=1, hooks=[mts.StopAtStepHook(num_steps=3)]) as session:
+            while not session.should_stop():
+                session.run(model.step)
+    files = events_files(str(tmp_path))
+    assert len(files) == 2, files
+    for path in files:
+        graphs = [event for event in tf.compat.v1.train.summary_iterator(path) if event.HasField('graph_def')]
+        assert len(graphs) == 1, path
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger='tensorboard'):
+            accumulator = event_accumulator.EventAccumulator(path)
+            accumulator.Reload()
+        assert accumulator.Tags()['graph'], path
+        assert not [record for record in caplog.records if 'more than one graph' in record.getMessage()], path
 
 
 def test_a_hooks_own_function_run_on_the_raw_session_is_not_the_step_graph(tmp_path):

@@ -14,7 +14,7 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.scaffold import Scaffold, check_saver
+from compat_mts.scaffold import Scaffold, check_saver, log_if_step_only
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
 
 
@@ -59,6 +59,23 @@ class CheckpointSaverHook(SessionRunHook):
     file there (`compat_mts.lock`, with its pid and host) while the process runs, and a second live writer
     fails at `begin()` with `CheckpointDirectoryInUseError`; a lock left by a killed process is taken over.
     `allow_other_writers=True` (eager-only, keyword-only) shares the directory anyway.
+
+    Args:
+      checkpoint_dir: The directory to save into (and that the session restores from); `''` is the
+        working directory, as in v1.
+      save_secs: Save every `save_secs` seconds, or None.
+      save_steps: Save every `save_steps` global steps, or None. Exactly one of the two is given.
+      saver: What to save: a `tf.train.Checkpoint`, a `tf.train.CheckpointManager` (its own `max_to_keep`
+        and file names; it must write to `checkpoint_dir`), a `tf.compat.v1.train.Saver` built in the
+        graph code the session runs, or None for the scaffold's checkpoint.
+      checkpoint_basename: The file name prefix, `'model.ckpt'` by default (files
+        `<checkpoint_basename>-<step>.index/.data-*`).
+      scaffold: A `Scaffold` whose checkpoint is saved, or None for the session's; not with `saver`.
+      listeners: A list of `CheckpointSaverListener` instances called around each save, or None.
+      save_graph_def: Also write the traced step's graph to `graph.pbtxt` (default True); TensorBoard
+        gets the graph either way.
+      allow_other_writers: Share `checkpoint_dir` with another live process that saves there (default
+        False: the second one fails at `begin()`).
 
     Example:
 
@@ -205,6 +222,7 @@ class CheckpointSaverHook(SessionRunHook):
                 checkpoint = self._saver
                 if checkpoint is None:
                     checkpoint = scaffold.finalize().checkpoint
+                    log_if_step_only(scaffold)
                 elif getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
                     setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
                 if self._writes_files:

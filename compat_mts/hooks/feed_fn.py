@@ -15,6 +15,11 @@ class FeedFnHook(SessionRunHook):
     `wrap_graph` graph are fed as in v1. Feeds are merged with the caller's and other hooks' by v1's
     rules, and a key fed twice raises v1's `RuntimeError` ("Same tensor is fed by ...").
 
+    Args:
+      feed_fn: A callable taking no argument, called before every run; it returns the feed dict of that
+        run (string keys are keyword arguments of the step, placeholders feed a `wrap_graph` graph), or
+        None to feed nothing.
+
     Example:
 
     ```python

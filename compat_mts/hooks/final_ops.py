@@ -22,6 +22,12 @@ class FinalOpsHook(SessionRunHook):
     `OutOfRangeError` or `StopIteration` from the final ops is logged with v1's warning (they should
     not read the input) and re-raised.
 
+    Args:
+      final_ops: A fetch, or a list, tuple or dict of fetches, evaluated in `end()`: `tf.Variable`s,
+        callables, names of registered variables or `wrap_graph` tensors.
+      final_ops_feed_dict: A feed for them, or None: string keys are keyword arguments of the callables,
+        placeholders of a `wrap_graph` graph are fed as in v1.
+
     Example:
 
     ```python

@@ -36,6 +36,17 @@ class LoggingTensorHook(SessionRunHook):
     v1; a name of a step output, which cannot be evaluated without running a step, is logged with its
     value from the session's last run (with `at_end`, names are fetched on every run for that).
 
+    Args:
+      tensors: A dict of tag → value, or a list or tuple of values, each its own tag. A value is a name,
+        a `tf.Variable`, a callable evaluated after the step, or a `wrap_graph` tensor (see above).
+      every_n_iter: Log on every `every_n_iter`-th local step of this session (a positive integer), or
+        None.
+      every_n_secs: Log on the first run and then at most once every `every_n_secs` seconds, or None.
+        Exactly one of `every_n_iter` and `every_n_secs` is given, unless `at_end` alone is.
+      at_end: Also log once in `end()` (default False); with both periods None, log only then.
+      formatter: None for v1's `tag = value, ...` lines, or a function from the dict of tag → NumPy value
+        to the text logged.
+
     Example:
 
     ```python

@@ -40,6 +40,12 @@ class NanTensorHook(SessionRunHook):
     With `compat_mts.repeat_steps`, the loss checked is the last of the run's K steps (a NaN earlier in
     the run shows there, since NaN weights stay NaN).
 
+    Args:
+      loss_tensor: The loss to check after every run: a name of the step's output (`'loss'`), a
+        `tf.Variable`, a callable evaluated after the step, or a tensor of a `wrap_graph` graph.
+      fail_on_nan_loss: True (the default) raises `NanLossDuringTrainingError` at a NaN loss; False logs a
+        warning and requests a stop instead.
+
     Example:
 
     ```python

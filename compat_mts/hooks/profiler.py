@@ -41,6 +41,15 @@ class ProfilerHook(SessionRunHook):
     v1 programs and change nothing. If another profiler is running, the run is not traced (a warning
     says so).
 
+    Args:
+      save_steps: Trace a run every `save_steps` global steps, or None.
+      save_secs: Trace a run at most once every `save_secs` seconds, or None. Exactly one of the two is
+        given.
+      output_dir: Where the timelines, the captures and the events go; `''` (the default) is the working
+        directory, as in v1.
+      show_dataflow: Accepted for v1 programs (default True); the eager trace has no dataflow edges.
+      show_memory: Accepted for v1 programs (default False); the eager trace has no memory snapshots.
+
     Example:
 
     ```python

@@ -19,6 +19,16 @@ class StepCounterHook(SessionRunHook):
     between runs gets v1's warning (at most five times). After the session's first step the traced step's graph
     is written too, as v1's writer cache wrote the graph into every events file.
 
+    Args:
+      every_n_steps: Measure and log the rate every `every_n_steps` global steps (default 100), or None
+        to measure by time.
+      every_n_secs: Measure every `every_n_secs` seconds instead; needs `every_n_steps=None`.
+      output_dir: The directory whose events file gets the `global_step/sec` scalars (the session's
+        `summary_dir` or `checkpoint_dir` for the default hook). None with no `summary_writer`: the rate is
+        logged only.
+      summary_writer: A `tf.summary` writer to write the scalars with instead (v1 took a `FileWriter`), or
+        None for `output_dir`'s.
+
     Example:
 
     ```python

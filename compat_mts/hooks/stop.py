@@ -14,6 +14,12 @@ class StopAtStepHook(SessionRunHook):
     that could reach `last_step` (the step read before the run, plus one) re-reads the global step
     and requests the stop only if it really got there.
 
+    Args:
+      num_steps: How many steps to run, counted from the global step at session creation: the stop
+        comes at that step plus `num_steps`. An integer, or None to use `last_step`.
+      last_step: The global step to stop at: the run that reaches it is the last. An integer, or None to
+        use `num_steps`. Exactly one of the two is given.
+
     Example:
 
     ```python

@@ -23,6 +23,18 @@ class SummarySaverHook(SessionRunHook):
     (or `scaffold.summary_op` if set); with `summary_op` (a callable that writes summaries, or serialized
     `Summary` protos of a `wrap_graph` graph), that is fetched on trigger runs and written too.
 
+    Args:
+      save_steps: Record on the first run, then every `save_steps` global steps; or None.
+      save_secs: Record on the first run, then at most once every `save_secs` seconds; or None. Exactly one
+        of the two is given.
+      output_dir: The directory whose events file gets the summaries; None with `summary_writer`.
+      summary_writer: A `tf.summary` writer to record into instead (v1 took a `FileWriter`), or None for
+        `output_dir`'s.
+      scaffold: A `Scaffold`: record the step's own `tf.summary` calls (and `scaffold.summary_op` if
+        set). Exactly one of `scaffold` and `summary_op` is given.
+      summary_op: What to fetch and write on trigger runs: a callable that writes summaries, or a
+        `wrap_graph` summary tensor (serialized `Summary` protos), or a list of them.
+
     Example:
 
     ```python

@@ -18,6 +18,11 @@ class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
     `every_secs=inf` triggers the first time only (v1's arithmetic). It subclasses
     `tf.compat.v1.train.SecondOrStepTimer`, so v1 code that checks `isinstance` accepts it.
 
+    Args:
+      every_secs: Trigger once at least `every_secs` seconds have passed since the last trigger, or None.
+      every_steps: Trigger once the step is at least `every_steps` past the last triggered one, or None.
+        Exactly one of the two is given.
+
     Example:
 
     ```python

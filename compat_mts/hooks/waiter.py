@@ -27,6 +27,10 @@ class GlobalStepWaiterHook(SessionRunHook):
     training (`MultiWorkerMirroredStrategy`) every worker steps together, so waiting would never end:
     give non-chief workers `wait_until_step=0` there.
 
+    Args:
+      wait_until_step: The global step to wait for before the first run, an integer; 0 or less never
+        waits.
+
     Example:
 
     ```python
