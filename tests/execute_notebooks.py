@@ -151,8 +151,8 @@ def comparable_outputs(notebook: nbformat.NotebookNode) -> list[dict]:
                 texts = {mime: masked(''.join(value)) for mime, value in data.items()
                          if mime.startswith('text/')}
                 others.append({'output_type': output.output_type, 'mime_types': sorted(data), 'texts': texts})
-        cells.append({'cell': cell.source.partition('\n')[0], 'streams': {name: masked(text) for name, text in streams.items()},
-                      'outputs': others})
+        cells.append({'cell': cell.source.partition('\n')[0],  # its first line, to say which cell differs
+                      'streams': {name: masked(text) for name, text in streams.items()}, 'outputs': others})
     return cells
 
 
