@@ -319,13 +319,14 @@ class _MonitoredSession:
         # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
         self._graph = legacy.graph_being_built()
         self._unfinalize_at_close = self._graph is not None and not self._graph.finalized
+        self._adopted_graph: legacy.WrappedGraph | None = None
         for hook in self._hooks:
             hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
         self._summary_writers = summary_lib.take_writers()  # Released (events files closed) at the last close.
         try:
             with global_step_lib.outside_graph_mode():
                 if self._graph is not None:
-                    legacy.adopt_graph(self._graph)
+                    self._adopted_graph = legacy.adopt_graph(self._graph)
                 self._recorders = summary_lib.take_requested()
                 self._global_step: tf.Variable | None = None
                 if self._should_recover:
@@ -333,14 +334,22 @@ class _MonitoredSession:
                 else:
                     self._create()
         except BaseException:
-            self._unfinalize_graph()
+            self._release_graph()
             summary_lib.release_writers(self._summary_writers)
             raise
         if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
             self._sigterm.install()
 
-    def _unfinalize_graph(self) -> None:
-        """Lets the program add ops to its graph again, as v1 did after a session closed."""
+    def _release_graph(self) -> None:
+        """Lets the program add ops to its graph again, as v1 did after a session closed.
+
+        The program's graph also leaves the fetch model: with the session gone nothing runs it, and a
+        later session of other code in the process (stage 2 of the same notebook) must not resolve its
+        names (`'loss'`) to the closed graph's tensors.
+        """
+        if self._adopted_graph is not None:
+            legacy.forget_graph(self._adopted_graph)
+            self._adopted_graph = None
         if self._unfinalize_at_close:
             self._unfinalize_at_close = False
             self._graph._unsafe_unfinalize()  # pylint: disable=protected-access
@@ -617,7 +626,7 @@ class _MonitoredSession:
                 self._raw = None
                 self._coord = None
                 self._sigterm.uninstall()
-                self._unfinalize_graph()
+                self._release_graph()
                 summary_lib.release_writers(self._summary_writers)
                 self._summary_writers = []
         if self._preempted and not exception_type:

@@ -128,6 +128,29 @@ def test_each_session_of_the_graph_starts_from_a_fresh_init_or_the_checkpoint_as
     assert checkpoint_steps(str(tmp_path)) == [0, 2, 4]
 
 
+def test_once_its_session_closes_the_graph_answers_no_names_of_later_eager_sessions(tf_logs):
+    # A notebook runs stage 1 (the v1 graph) and then stage 2 (a Keras step returning 'loss') in one process.
+    with tf.Graph().as_default():
+        _, _, loss, train_op = _build_regression()
+        with mts.MonitoredTrainingSession(hooks=[mts.StopAtStepHook(last_step=2)]) as session:
+            while not session.should_stop():
+                session.run(train_op)
+    mts.reset_global_step()
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step():
+        global_step.assign_add(1)
+        return {'loss': tf.constant(7.0)}
+
+    hooks = [mts.StopAtStepHook(last_step=2), mts.LoggingTensorHook({'loss': 'loss'}, every_n_iter=1)]
+    with mts.MonitoredTrainingSession(hooks=hooks) as session:
+        while not session.should_stop():
+            session.run(train_step)
+    logged = [message.split(' (')[0] for message in tf_logs.messages() if message.startswith('loss = ')]
+    assert logged == ['loss = 7.0', 'loss = 7.0']  # Not the closed graph's tensor 'loss:0'.
+
+
 def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
     other = tf.Variable(np.ones([2, 2], np.float32))
     tf.train.CheckpointManager(mts.legacy.NameBasedCheckpoint({'w': other}), str(tmp_path), max_to_keep=1,
