@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import compat_mts.estimator as estimator
 from tests.estimator_programs import linear
+from tests.support import run_python
 
 SERVING = estimator.export.build_raw_serving_input_receiver_fn({'x': tf.TensorSpec([None, 2], tf.float32)})
 
@@ -84,3 +85,25 @@ def test_latest_exporter_exports_after_each_evaluation_and_keeps_the_latest(tmp_
     assert os.listdir(os.path.join(str(tmp_path), 'export', 'latest')) == [os.fsdecode(os.path.basename(latest_dir))]
     assert os.path.dirname(final_dir) == os.fsencode(os.path.join(str(tmp_path), 'export', 'final'))
     assert len(os.listdir(os.path.join(str(tmp_path), 'export', 'final'))) == 1
+
+
+def test_the_export_leaves_the_log_lines_single(tmp_path):
+    """TensorFlow's SavedModel writer logs through absl, whose first line configures the root logger of a program
+    that configured none; from then on every `tensorflow` line printed twice. pytest configures logging, so a
+    fresh process is the program here."""
+    result = run_python(
+        'import sys, tensorflow as tf\n'
+        'import compat_mts.estimator as estimator\n'
+        'from tests.estimator_programs import linear\n'
+        'tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)\n'
+        'model = estimator.Estimator(linear.model_fn, model_dir=sys.argv[1], params={})\n'
+        'model.train(linear.input_fn(), max_steps=2)\n'
+        'serving = estimator.export.build_raw_serving_input_receiver_fn(\n'
+        "    {'x': tf.TensorSpec([None, 2], tf.float32)})\n"
+        'model.export_saved_model(sys.argv[2], serving)\n'
+        "tf.compat.v1.logging.info('after the export')\n", str(tmp_path / 'model'), str(tmp_path / 'export'))
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith('INFO:tensorflow:')]
+    assert any(line.startswith('INFO:tensorflow:SavedModel written to') for line in lines), lines
+    assert lines.count('INFO:tensorflow:after the export') == 1, lines
+    assert not [a for a, b in zip(lines, lines[1:]) if a == b], lines  # A doubled line follows itself.

@@ -17,6 +17,8 @@ from google.protobuf import text_format
 from tensorflow.compat.v1 import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
+from compat_mts import checkpoints
+
 _MAX_DIRECTORY_CREATION_ATTEMPTS = 10
 
 
@@ -88,7 +90,8 @@ def export(wrapped, receiver, export_outputs: dict, checkpoint_path: str, export
     module.variables_of_graph = _tracked_variables(wrapped, pruned_functions)
     export_dir = _timestamped_dir(export_dir_base)
     temp_dir = os.path.join(os.path.dirname(export_dir), b'temp-' + os.path.basename(export_dir))
-    tf.saved_model.save(module, os.fsdecode(temp_dir), signatures=signatures)
+    with checkpoints.root_logger_left_alone():  # TensorFlow's writer logs through absl: lines would print twice.
+        tf.saved_model.save(module, os.fsdecode(temp_dir), signatures=signatures)
     if as_text:
         _rewrite_as_text(os.fsdecode(temp_dir))
     for destination, source in (assets_extra or {}).items():
