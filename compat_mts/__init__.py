@@ -1,7 +1,7 @@
 """compat_mts: run TF1 `MonitoredTrainingSession` programs eagerly on TF2, and migrate them step by step.
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
-plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
+plus the eager extras `set_global_step`, `reset_global_step`, `reset`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
 `keras` adapters and `estimator` (v1's `tf.estimator` on the eager session). `compat_mts.hooks` re-exports the
 built-in hooks under the same names.
 
@@ -25,6 +25,7 @@ _EXPORTS = {
     'get_global_step': 'compat_mts.global_step',
     'get_or_create_global_step': 'compat_mts.global_step',
     'reset_global_step': 'compat_mts.global_step',
+    'reset': 'compat_mts.program',
     'set_global_step': 'compat_mts.global_step',
     'CheckpointSaverHook': 'compat_mts.hooks.checkpoint',
     'CheckpointSaverListener': 'compat_mts.hooks.checkpoint',

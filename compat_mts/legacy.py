@@ -49,7 +49,6 @@ _KERAS_SETUP = ("before TensorFlow is first imported: in the environment "
                 "very top of the script")
 _KERAS_GUIDE = 'migration_guide/legacy.md, "v1 layers, losses and metrics (Keras 3)"'
 _graph_ids = itertools.count()
-_wrapped_graphs: list['WrappedGraph'] = []
 
 
 def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
@@ -172,7 +171,7 @@ def adopt_graph(graph: tf.Graph) -> 'WrappedGraph':
     did. The graph is finalized while the session is open (as v1 finalized it); the caller unfinalizes it.
     """
     summary_op = _merged_summaries(graph, collection=tf.compat.v1.GraphKeys.SUMMARY_OP)
-    for earlier in [wrapped for wrapped in _wrapped_graphs if wrapped.graph is graph]:
+    for earlier in [wrapped for wrapped in _wrapped_graphs() if wrapped.graph is graph]:
         forget_graph(earlier)
     with global_step_lib.outside_graph_mode():
         return _register(WrappedGraph(graph, None, summary_op))
@@ -193,7 +192,6 @@ def _merged_summaries(graph: tf.Graph, collection: str | None = None) -> tf.Tens
 
 def _register(wrapped: 'WrappedGraph') -> 'WrappedGraph':
     fetches_lib.register_graph_runner(wrapped)
-    _wrapped_graphs.append(wrapped)
     if wrapped.global_step is not None:
         global_step_lib.set_global_step(wrapped.global_step)
     return wrapped
@@ -206,23 +204,22 @@ def forget_graph(wrapped: 'WrappedGraph') -> None:
     per `train`, `evaluate` and `predict` call). Restoring the global step registration is the caller's.
     """
     fetches_lib.unregister_graph_runner(wrapped)
-    if wrapped in _wrapped_graphs:
-        _wrapped_graphs.remove(wrapped)
 
 
 def wrapped_graph_of_global_step() -> 'WrappedGraph | None':
     """The wrapped graph whose global step is the registered one: the graph of the current program.
 
-    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from. Tied to the global step,
-    so that `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
+    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from, through the `GraphRunner`
+    seam (`compat_mts.fetches.graph_runner_of_global_step`). Tied to the global step, so that
+    `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
     """
-    step = global_step_lib.get_global_step()
-    if step is None:
-        return None
-    for wrapped in reversed(_wrapped_graphs):
-        if wrapped.global_step is step:
-            return wrapped
-    return None
+    runner = fetches_lib.graph_runner_of_global_step()
+    return runner if isinstance(runner, WrappedGraph) else None
+
+
+def _wrapped_graphs() -> list['WrappedGraph']:
+    """The registered wrapped graphs, most recent last (the fetch model's registry holds them)."""
+    return [runner for runner in fetches_lib.graph_runners() if isinstance(runner, WrappedGraph)]
 
 
 class _Feed:
@@ -377,6 +374,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
                             'only variables are.', ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)))
         return self._checkpoint_of([(None, variable) for variable in global_variables])
 
+    def graph_def(self):
+        """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph."""
+        return self.graph.as_graph_def(add_shapes=True)
+
     def checkpoint_of_saver(self, saver: tf.compat.v1.train.Saver) -> NameBasedCheckpoint:
         """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names, and the global step.
 
@@ -529,12 +530,12 @@ class WrappedGraph(fetches_lib.GraphRunner):
             try:
                 tensor = self.graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
             except (KeyError, ValueError, TypeError) as error:
-                if any(other.owns_name(key) for other in _wrapped_graphs if other is not self):
+                if any(other.owns_name(key) for other in _wrapped_graphs() if other is not self):
                     return None
                 raise TypeError(f'Cannot interpret feed_dict key as Tensor: {error.args[0]}') from None
         elif self.owns(key):
             tensor = key
-        elif any(other.owns(key) for other in _wrapped_graphs if other is not self):
+        elif any(other.owns(key) for other in _wrapped_graphs() if other is not self):
             return None
         else:
             raise TypeError(f'Cannot interpret feed_dict key as Tensor: {key!r} is not an element of '

@@ -49,12 +49,15 @@ class RawSession:
 
     `run(fetches, feed_dict=None, options=None, run_metadata=None)` follows the eager fetch model of
     `compat_mts.fetches`; `options` and `run_metadata` are accepted for v1 signatures and unused.
+    `fetch_state` is the session's own `compat_mts.fetches.SessionState`, which the `MonitoredSession`
+    running on it shares.
     """
 
     graph = None
 
     def __init__(self, scaffold: Scaffold, checkpoint_dir: str | None = None):
         self.scaffold = scaffold
+        self.fetch_state = fetches_lib.SessionState()
         self.checkpoint_dir = checkpoint_dir
         self.restored_path: str | None = None
         self.device: str | None = None  # Where the session's steps run: the task of a `grpc://` master.
@@ -65,7 +68,7 @@ class RawSession:
         if self._closed:
             raise RuntimeError('Attempted to use a closed Session.')
         with global_step_lib.outside_graph_mode():  # A hook's, or the program's, inside its own graph.
-            return fetches_lib.run_fetches(fetches, feed_dict)
+            return fetches_lib.run_fetches(fetches, feed_dict, self.fetch_state)
 
     def close(self) -> None:
         self._closed = True
@@ -317,14 +320,16 @@ class _MonitoredSession:
         # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
         self._graph = legacy.graph_being_built()
         self._unfinalize_at_close = self._graph is not None and not self._graph.finalized
-        for hook in self._hooks:
-            hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
-        self._summary_writers = summary_lib.take_writers()  # Released (events files closed) at the last close.
+        self._summaries = summary_lib.SessionSummaries()  # Writers released (events files closed) at close.
+        self._state = fetches_lib.SessionState()
+        self._adopted_graph = None
         try:
+            with self._summaries.collecting():
+                for hook in self._hooks:
+                    hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
             with global_step_lib.outside_graph_mode():
                 if self._graph is not None:
-                    legacy.adopt_graph(self._graph)
-                self._recorders = summary_lib.take_requested()
+                    self._adopted_graph = legacy.adopt_graph(self._graph)
                 self._global_step: tf.Variable | None = None
                 if self._should_recover:
                     self._create_recoverably()
@@ -332,7 +337,7 @@ class _MonitoredSession:
                     self._create()
         except BaseException:
             self._unfinalize_graph()
-            summary_lib.release_writers(self._summary_writers)
+            self._summaries.release()
             raise
         if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
             self._sigterm.install()
@@ -346,17 +351,29 @@ class _MonitoredSession:
     # Creation and teardown of the inner (re-creatable) session.
 
     def _create(self) -> None:
-        fetches_lib.forget_last_step()
         self._raw = validation.check_created_session(self._creator.create_session(), self._creator)
+        self._state = self._fetch_state_of(self._raw)
+        self._state.graph_runner = self._adopted_graph or fetches_lib.graph_runner_of_global_step()
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         self._global_step = global_step_lib.get_global_step()
         self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
         if getattr(self._raw, 'device', None) is not None:
             self._run_once = self._run_on_device
-        for recorder in self._recorders:
-            recorder.activate()
+        self._summaries.activate()
         for hook in self._hooks:
             hook.after_create_session(self._raw, self._coord)
+
+    @staticmethod
+    def _fetch_state_of(raw: Any) -> fetches_lib.SessionState:
+        """The fetch state of a newly created raw session: its own, so that a re-created session starts afresh."""
+        state = getattr(raw, 'fetch_state', None)
+        if state is None:  # The session object of a creator of the program's own: hooks find the state on it.
+            state = fetches_lib.SessionState()
+            try:
+                raw.fetch_state = state
+            except AttributeError:  # Slots or a read-only attribute: the session writes no step graph then.
+                pass
+        return state
 
     def _create_recoverably(self) -> None:
         while True:
@@ -383,8 +400,7 @@ class _MonitoredSession:
                 finally:
                     self._report_stragglers(threads)
         finally:
-            for recorder in self._recorders:
-                recorder.deactivate()
+            self._summaries.deactivate()
             summary_lib.flush_all()
             if raw is not None:
                 raw.close()
@@ -480,7 +496,7 @@ class _MonitoredSession:
                 _merge_options(options, request.options)
         try:
             results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step,
-                                      session_step=True).execute()
+                                      session_step=True, state=self._state).execute()
         except (tf.errors.OutOfRangeError, StopIteration):
             self._take_back_the_increment_of_a_step_without_data()
             raise
@@ -616,8 +632,7 @@ class _MonitoredSession:
                 self._coord = None
                 self._sigterm.uninstall()
                 self._unfinalize_graph()
-                summary_lib.release_writers(self._summary_writers)
-                self._summary_writers = []
+                self._summaries.release()
         if self._preempted and not exception_type:
             logging.warning('Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
                             preemption.PREEMPTION_EXIT_CODE)

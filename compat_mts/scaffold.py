@@ -24,8 +24,8 @@ from typing import Any, Callable
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts import legacy
 from compat_mts import validation
 
 _CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
@@ -116,7 +116,7 @@ class Scaffold:
         if self._checkpoint is not None:
             return self
         step = global_step_lib.get_global_step()
-        wrapped_graph = legacy.wrapped_graph_of_global_step()
+        wrapped_graph = fetches_lib.graph_runner_of_global_step()  # A legacy graph, through the GraphRunner seam.
         if self._summary_op is None and wrapped_graph is not None:
             self._summary_op = wrapped_graph.summary_op
         if isinstance(self._saver, tf.train.CheckpointManager):

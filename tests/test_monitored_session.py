@@ -386,3 +386,51 @@ def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_
             session.run(step)
     assert latest_checkpoint_step(str(tmp_path / 'compat')) == latest_checkpoint_step(str(tmp_path / 'v1')) == 10
     assert float(total.numpy()) == 45.0
+
+
+def _graph_of_value(value: float):
+    """A legacy graph whose `value:0` is `value` and whose `train_op` increments its own global step."""
+    def build_fn():
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        tf.constant(value, name='value')
+        return {'train_op': tf.compat.v1.assign_add(global_step, 1, name='train_op')}
+    return mts.wrap_graph(build_fn)
+
+
+def test_two_sessions_open_at_once_each_run_their_own_graph_and_step():
+    first_graph = _graph_of_value(1.0)
+    first = mts.SingularMonitoredSession()
+    second_graph = _graph_of_value(2.0)  # Registered last: it would win on names for every session.
+    second = mts.SingularMonitoredSession()
+    with first, second:
+        for _ in range(2):  # Interleaved runs.
+            assert first.run('value:0') == 1.0
+            assert second.run('value:0') == 2.0
+            first.run(first_graph.outputs['train_op'])
+        assert first.run(first_graph.global_step) == 2
+        assert second.run(second_graph.global_step) == 0
+        assert first.raw_session().fetch_state.graph_runner is first_graph
+        assert second.raw_session().fetch_state.graph_runner is second_graph
+
+
+def test_two_sessions_open_at_once_each_remember_their_own_last_step():
+    model = Regression()
+    other_step = tf.function(lambda: model.global_step.read_value())
+    first = mts.SingularMonitoredSession()
+    first.run(model.step)
+    second = mts.SingularMonitoredSession()  # Creating a session forgot v1's one default graph; not another's.
+    second.run(other_step)
+    first.run(model.step)
+    with first, second:
+        assert first.raw_session().fetch_state.last_step is model.step
+        assert second.raw_session().fetch_state.last_step is other_step
+
+
+def test_reset_forgets_the_global_step_and_the_legacy_graphs():
+    graph = _graph_of_value(1.0)
+    assert mts.get_global_step() is graph.global_step
+    mts.reset()
+    assert mts.get_global_step() is None
+    with mts.SingularMonitoredSession() as session:
+        with pytest.raises(KeyError, match="'value:0'"):
+            session.run('value:0')

@@ -156,7 +156,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_run(self, run_context, run_values):
         if self._graph_pending:
-            self._graph_pending = not self._write_graph()
+            self._graph_pending = not self._write_graph(run_context.session)
         if self._cluster is not None and self._time_based:
             self._after_run_in_cluster(run_context)
         elif self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
@@ -184,9 +184,9 @@ class CheckpointSaverHook(SessionRunHook):
         if self._writes_files and not self._allow_other_writers:
             checkpoints.unlock_directory(self._checkpoint_dir)
 
-    def _write_graph(self) -> bool:
+    def _write_graph(self, session) -> bool:
         """Writes the session's step graph; False while this session has run no step yet."""
-        graph_def = fetches_lib.step_graph_def()
+        graph_def = fetches_lib.step_graph_def(getattr(session, 'fetch_state', None))
         if graph_def is None:
             return False
         if self._save_graph_def:

@@ -61,7 +61,7 @@ class StepCounterHook(SessionRunHook):
     def after_run(self, run_context, run_values):
         stale_global_step = run_values.results
         if self._graph_pending:
-            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer)
+            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         if self._timer.should_trigger_for_step(stale_global_step + self._steps_per_run):
             global_step = int(run_context.session.run(self._global_step))
             if self._timer.should_trigger_for_step(global_step):

@@ -96,7 +96,7 @@ class SummarySaverHook(SessionRunHook):
                 for serialized in _serialized_summaries(results['summary']):
                     summary_lib.write_serialized(self._summary_writer, serialized, global_step)
         if self._graph_pending:
-            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer)
+            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         self._next_step = global_step + self._steps_per_run
 
     def end(self, session=None):

@@ -176,14 +176,12 @@ class HooksCallback(tf.keras.callbacks.Callback):
             global_step_lib.step_name(self._previous_step) if self._previous_step is not None else None)
         step = global_step_lib.set_global_step(
             model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
-        self._recorders = []
-        self._summary_writers = []
+        self._summaries = summary_lib.SessionSummaries()
         try:
             self._begin(model, step)
         except BaseException:  # Leave the process as fit found it: no summary defaults, no step registered.
-            for recorder in self._recorders:
-                recorder.deactivate()
-            summary_lib.release_writers(self._summary_writers)
+            self._summaries.deactivate()
+            self._summaries.release()
             self._put_back_previous_step()
             raise
 
@@ -201,14 +199,12 @@ class HooksCallback(tf.keras.callbacks.Callback):
         session = FitSession(_model.variables_by_name(model))
         self._options = tf.compat.v1.RunOptions()
         self._run_metadata = tf.compat.v1.RunMetadata()
-        for hook in self._hooks:
-            hook.begin()
-        self._summary_writers = summary_lib.take_writers()
-        self._recorders = summary_lib.take_requested()
+        with self._summaries.collecting():
+            for hook in self._hooks:
+                hook.begin()
         self._restore_latest_checkpoint()
-        for recorder in self._recorders:
-            recorder.activate()
-        if self._recorders:
+        self._summaries.activate()
+        if self._summaries.recorders:
             model.make_train_function(force=True)  # Traced anew, under the recorders' writers.
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         for hook in self._hooks:
@@ -273,10 +269,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
                 self._coord.request_stop()
                 self._coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
             finally:
-                for recorder in self._recorders:
-                    recorder.deactivate()
-                summary_lib.release_writers(self._summary_writers)
-                self._summary_writers = []
+                self._summaries.deactivate()
+                self._summaries.release()
                 self._put_back_previous_step()
 
     def _put_back_previous_step(self) -> None:
