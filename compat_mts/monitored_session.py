@@ -35,10 +35,9 @@ from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
-from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import (STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunContext,
-                                         SessionRunValues)
+                                         SessionRunValues, checkpoint_saving_hooks)
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
 _WORKER_POLL_SECS = 0.5
@@ -339,7 +338,7 @@ class _MonitoredSession:
             self._unfinalize_graph()
             self._summaries.release()
             raise
-        if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
+        if checkpoint_saving_hooks(self._hooks):  # A SIGTERM stops after this run; end() saves.
             self._sigterm.install()
 
     def _unfinalize_graph(self) -> None:

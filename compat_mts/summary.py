@@ -29,6 +29,7 @@ from tensorflow.compat.v1 import logging
 from tensorflow.python.ops import gen_summary_ops
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
+from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 
 # Process-wide, as v1's FileWriterCache: a traced step keeps the writer it saw, whichever session runs it.
@@ -120,8 +121,7 @@ def write_step_graph(writer: tf.summary.SummaryWriter, session: Any) -> bool:
     `session` is what hooks get as the session (`run_context.session`); one without a fetch state (inside
     `model.fit`) has no step graph.
     """
-    from compat_mts import fetches  # The fetch model imports nothing of summaries; keep it that way.
-    graph_def = fetches.step_graph_def(getattr(session, 'fetch_state', None))
+    graph_def = fetches_lib.step_graph_def(getattr(session, 'fetch_state', None))
     if graph_def is None:
         return False
     write_graph(writer, graph_def)

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import FEATURES, TARGETS, Recorder, Regression
+from tests.support import run_python
 
 
 def test_hook_methods_run_in_v1_order():
@@ -434,3 +435,14 @@ def test_reset_forgets_the_global_step_and_the_legacy_graphs():
     with mts.SingularMonitoredSession() as session:
         with pytest.raises(KeyError, match="'value:0'"):
             session.run('value:0')
+
+
+def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_hook():
+    result = run_python(
+        'import sys\n'
+        'import compat_mts.fetches, compat_mts.scaffold, compat_mts.steps, compat_mts.summary\n'
+        'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the core"\n'
+        'import compat_mts.monitored_session\n'
+        'hooks = sorted(name for name in sys.modules if name.startswith("compat_mts.hooks"))\n'
+        'assert not hooks, hooks\n')
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -15,7 +15,7 @@ from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.scaffold import Scaffold, check_saver
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
 class CheckpointSaverListener(tf.compat.v1.train.CheckpointSaverListener):
@@ -37,7 +37,7 @@ class CheckpointSaverListener(tf.compat.v1.train.CheckpointSaverListener):
     """
 
 
-class CheckpointSaverHook(SessionRunHook):
+class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     """Saves checkpoints every `save_steps` steps or `save_secs` seconds, at creation and at the end.
 
     Files and numbering are v1's: `<checkpoint_dir>/model.ckpt-<global step>.index/.data-*`, the
@@ -105,12 +105,10 @@ class CheckpointSaverHook(SessionRunHook):
         # How far the step may have moved in a run before the global step is read to check the timer. v1 looked
         # 1e6 steps ahead, which reads it after every run; a run is one step (K under `repeat_steps`, which says
         # so), so a step-based timer reads it only on the runs that may save.
-        self._steps_per_run = 1
         self._default_scaffold: Scaffold | None = None
         self._manager: tf.train.CheckpointManager | None = None
 
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
+    saves_checkpoints = True  # The capability the session asks for (see compat_mts.session_run_hook).
 
     def _set_default_scaffold(self, scaffold: Scaffold) -> None:
         """Sets what is saved when neither `saver` nor `scaffold` was given, from the next `begin()` on.

@@ -12,10 +12,10 @@ from tensorflow.compat.v1 import logging
 from compat_mts import fetches as fetches_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import NeverTriggerTimer, SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook, StepsPerRunMixin
 
 
-class LoggingTensorHook(SessionRunHook):
+class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
     """Logs the given values every N local steps, every N seconds, or at the end (v1's arguments and lines).
 
     `tensors` is a dict of tag → value, logged in sorted tag order, or a list of values, logged in the
@@ -68,11 +68,7 @@ class LoggingTensorHook(SessionRunHook):
         self._timer = (NeverTriggerTimer() if only_log_at_end
                        else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter))
         self._log_at_end = at_end
-        self._steps_per_run = 1
         self._named = [index for index, fetch in enumerate(self._fetches) if isinstance(fetch, str)]
-
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
 
     def begin(self):
         self._timer.reset()

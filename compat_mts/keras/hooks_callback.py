@@ -13,11 +13,10 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
-from compat_mts.hooks.checkpoint import CheckpointSaverHook
-from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.keras import _model
 from compat_mts.scaffold import Scaffold
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from compat_mts.session_run_hook import (SessionRunArgs, SessionRunContext, SessionRunValues, checkpoint_saving_hooks,
+                                         last_step_hooks, nearest_last_step)
 
 _V1_HOOK = tf.compat.v1.train.SessionRunHook
 _NO_CALLER_FETCHES = SessionRunArgs(None)
@@ -153,8 +152,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
         super().__init__()
         self._hooks = validation.check_hooks(hooks, 'hooks')
         self._batch_hooks = [hook for hook in self._hooks if _runs_per_batch(hook)]
-        self._stop_hooks = [hook for hook in self._hooks if isinstance(hook, StopAtStepHook)]
-        self._checkpoint_hooks = [hook for hook in self._hooks if isinstance(hook, CheckpointSaverHook)]
+        self._stop_hooks = last_step_hooks(self._hooks)
+        self._checkpoint_hooks = checkpoint_saving_hooks(self._hooks)
         if self._batch_hooks:
             # Bound on the instance, so that Keras's `is_default` checks see batch methods only when a hook
             # needs them.
@@ -237,8 +236,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
     def _shorten_execution_to_last_step(self, step: int) -> None:
         if self._steps_per_execution == 1:
             return
-        last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
-        steps_left = min(last_steps) - step if last_steps else self._steps_per_execution
+        last_step = nearest_last_step(self._stop_hooks)
+        steps_left = last_step - step if last_step is not None else self._steps_per_execution
         if 0 < steps_left < self._steps_per_execution:
             self._execution.shorten(steps_left)
 
