@@ -564,7 +564,7 @@ def _variable_names() -> list[str]:
 
 
 def _lookup_variable(name: str) -> tf.Variable | None:
-    bare = name[:-2] if name.endswith(':0') else name
+    bare = global_step_lib.op_name(name)
     step = global_step_lib.get_global_step()
     if step is not None and global_step_lib.step_name(step) == bare:
         return step

@@ -10,7 +10,7 @@ already has (for example `optimizer.iterations`), and `reset_global_step` forget
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -153,6 +153,17 @@ def require_global_step(user: str) -> tf.Variable:
     return step
 
 
+def op_name(name: str) -> str:
+    """`name` without the `:0` of a tensor's first output: `'dense/kernel:0'` is `'dense/kernel'`, as v1 named
+    variables in checkpoints, tags and fetches. Every place that strips the suffix uses this one."""
+    return name[:-2] if name.endswith(':0') else name
+
+
+def variable_name(variable: Any) -> str:
+    """The unique name of a variable as v1 would say it: a Keras 3 variable's path, else its op name."""
+    return op_name(getattr(variable, 'path', None) or variable.name)
+
+
 def step_name(variable: tf.Variable) -> str:
     """The op name of a step variable, as v1 used it in tags: `global_step` for the default one.
 
@@ -160,8 +171,7 @@ def step_name(variable: tf.Variable) -> str:
     """
     if variable is _registered and _registered_name is not None:
         return _registered_name
-    name = variable.name
-    return name[:-2] if name.endswith(':0') else name
+    return op_name(variable.name)
 
 
 def step_reader(variable: tf.Variable) -> Callable[[], int]:

@@ -302,15 +302,15 @@ class WrappedGraph(fetches_lib.GraphRunner):
         _check_supported(graph, global_variables + local_variables)
         self.function = self._import(graph)
         imported = self.function.graph
-        eager = {_op_name(v): v for v in (
+        eager = {global_step_lib.op_name(v.name): v for v in (
             imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
             + imported.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))}
         self._eager_by_name = eager
-        self.variables = [eager[_op_name(v)] for v in global_variables + local_variables]
+        self.variables = [eager[global_step_lib.op_name(v.name)] for v in global_variables + local_variables]
         self._lift_resources(imported)
         self._initialize(imported)
         plain_step = tf.compat.v1.train.get_global_step(graph)
-        self.global_step = eager[_op_name(plain_step)] if plain_step is not None else None
+        self.global_step = eager[global_step_lib.op_name(plain_step.name)] if plain_step is not None else None
         self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables}
         self.checkpoint = self._default_checkpoint(global_variables)
         self._targets: dict[Any, tuple[Any, tuple[str, Any] | None]] = {}
@@ -400,12 +400,12 @@ class WrappedGraph(fetches_lib.GraphRunner):
         """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs."""
         whole, partitions = {}, []
         for name, variable in named:
-            eager = self._eager_by_name[_op_name(variable)]
+            eager = self._eager_by_name[global_step_lib.op_name(variable.name)]
             slice_info = getattr(variable, '_save_slice_info', None)
             if slice_info is not None:
                 partitions.append(_Entry(slice_info.full_name, slice_info.spec, eager))
             else:
-                whole[name or _op_name(variable)] = eager
+                whole[name or global_step_lib.op_name(variable.name)] = eager
         checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
         if self.global_step is not None:
             checkpoint.global_step = self.global_step
@@ -466,7 +466,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if known is not None:
             return known[1]
         if id(fetch) in self._plain_variable_ids:
-            target = ('variable', self._eager_by_name[_op_name(fetch)])
+            target = ('variable', self._eager_by_name[global_step_lib.op_name(fetch.name)])
         else:  # Also what an `assign` returns: a variable whose read runs after the assignment.
             element = self.graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
             if isinstance(element, tf.Operation):
@@ -549,11 +549,6 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
 def _identity(value: Any) -> Any:
     return value if type(value) is str else id(value)  # pylint: disable=unidiomatic-typecheck
-
-
-def _op_name(variable: Any) -> str:
-    name = variable.name
-    return name[:-2] if name.endswith(':0') else name
 
 
 def _check_supported(graph: tf.Graph, variables: list) -> None:

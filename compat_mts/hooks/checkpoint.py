@@ -86,8 +86,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         validation.check_integer(save_steps, 'save_steps')
         validation.check_seconds(save_secs, 'save_secs',
                                  infinity='saves only when the session is created and at the end')
-        if not isinstance(checkpoint_basename, str) or not checkpoint_basename:
-            raise TypeError(f'`checkpoint_basename` must be a non-empty string, got {checkpoint_basename!r}.')
+        validation.check_non_empty_string(checkpoint_basename, 'checkpoint_basename')
         validation.check_bool(save_graph_def, 'save_graph_def')
         self._listeners = validation.check_listeners(listeners)
         if isinstance(saver, tf.compat.v1.train.Saver):  # Built in the graph code: saved as a scaffold saves it.

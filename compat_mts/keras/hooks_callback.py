@@ -65,7 +65,7 @@ class FitSession:
         if fetch is STALE_GLOBAL_STEP:
             return self.stale_step
         if isinstance(fetch, str):
-            name = fetch[:-2] if fetch.endswith(':0') else fetch
+            name = global_step_lib.op_name(fetch)
             if name in self.logs:
                 return _log_value(self.logs[name])
             if name in self._variables:
