@@ -7,7 +7,7 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | a callable (a `tf.function` step, a plain function) | called once in this run; its return value, as NumPy |
 | `tf.Variable` (or a Keras 3 variable) | its value, read after the run's callables have executed |
 | eager `tf.Tensor` | its value |
-| a string | a key of a dict returned by a callable of this run, else a registered variable's name (`'global_step'`), else a name in a wrapped legacy graph |
+| a string | a key of a dict a callable of this run returned, else the global step's name, else a legacy graph's name |
 | `STALE_GLOBAL_STEP` | the global step as it was before this run's callables executed (what v1 hooks fetched) |
 | a tensor or op of a `wrap_graph` graph | executed by the graph's runner, all graph fetches of a run in one call |
 | list / tuple / namedtuple / dict of the above | the same structure back |

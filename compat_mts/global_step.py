@@ -33,7 +33,7 @@ def _graph_mode() -> bool:
 
 
 def in_graph_mode() -> bool:
-    """Whether the caller is building a v1 graph: inside `wrap_graph`, or a program's `with tf.Graph().as_default():`."""
+    """Whether the caller is building a v1 graph: in `wrap_graph`, or a program's `with tf.Graph().as_default():`."""
     return _graph_mode()
 
 

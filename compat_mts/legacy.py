@@ -36,9 +36,9 @@ from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNa
                                            NameBasedRestoreStatus, RestoreReport, _Entry, convert_checkpoint,
                                            restore_from_v1)
 
-__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
-           'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1', 'convert_checkpoint',
-           'wrapped_graph_of_global_step', 'forget_graph']
+__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint',
+           'NameBasedRestoreStatus', 'RestoreReport', 'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1',
+           'convert_checkpoint', 'wrapped_graph_of_global_step', 'forget_graph']
 
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}

@@ -108,7 +108,8 @@ class CheckpointNames:
 
     def __init__(self, path: str):
         self.path = path
-        # The reader itself: `tf.train.load_checkpoint` takes a `ram://` prefix (the session's snapshot) for a directory.
+        # The reader itself: `tf.train.load_checkpoint` takes a `ram://` prefix (the session's snapshot) for a
+        # directory.
         reader = py_checkpoint_reader.NewCheckpointReader(path)
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()

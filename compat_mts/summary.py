@@ -25,7 +25,6 @@ import threading
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.compat.v1 import logging
 from tensorflow.python.ops import gen_summary_ops
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
