@@ -23,10 +23,7 @@ import weakref
 from typing import Any, Sequence
 
 import tensorflow as tf
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
-from tensorflow.python.profiler import trace
-from tensorflow.python.saved_model import save_context
-
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 
 
@@ -170,8 +167,8 @@ def _runner_for(fetch: Any) -> GraphRunner | None:
 
 def _is_graph_object(value: Any) -> bool:
     if isinstance(value, tf.Variable):  # A variable of a `wrap_graph` graph, as `build_fn` created it.
-        return getattr(value, '_in_graph_mode', False)
-    return isinstance(value, (tf.Tensor, tf.Operation)) and not isinstance(value, tf.__internal__.EagerTensor)
+        return tf_internals.is_graph_variable(value)
+    return isinstance(value, (tf.Tensor, tf.Operation)) and not isinstance(value, _EAGER_TENSOR)
 
 
 def to_numpy(value: Any) -> Any:
@@ -438,7 +435,8 @@ class Run:
             f'variable. Available names: {available}.')
 
 
-_PLAIN_VARIABLES = (ResourceVariable, UninitializedVariable)
+_PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
+_EAGER_TENSOR = tf_internals.EAGER_TENSOR
 
 
 def _only_callable(leaves: list) -> Any:
@@ -496,8 +494,8 @@ class _DirectStep:
             return function()
         if concrete is None:
             concrete = entry[1] = function.get_concrete_function()
-        if trace.enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
-            with trace.Trace(function.name, tf_function_call='concrete'):
+        if _trace_enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
+            with _Trace(function.name, tf_function_call='concrete'):
                 return concrete()
         return concrete()
 
@@ -544,10 +542,13 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
 _has_strategy = tf.distribute.has_strategy
+_in_save_context = tf_internals.in_save_context
+_trace_enabled = tf_internals.trace_enabled
+_Trace = tf_internals.Trace
 
 
 def _plain_eager_context() -> bool:
-    return not (_functions_run_eagerly() or _has_strategy() or save_context.in_save_context())
+    return not (_functions_run_eagerly() or _has_strategy() or _in_save_context())
 
 
 def _graph_key(fetch: Any) -> Any:

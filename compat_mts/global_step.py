@@ -14,9 +14,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.eager import context
-from tensorflow.python.ops import gen_resource_variable_ops
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
+
+from compat_mts import _tf_internals as tf_internals
 
 GLOBAL_STEP_NAME = 'global_step'
 
@@ -45,7 +44,7 @@ def outside_graph_mode() -> Iterator[None]:
     when a v1 program creates them inside `with tf.Graph().as_default():`.
     """
     if _graph_mode():
-        with context.eager_mode():
+        with tf_internals.eager_mode():
             yield
     else:
         yield
@@ -174,6 +173,9 @@ def step_name(variable: tf.Variable) -> str:
     return op_name(variable.name)
 
 
+_PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
+
+
 def step_reader(variable: tf.Variable) -> Callable[[], int]:
     """Returns a function that reads `variable` (an integer scalar) to a Python int, cheaply."""
     return lambda: int(read_value(variable))
@@ -185,6 +187,6 @@ def read_value(variable: tf.Variable) -> np.ndarray:
     `Variable.numpy()` costs several times a plain read op (name scopes, a copy), and the session reads
     the step on every run, so a plain resource variable is read with the read op directly.
     """
-    if type(variable) in (ResourceVariable, UninitializedVariable):  # pylint: disable=unidiomatic-typecheck
-        return gen_resource_variable_ops.read_variable_op(variable.handle, variable.dtype)._numpy()
+    if type(variable) in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+        return tf_internals.read_plain_variable(variable)
     return variable.value().numpy()

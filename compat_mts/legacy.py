@@ -24,11 +24,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.eager import context
-from tensorflow.python.framework import meta_graph as meta_graph_lib
-from tensorflow.python.framework import ops
-from tensorflow.python.ops import resource_variable_ops
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
@@ -238,7 +235,7 @@ class _Feed:
         """`value` as the tensor to feed, converted and checked as v1's `Session.run` did."""
         if type(value) is np.ndarray and value.dtype == self.numpy_dtype:  # pylint: disable=unidiomatic-typecheck
             array = value  # The common case, checked cheaply.
-        elif isinstance(value, tf.__internal__.EagerTensor) and value.dtype == self.dtype:
+        elif isinstance(value, tf_internals.EAGER_TENSOR) and value.dtype == self.dtype:
             array = value
         elif isinstance(value, (tf.Tensor, tf.Variable)):
             raise TypeError(
@@ -257,7 +254,7 @@ class _Feed:
         if array is value and not isinstance(value, np.ndarray):
             return value
         # The eager tensor constructor, without tf.convert_to_tensor's dispatch: this runs on every step.
-        return ops.EagerTensor(array, context.context().device_name, self.dtype.as_datatype_enum)
+        return tf_internals.eager_tensor(array, self.dtype)
 
 
 class _Plan:
@@ -336,10 +333,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         with graph.as_default():
             # `graph_def` is passed in so that no shapes are added to its functions: they must stay equal
             # to the ones already registered with the eager context.
-            meta_graph, _ = meta_graph_lib.export_scoped_meta_graph(graph=graph, graph_def=graph_def)
+            meta_graph = tf_internals.export_meta_graph(graph, graph_def)
 
         def import_graph():
-            meta_graph_lib.import_scoped_meta_graph(meta_graph)
+            tf_internals.import_meta_graph(meta_graph)
 
         return tf.compat.v1.wrap_function(import_graph, signature=[])
 
@@ -362,7 +359,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             imported.add_capture(value, handle)
 
     def _initialize(self, imported) -> None:
-        initializers = [variable._initializer_op for variable in self._eager_by_name.values()]  # pylint: disable=protected-access
+        initializers = [tf_internals.variable_initializer(variable) for variable in self._eager_by_name.values()]
         initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
         if initializers:
             self.function.prune([], initializers)()
@@ -386,7 +383,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         Raises:
           TypeError: `var_list` holds something that is not a variable of this graph.
         """
-        var_list = saver._var_list  # pylint: disable=protected-access  # v1's Saver keeps no public copy.
+        var_list = tf_internals.saver_var_list(saver)
         if var_list is None:
             return self.checkpoint
         named = list(var_list.items()) if isinstance(var_list, dict) else [(None, item) for item in var_list]
@@ -445,11 +442,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
             results[position] = global_step_lib.read_value(variable)
         if plan.function is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
-            # The function by name, as `ConcreteFunction` calls it in the end: its Python layers (tape and
-            # structure handling) cost as much as running a small graph, and a graph run records no gradient.
-            outputs = context.context().call_function(plan.name, args + plan.captures, plan.output_count)
+            # A graph run records no gradient: the function is called by name, without the tape.
+            outputs = tf_internals.call_function(plan.function, plan.name, args, plan.captures, plan.output_count)
             for position, index in plan.outputs:
-                results[position] = outputs[index]._numpy()  # pylint: disable=protected-access
+                results[position] = tf_internals.tensor_numpy(outputs[index])
         return results
 
     # Planning a fetch/feed set.
@@ -558,7 +554,7 @@ def _check_supported(graph: tf.Graph, variables: list) -> None:
         raise ValueError(
             f'The graph places ops on the job(s) {jobs} (tf.compat.v1.train.replica_device_setter, or tf.device): '
             f'v1\'s parameter-server placement. {distribute.PS_CLUSTERS_NOT_SUPPORTED}')
-    references = [v.name for v in variables if not resource_variable_ops.is_resource_variable(v)]
+    references = [v.name for v in variables if not tf_internals.is_resource_variable(v)]
     if references:
         raise TypeError(
             f'wrap_graph supports resource variables only; the graph holds reference variables {references}. '

@@ -24,8 +24,8 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.util import function_utils
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
@@ -318,7 +318,8 @@ class _MonitoredSession:
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
         # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
         self._graph = legacy.graph_being_built()
-        self._unfinalize_at_close = self._graph is not None and not self._graph.finalized
+        self._unfinalize_at_close = (self._graph is not None and not self._graph.finalized
+                                     and tf_internals.CAN_UNFINALIZE)
         self._summaries = summary_lib.SessionSummaries()  # Writers released (events files closed) at close.
         self._state = fetches_lib.SessionState()
         self._adopted_graph = None
@@ -345,7 +346,7 @@ class _MonitoredSession:
         """Lets the program add ops to its graph again, as v1 did after a session closed."""
         if self._unfinalize_at_close:
             self._unfinalize_at_close = False
-            self._graph._unsafe_unfinalize()  # pylint: disable=protected-access
+            tf_internals.unfinalize(self._graph)
 
     # Creation and teardown of the inner (re-creatable) session.
 
@@ -393,7 +394,7 @@ class _MonitoredSession:
         try:
             if coord is not None:
                 coord.request_stop()
-                threads = list(coord._registered_threads)  # pylint: disable=protected-access
+                threads = tf_internals.coordinator_threads(coord)
                 try:
                     coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
                 finally:
@@ -564,7 +565,7 @@ class _MonitoredSession:
         Raises:
           ValueError: `step_fn` does not take exactly one `step_context` argument (v1's message).
         """
-        arguments = function_utils.fn_args(step_fn)
+        arguments = tf_internals.fn_args(step_fn)
         if arguments != ('step_context',) and arguments != ('self', 'step_context'):
             raise ValueError(
                 '`step_fn` may either have one `step_context` argument, or'

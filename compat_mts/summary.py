@@ -25,9 +25,8 @@ import threading
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.ops import gen_summary_ops
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 
@@ -66,10 +65,10 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
             writer = tf.summary.create_file_writer(key, max_queue=_MAX_QUEUE, flush_millis=_FLUSH_MILLIS,
                                                    filename_suffix=_FILENAME_SUFFIX)
             _writers[key] = writer
-        elif not _users.get(key):
+        elif not _users.get(key) and tf_internals.summary_writer_resource(writer) is not None:
             ensure_writable_directory(key, 'summary directory')
-            gen_summary_ops.create_summary_file_writer(  # A new events file, on the resource traced steps hold.
-                writer._resource, logdir=key, max_queue=_MAX_QUEUE,  # pylint: disable=protected-access
+            tf.raw_ops.CreateSummaryFileWriter(  # A new events file, on the resource traced steps hold.
+                writer=tf_internals.summary_writer_resource(writer), logdir=key, max_queue=_MAX_QUEUE,
                 flush_millis=_FLUSH_MILLIS, filename_suffix=_FILENAME_SUFFIX)
         _users[key] = _users.get(key, 0) + 1
         collector = _collector()
@@ -85,7 +84,9 @@ def release_writers(directories: list[str]) -> None:
             if not _users[key]:
                 writer = _writers[key]
                 writer.flush()
-                gen_summary_ops.close_summary_writer(writer._resource)  # pylint: disable=protected-access
+                resource = tf_internals.summary_writer_resource(writer)
+                if resource is not None:  # Else the file stays open until the process ends.
+                    tf.raw_ops.CloseSummaryWriter(writer=resource)
 
 
 def flush_all() -> None:
@@ -140,8 +141,9 @@ class Recorder:
         # host. A MultiWorkerMirroredStrategy creates its variables with a broadcast every worker must join,
         # and only the chief records summaries.
         with global_step_lib.outside_graph_mode(), tf.init_scope():
-            self._recording = ResourceVariable(False, trainable=False, name='compat_mts_record_summaries')
-            self._step = ResourceVariable(0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step')
+            self._recording = tf_internals.RESOURCE_VARIABLE(False, trainable=False, name='compat_mts_record_summaries')
+            self._step = tf_internals.RESOURCE_VARIABLE(0, dtype=tf.int64, trainable=False,
+                                                        name='compat_mts_summary_step')
         self._recording_now = False
         self._contexts: list = []
 

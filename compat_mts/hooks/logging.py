@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import fetches as fetches_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import NeverTriggerTimer, SecondOrStepTimer
@@ -161,6 +162,6 @@ def _as_graph_tensor_name(name: str) -> str:
 def _list_tag(item: Any) -> Any:
     if isinstance(item, tf.Variable):
         return f"<tf.Variable '{item.name}' shape={item.shape} dtype={item.dtype.name}>"
-    if isinstance(item, tf.__internal__.EagerTensor):
+    if isinstance(item, tf_internals.EAGER_TENSOR):
         return str(item)
     return item
