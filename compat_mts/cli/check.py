@@ -3,7 +3,7 @@
 `tf_upgrade_v2` rewrites names (`tf.train.Saver` → `tf.compat.v1.train.Saver`); this checker says how the
 training loop migrates. It reads each file's syntax tree and never runs it, and imports neither TensorFlow
 nor the rest of compat_mts (its catalogue of constructs is `check_catalogue.py`, beside it), so
-`python compat_mts/check.py FILE...` works on a machine without TensorFlow.
+`python compat_mts/cli/check.py FILE...` works on a machine without TensorFlow.
 
 A finding is one construct on one line: a `MonitoredTrainingSession` call and each argument given to it,
 a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver` and its
@@ -43,8 +43,8 @@ import textwrap
 from typing import Iterable, Sequence
 
 if __package__:
-    from compat_mts import check_catalogue as catalogue
-else:  # `python compat_mts/check.py FILE...`: the directory of this file is first on sys.path.
+    from compat_mts.cli import check_catalogue as catalogue
+else:  # `python compat_mts/cli/check.py FILE...`: the directory of this file is first on sys.path.
     import check_catalogue as catalogue
 
 STAGES = {
@@ -663,7 +663,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m compat_mts.check FILE...`: the `compat-mts check` command on its own."""
+    """`python -m compat_mts.cli.check FILE...`: the `compat-mts check` command on its own."""
     parser = _configure_parser(argparse.ArgumentParser(prog='compat-mts check', description=_DESCRIPTION))
     args = parser.parse_args(argv)
     return args.run(args)

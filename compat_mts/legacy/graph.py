@@ -1,4 +1,4 @@
-"""Legacy graph code run eagerly: `wrap_graph(build_fn)`, and v1 name-based checkpoints.
+"""Legacy graph code run eagerly: `wrap_graph(build_fn)`, and the program's own graphs a session adopts.
 
 Stage 1 of a migration keeps the v1 graph code as it is. `wrap_graph` builds it once in a plain
 `tf.Graph` and imports that graph into a `tf.compat.v1.wrap_function`, which owns the variables in the
@@ -11,7 +11,7 @@ returned). Tensors of a *function* graph are unhashable in TF2, which would brea
 a plain graph's are hashable, and the runner maps them to the wrapped function by name.
 
 The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`, `convert_checkpoint`) live in
-`compat_mts.legacy_checkpoints` and are re-exported here.
+`compat_mts.legacy.checkpoints`; `compat_mts.legacy` re-exports both modules' names.
 """
 
 from __future__ import annotations
@@ -29,13 +29,10 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNames, NameBasedCheckpoint,
-                                           NameBasedRestoreStatus, RestoreReport, _Entry, convert_checkpoint,
-                                           restore_from_v1)
+from compat_mts.legacy.checkpoints import NameBasedCheckpoint, _Entry
 
-__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint',
-           'NameBasedRestoreStatus', 'RestoreReport', 'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1',
-           'convert_checkpoint', 'wrapped_graph_of_global_step', 'forget_graph']
+__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'wrapped_graph_of_global_step',
+           'forget_graph']
 
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
