@@ -25,6 +25,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = pathlib.Path(__file__).resolve().parent / 'check_samples'
 CHECK_SCRIPT = REPO / 'compat_mts' / 'cli' / 'check.py'
 CATALOGUE = REPO / 'compat_mts' / 'cli' / 'check_catalogue.py'
+CHECKER_MODULES = [REPO / 'compat_mts' / 'cli' / f'{name}.py'
+                   for name in ('check_names', 'check_checker', 'check_report')]
 
 MTS = 'tf.compat.v1.train.MonitoredTrainingSession'
 
@@ -931,13 +933,14 @@ def test_the_file_is_read_never_run(tmp_path):
 
 
 def test_check_imports_nothing_but_the_standard_library_and_its_catalogue():
-    for path in (CHECK_SCRIPT, CATALOGUE):
+    siblings = {f'{prefix}{name}' for name in ('check_catalogue', 'check_names', 'check_checker', 'check_report')
+                for prefix in ('compat_mts.cli.', '')}
+    for path in (CHECK_SCRIPT, CATALOGUE, *CHECKER_MODULES):
         tree = ast.parse(path.read_text())
         modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         modules |= {f'{node.module}.{alias.name}' if node.module in ('compat_mts', 'compat_mts.cli') else node.module
                     for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
-        catalogue = {'compat_mts.cli.check_catalogue', 'check_catalogue'} if path == CHECK_SCRIPT else set()
-        others = {module for module in modules - catalogue if module.split('.')[0] != '__future__'}
+        others = {module for module in modules - siblings if module.split('.')[0] != '__future__'}
         assert {module.split('.')[0] for module in others} <= set(sys.stdlib_module_names), (path, modules)
 
 

@@ -1,0 +1,375 @@
+"""The checker of `compat-mts check`: walks a script's syntax tree and records a finding per v1 construct.
+
+Standard library only, as the rest of the checker (`check.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import itertools
+import pathlib
+from typing import Sequence
+
+if __package__:
+    from compat_mts.cli import check_catalogue as catalogue
+    from compat_mts.cli import check_names as names
+    from compat_mts.cli import check_report as report
+else:  # `python compat_mts/cli/check.py FILE...`: the directory of this file is first on sys.path.
+    import check_catalogue as catalogue
+    import check_names as names
+    import check_report as report
+
+
+_GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensorflow.python.framework.ops.Graph')
+_CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
+_KERAS_READERS = ('tensorflow', 'keras', 'tf_keras')  # the modules that read TF_USE_LEGACY_KERAS on import
+# What a name can be bound to, as far as the checker follows it (see `_Checker._bind_values`).
+_BOUND_KINDS = ('session', 'iterator', 'graph', 'device_function', 'ps_cluster', 'shape', 'foreign')
+
+
+def _has_ps_key(node: ast.AST) -> bool:
+    """Whether `node` is a dict literal with a 'ps' key (a v1 cluster with parameter servers)."""
+    return isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps'
+                                              for key in node.keys)
+
+
+def _imports_tensorflow(node: ast.AST) -> bool:
+    """Whether `node` imports TensorFlow or Keras."""
+    if isinstance(node, ast.Import):
+        return any(catalogue.root(alias.name) in _KERAS_READERS for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and catalogue.root(node.module or '') in _KERAS_READERS
+
+
+def _sets_legacy_keras(node: ast.AST) -> bool:
+    """Whether `node` is `os.environ['TF_USE_LEGACY_KERAS'] = '1'` or `os.environ.setdefault(...)` of it."""
+    if isinstance(node, ast.Assign):
+        pairs = [(target.slice, node.value) for target in node.targets if isinstance(target, ast.Subscript)]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+            'setdefault', 'putenv') and len(node.args) == 2:
+        pairs = [tuple(node.args)]
+    else:
+        return False
+    return any(isinstance(key, ast.Constant) and key.value == 'TF_USE_LEGACY_KERAS'
+               and isinstance(value, ast.Constant) and str(value.value).lower() in ('1', 'true')
+               for key, value in pairs)
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset + 1
+
+
+def _method_position(call: ast.Call) -> tuple[int, int]:
+    """Where the method name of `receiver.method(...)` starts, 1-based."""
+    func = call.func
+    return func.end_lineno, func.end_col_offset - len(func.attr) + 1
+
+
+class _Checker(ast.NodeVisitor):
+
+    def __init__(self, filename: str, tree: ast.Module):
+        self.filename = filename
+        self.names = names.Names(tree)
+        self.findings: dict[tuple[int, int, str], report.Finding] = {}
+        self._functions = {node.name for node in ast.walk(tree)
+                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
+        self._bind_values(tree)
+        self._graph_functions = self._wrapped_graph_functions(tree)
+        self._in_graph_function = False
+        self._settings = self._script_settings(tree)
+
+    def _bind_values(self, tree: ast.Module) -> None:
+        """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
+        'iterator' (v1), 'graph', 'device_function' (a replica_device_setter), 'ps_cluster' (a cluster with a
+        'ps' job), 'shape' (a tensor's shape) and 'foreign' (another library's call)."""
+        bound = self._bound
+        pairs = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                pairs.append((node.targets[0], node.value))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                pairs.append((node.target, node.value))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                pairs.extend((item.optional_vars, item.context_expr) for item in node.items if item.optional_vars)
+        # Dicts first: a ClusterSpec may be made from a dict bound earlier.
+        bound['ps_cluster'].update(ast.unparse(target) for target, value in pairs if _has_ps_key(value))
+        for target, value in pairs:
+            key = ast.unparse(target)
+            if isinstance(value, ast.Attribute) and value.attr == 'shape':
+                bound['shape'].add(key)
+            if not isinstance(value, ast.Call):
+                continue
+            found = self.names.rule_for(value.func)
+            construct = found[0] if found else ''
+            if self._is_session_constructor(value):
+                bound['session'].add(key)
+            elif self._makes_v1_iterator(value):
+                bound['iterator'].add(key)
+            elif self.names.resolve(value.func) in _GRAPH_CONSTRUCTORS:
+                bound['graph'].add(key)
+            elif construct == 'tf.compat.v1.train.replica_device_setter':
+                bound['device_function'].add(key)
+            elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, construct):
+                bound['ps_cluster'].add(key)
+            elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
+                bound['shape'].add(key)
+            else:
+                path = self.names.resolve(value.func)
+                if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
+                    bound['foreign'].add(key)
+
+    def _script_settings(self, tree: ast.Module) -> set[str]:
+        """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
+        v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
+        `os.environ` before the first import of TensorFlow or Keras."""
+        settings = set()
+        first_import = min((node.lineno for node in ast.walk(tree) if _imports_tensorflow(node)), default=None)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                found = self.names.rule_for(node.func)
+                if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+                    settings.add(catalogue.V1_TENSORSHAPE_SETTING)
+            if first_import is not None and _sets_legacy_keras(node) and node.lineno < first_import:
+                settings.add(catalogue.LEGACY_KERAS_SETTING)
+        return settings
+
+    def _wrapped_graph_functions(self, tree: ast.Module) -> set[str]:
+        """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
+        functions = set()
+        for node in ast.walk(tree):
+            found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
+            if found is not None and found[0] == 'compat_mts.wrap_graph':
+                build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
+                functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
+        return functions
+
+    def _is_session_constructor(self, call: ast.Call) -> bool:
+        found = self.names.rule_for(call.func)
+        return found is not None and found[0].rsplit('.', 1)[-1] in catalogue.SESSION_CONSTRUCTORS
+
+    def _makes_v1_iterator(self, call: ast.Call) -> bool:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in catalogue.V1_ITERATOR_METHODS:
+            return self.names.uses_tensorflow
+        found = self.names.rule_for(call.func)
+        if found is None and isinstance(call.func, ast.Attribute):  # tf.compat.v1.data.Iterator.from_structure
+            found = self.names.rule_for(call.func.value)
+        return found is not None and found[0] in catalogue.V1_ITERATOR_CONSTRUCTS
+
+    def _is_session(self, receiver: ast.AST) -> bool:
+        key = ast.unparse(receiver)
+        if key in self._bound['session']:
+            return True
+        if isinstance(receiver, ast.Call):
+            if self._is_session_constructor(receiver):
+                return True
+            receiver = receiver.func  # sess.raw_session().run(...)
+        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, 'id', '')
+        return (self.names.uses_tensorflow and key not in self._bound['foreign']
+                and bool(catalogue.SESSION_NAME.search(name)) and self.names.resolve(receiver) is None)
+
+    def _has_ps_job(self, call: ast.Call, construct: str) -> bool:
+        """Whether a ClusterSpec or Server call describes a cluster with a 'ps' job (or is a ps task)."""
+        cluster = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ('cluster', 'server_or_cluster_def'))]
+        for value in cluster:
+            if _has_ps_key(value) or ast.unparse(value) in self._bound['ps_cluster']:
+                return True
+            if isinstance(value, ast.Call):
+                found = self.names.rule_for(value.func)
+                if found is not None and found[0] in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, found[0]):
+                    return True
+        if construct.endswith('.Server'):
+            job = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == 'job_name')]
+            return any(isinstance(value, ast.Constant) and value.value == 'ps' for value in job)
+        return False
+
+    def _is_device_function(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Lambda):
+            return True
+        if isinstance(node, ast.Call):
+            found = self.names.rule_for(node.func)
+            return found is not None and found[0] == 'tf.compat.v1.train.replica_device_setter'
+        return isinstance(node, ast.Name) and (node.id in self._bound['device_function'] or node.id in self._functions)
+
+    def _is_dimension(self, node: ast.AST) -> bool:
+        """Whether `node` reads one dimension of a tensor's shape: `x.shape[i]`, `x.get_shape()[i]`."""
+        if not isinstance(node, ast.Subscript) or isinstance(node.slice, ast.Slice):
+            return False
+        shape = node.value
+        return ((isinstance(shape, ast.Attribute) and shape.attr == 'shape')
+                or (isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute)
+                    and shape.func.attr == 'get_shape')
+                or ast.unparse(shape) in self._bound['shape'])
+
+    def _add(self, position: tuple[int, int], construct: str, rule: catalogue.Rule) -> None:
+        if rule.unless is not None and rule.unless[0] in self._settings:
+            rule = rule.unless[1]
+        line, col = position
+        self.findings.setdefault((line, col, construct), report.Finding(
+                self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks))
+
+    # Visitors.
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Imports are where names come from, not uses: the uses are reported. The exception is an import
+        from a module TensorFlow 2.21 no longer has (`from tensorflow.contrib import slim`), which fails."""
+        if isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return
+            paths = [(alias, node.module if alias.name == '*' else f'{node.module}.{alias.name}')
+                     for alias in node.names]
+        else:
+            paths = [(alias, alias.name) for alias in node.names]
+        for alias, path in paths:
+            if catalogue.gone_module(path):
+                found = catalogue.lookup(path, v1_style=True)
+                if found is not None:
+                    self._add(_position(alias), *found)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self._in_graph_function
+        self._in_graph_function = outer or node.name in self._graph_functions
+        self.generic_visit(node)
+        self._in_graph_function = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_With(self, node: ast.With) -> None:
+        """The body of `with tf.Graph().as_default():` builds the program's own graph, as a wrap_graph build_fn does."""
+        graph_block = any(isinstance(item.context_expr, ast.Call) and isinstance(item.context_expr.func, ast.Attribute)
+                          and item.context_expr.func.attr == 'as_default'
+                          and self._is_graph(item.context_expr.func.value) for item in node.items)
+        outer = self._in_graph_function
+        self._in_graph_function = outer or graph_block
+        self.generic_visit(node)
+        self._in_graph_function = outer
+
+    def _visit_reference(self, node: ast.Attribute | ast.Name) -> None:
+        if (isinstance(node, ast.Attribute) and node.attr == 'value' and self.names.uses_tensorflow
+                and self._is_dimension(node.value)):
+            self._add(_position(node), ast.unparse(node), catalogue.shape_value_rule(ast.unparse(node.value)))
+        found = self.names.rule_for(node)
+        if found is not None:
+            construct, rule = found
+            if self.names.through_gone_module_alias(node, rule):
+                return
+            if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
+                rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
+            self._add(_position(node), construct, rule)
+        else:
+            self.generic_visit(node)
+
+    visit_Attribute = _visit_reference
+    visit_Name = _visit_reference
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            found = self.names.rule_for(base)
+            if found is None:
+                self.visit(base)
+            else:
+                construct, rule = found
+                self._add(_position(base), f'class {node.name}({construct})', rule)
+        for child in (*node.decorator_list, *node.keywords, *node.body):
+            self.visit(child)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self.names.rule_for(node.func)
+        construct = found[0] if found else ''
+        if construct.endswith('.MonitoredTrainingSession'):
+            self._add_session_arguments(node, construct)
+        elif construct == 'tf.compat.v1.train.Saver':
+            self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
+        elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
+            self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
+        elif (self.names.resolve(node.func) == 'tensorflow.device' and node.args
+              and self._is_device_function(node.args[0])):
+            self._add(_position(node), 'tf.device(<device function>)', catalogue.DEVICE_FUNCTION)
+        if isinstance(node.func, ast.Attribute):
+            self._check_method_call(node)
+        if self.names.uses_tensorflow:
+            for keyword in node.keywords:
+                if keyword.arg == 'feed_dict':
+                    self._add_feed_dict(keyword, keyword.value)
+        self.generic_visit(node)
+
+    def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
+        rules = {name: catalogue.Rule(replacement, 3, note)
+                 for name, (replacement, note) in catalogue.MTS_ARGUMENTS.items()}
+        self._add_arguments(call, construct, catalogue.MTS_ARGUMENT_ORDER, rules)
+
+    def _add_arguments(self, call: ast.Call, construct: str, order: Sequence[str],
+                       rules: dict[str, catalogue.Rule]) -> None:
+        """One finding per argument of `call` that `rules` has, given by keyword or by position (`order`)."""
+        positional = itertools.takewhile(lambda arg: not isinstance(arg, ast.Starred), call.args)
+        given = list(zip(order, positional))
+        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in rules]
+        for name, node in given:
+            if name in rules:
+                self._add(_position(node), f'{construct}({name}=...)', rules[name])
+
+    def _check_method_call(self, call: ast.Call) -> None:
+        method, receiver = call.func.attr, call.func.value
+        if method == 'run' and self._is_session(receiver):
+            self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', catalogue.RUN)
+            if len(call.args) > 1:
+                self._add_feed_dict(call.args[1], call.args[1])
+        elif not self.names.uses_tensorflow or self.names.resolve(receiver):
+            return
+        elif method == 'as_default' and self._is_graph(receiver):
+            self._add(_position(call), f'{ast.unparse(receiver)}.as_default()', catalogue.GRAPH_AS_DEFAULT)
+        elif method in ('minimize', 'apply_gradients'):
+            for keyword in call.keywords:
+                if keyword.arg == 'global_step':
+                    self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', catalogue.MINIMIZE)
+        elif method in catalogue.V1_ITERATOR_METHODS:
+            self._add(_method_position(call), f'Dataset.{method}()', catalogue.ITERATOR_METHOD)
+        elif method == 'get_next' and (ast.unparse(receiver) in self._bound['iterator'] or (
+                isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))):
+            self._add(_method_position(call), 'Iterator.get_next()', catalogue.GET_NEXT)
+
+    def _is_graph(self, receiver: ast.AST) -> bool:
+        if isinstance(receiver, ast.Call):
+            return self.names.resolve(receiver.func) in _GRAPH_CONSTRUCTORS
+        return ast.unparse(receiver) in self._bound['graph']
+
+    def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
+        # Keyword names ('x') feed a step callable; tensor names ('x:0') still feed a graph.
+        by_name = isinstance(value, ast.Dict) and value.keys and all(
+                isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()
+                for key in value.keys)
+        self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
+
+
+def check_source(text: str | bytes, filename: str = '<string>') -> list[report.Finding]:
+    """The constructs to migrate in the Python source `text`, in line order. The source is parsed, never run.
+
+    Raises:
+      CheckError: `text` is not valid Python (the error's line and column say where).
+    """
+    try:
+        tree = ast.parse(text, filename=filename)
+    except (SyntaxError, ValueError) as error:  # ValueError: null bytes in the source
+        line = getattr(error, 'lineno', None) or 0
+        col = getattr(error, 'offset', None) or 0
+        message = getattr(error, 'msg', None) or str(error)
+        raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
+    checker = _Checker(filename, tree)
+    checker.visit(tree)
+    return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
+
+
+def check_file(path: str | pathlib.Path) -> list[report.Finding]:
+    """The constructs to migrate in the Python file at `path` (see `check_source`).
+
+    Raises:
+      CheckError: the file cannot be read, or is not valid Python.
+    """
+    filename = str(path)
+    try:
+        source = pathlib.Path(path).read_bytes()
+    except OSError as error:
+        raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
+    return check_source(source, filename)
