@@ -282,7 +282,7 @@ def _unmatched_names(status, message: str) -> list[str]:
 
 def _names_in(path: str) -> list[str]:
     """The variable names a checkpoint holds, whatever its format."""
-    from compat_mts.legacy_checkpoints import CheckpointNames  # Imports this module; read the names lazily.
+    from compat_mts.legacy.checkpoints import CheckpointNames  # Imports this module; read the names lazily.
     try:
         return sorted(CheckpointNames(path).keys)
     except _RESTORE_ERRORS:

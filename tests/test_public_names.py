@@ -145,7 +145,8 @@ def test_type_checkers_see_every_lazy_name_where_it_is_imported_from():
     import compat_mts as package
 
     tree = ast.parse(open(package.__file__, encoding='utf-8').read())
-    block = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, 'id', '') == 'TYPE_CHECKING')
+    block = next(node for node in tree.body
+                 if isinstance(node, ast.If) and getattr(node.test, 'id', '') == 'TYPE_CHECKING')
     seen = {}
     for statement in block.body:
         for alias in statement.names:
