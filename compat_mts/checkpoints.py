@@ -68,7 +68,7 @@ class DamagedCheckpointsError(RuntimeError):
 
 
 LOCK_FILE = 'compat_mts.lock'
-_held_locks: set[str] = set()
+_held_locks: set[str] = set()  # Process-wide, as the lock files are: they name this process, not a session.
 
 
 def lock_directory(directory: str) -> None:
