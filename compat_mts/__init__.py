@@ -56,6 +56,8 @@ _EXPORTS = {
     'MonitoredTrainingSession': 'compat_mts.training_session',
     'wrap_graph': 'compat_mts.legacy',
     'ClusterError': 'compat_mts.distribute',
+    'ParameterServerError': 'compat_mts.parameter_server',
+    'parameter_server_strategy': 'compat_mts.parameter_server',
     'CheckpointMismatchError': 'compat_mts.checkpoints',
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
     'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',

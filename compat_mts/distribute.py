@@ -44,6 +44,7 @@ from tensorflow.python.eager import context  # The coordination service; whether
 
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
+from compat_mts import parameter_server
 
 _TARGET = re.compile(r'^grpc://([^\s:/]+):(\d{1,5})$')
 REMOTE_DEVICE = '/job:worker/replica:0/task:0'
@@ -76,16 +77,19 @@ def check_not_between_graph(master: str) -> None:
     That is v1's between-graph replication (ps tasks hold the variables, each worker runs a session of its
     own), which compat_mts does not run yet. Checked when a session creator is made, before any graph is run.
     """
-    if master:
+    if master and parameter_server.current() is None:
         own_server = _own_server(master)
         if own_server is not None:
             _check_single_task(master, own_server)
 
 
 PS_CLUSTERS_NOT_SUPPORTED = (
-    'compat_mts does not run parameter-server clusters yet; run as one worker with master=\'\' (drop the server '
-    'and tf.compat.v1.train.replica_device_setter), or as a multi-worker all-reduce cluster '
-    '(tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG): see migration_guide/distributed.md.')
+    'compat_mts runs a parameter-server cluster with a chief task that drives the session: add a \'chief\' job '
+    'to the cluster, let the ps and worker tasks only start their server and join() it, and call '
+    'compat_mts.parameter_server_strategy(cluster) in the chief before it builds the graph (drop master=). '
+    'Or run as one worker with master=\'\' (drop the server and tf.compat.v1.train.replica_device_setter), or '
+    'as a multi-worker all-reduce cluster (tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG). See '
+    'migration_guide/distributed.md, "Parameter-server clusters".')
 
 
 def check_config(config) -> None:
@@ -112,6 +116,10 @@ def connect(master: str) -> str | None:
     if tf.distribute.has_strategy():
         logging.info('`master` %r is ignored inside the scope of %s, which decides where the steps run.',
                      master, type(tf.distribute.get_strategy()).__name__)
+        return None
+    if parameter_server.current() is not None:
+        logging.info('`master` %r is ignored on the chief of a parameter-server cluster: the steps run on its '
+                     'workers.', master)
         return None
     own_server = _own_server(master)
     if own_server is not None:

@@ -32,6 +32,7 @@ from tensorflow.python.ops import resource_variable_ops
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import parameter_server
 from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNames, NameBasedCheckpoint,
                                            NameBasedRestoreStatus, RestoreReport, _Entry, convert_checkpoint,
                                            restore_from_v1)
@@ -302,8 +303,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._id = next(_graph_ids)
         global_variables = graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
         local_variables = graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
-        _check_supported(graph, global_variables + local_variables)
-        self.function = self._import(graph)
+        self._parameter_servers = parameter_server.current()
+        _check_supported(graph, global_variables + local_variables, self._parameter_servers)
+        self.function = self._import(graph, self._parameter_servers)
         imported = self.function.graph
         eager = {_op_name(v): v for v in (
             imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
@@ -334,8 +336,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
     # Building.
 
     @staticmethod
-    def _import(graph: tf.Graph):
+    def _import(graph: tf.Graph, parameter_servers: 'parameter_server.Scheduler | None'):
+        """The graph in a `wrap_function`; on a parameter-server cluster, its variables on the ps tasks."""
         graph_def = graph.as_graph_def()
+        if parameter_servers is not None:
+            parameter_servers.strip_worker_placement(graph_def)
         with graph.as_default():
             # `graph_def` is passed in so that no shapes are added to its functions: they must stay equal
             # to the ones already registered with the eager context.
@@ -344,6 +349,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         def import_graph():
             meta_graph_lib.import_scoped_meta_graph(meta_graph)
 
+        if parameter_servers is not None:
+            return parameter_servers.placing_variables(
+                lambda: tf.compat.v1.wrap_function(import_graph, signature=[]))
         return tf.compat.v1.wrap_function(import_graph, signature=[])
 
     def _lift_resources(self, imported) -> None:
@@ -442,7 +450,12 @@ class WrappedGraph(fetches_lib.GraphRunner):
         results = [None] * len(fetches)
         for position, variable in plan.reads:
             results[position] = global_step_lib.read_value(variable)
-        if plan.function is not None:
+        if plan.function is not None and self._parameter_servers is not None:
+            args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
+            outputs = self._parameter_servers.run(plan.function, args, self.global_step, bool(plan.outputs))
+            for position, index in plan.outputs:
+                results[position] = outputs[index]
+        elif plan.function is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
             # The function by name, as `ConcreteFunction` calls it in the end: its Python layers (tape and
             # structure handling) cost as much as running a small graph, and a graph run records no gradient.
@@ -555,13 +568,15 @@ def _op_name(variable: Any) -> str:
     return name[:-2] if name.endswith(':0') else name
 
 
-def _check_supported(graph: tf.Graph, variables: list) -> None:
+def _check_supported(graph: tf.Graph, variables: list, parameter_servers) -> None:
     jobs = sorted({tf.DeviceSpec.from_string(op.device).job for op in graph.get_operations() if op.device}
-                  - {None, 'localhost', 'worker', 'chief'})
+                  - {None, 'localhost', 'worker', 'chief'} - ({'ps'} if parameter_servers is not None else set()))
     if jobs:
         raise ValueError(
             f'The graph places ops on the job(s) {jobs} (tf.compat.v1.train.replica_device_setter, or tf.device): '
-            f'v1\'s parameter-server placement. {distribute.PS_CLUSTERS_NOT_SUPPORTED}')
+            + (f'v1\'s parameter-server placement, and this process is not the chief of a parameter-server '
+               f'cluster. {distribute.PS_CLUSTERS_NOT_SUPPORTED}' if jobs == ['ps'] else
+               'a parameter-server cluster has the jobs chief, ps and worker only.'))
     references = [v.name for v in variables if not resource_variable_ops.is_resource_variable(v)]
     if references:
         raise TypeError(

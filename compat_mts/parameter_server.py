@@ -1,0 +1,339 @@
+"""Parameter-server clusters: v1's ps/worker programs on `tf.distribute.ParameterServerStrategy`.
+
+v1's between-graph replication ran a session on every worker; the ps tasks held the variables
+(`tf.compat.v1.train.replica_device_setter` put them there) and each worker's `train_op` read and updated
+them. TensorFlow 2's parameter-server training keeps the ps tasks and the workers, but one more task, the
+*chief* (the coordinator), runs the training loop: it builds the model, and `ClusterCoordinator.schedule`
+sends each step to a free worker. compat_mts maps a v1 program onto that, on TensorFlow's own engine:
+
+- **The tasks.** The ps and worker tasks start a `tf.distribute.Server` and `join()` it, as v1's ps tasks
+  did. The chief calls `parameter_server_strategy(cluster)` (the cluster as v1 gave it to `tf.train.Server`,
+  plus a `chief` job, or `TF_CONFIG`), then builds its graph and runs its `MonitoredTrainingSession` loop as
+  v1's chief worker did. Only the chief runs a session, so only it writes checkpoints and summaries.
+- **Variables on the ps tasks.** The chief's v1 graph (`wrap_graph`, or the program's own
+  `with tf.Graph().as_default():`) is imported with each variable on the ps task that its
+  `replica_device_setter` chose (`/job:ps/task:N`), or round-robin over the ps tasks when the graph has no
+  device setter. The other ops lose their `/job:worker` (or `/job:chief`) placement, so they run on the
+  worker the step is scheduled on; ops colocated with a variable keep its ps task, as in v1.
+- **Steps on the workers, K at a time.** A `session.run` of graph fetches schedules one function on a
+  worker that runs the fetches' pruned function `steps_per_run` times (a `tf.while_loop`) and returns the
+  last run's values. The hooks are told that each run advances the global step by K, as with
+  `compat_mts.repeat_steps`. A run that fetches only ops (`sess.run(train_op)`) does not wait: it returns
+  once the step is scheduled, and at most `2 * workers` scheduled runs are pending at a time. A run that
+  fetches a tensor (the caller's `loss`, or a hook's on the steps where it triggers) waits for that run's
+  `RemoteValue`. The global step that the default hooks read every run is one read from its ps task, which
+  never waits for the workers.
+- **Stopping.** A `StopAtStepHook`'s `last_step` is checked on the worker before each scheduled run: a run
+  that starts at or past it runs no step (a tensor-fetching run runs one). As in v1's asynchronous
+  training, runs that are already on the workers when the chief sees the last step may end up to
+  `K * (workers - 1)` steps after it. Closing the session waits for every scheduled run before the hooks'
+  `end()` (the final checkpoint holds every step).
+- **Failures.** A worker that is lost is `ClusterCoordinator`'s: its pending runs are scheduled again on the
+  other workers, and training goes on. A lost ps task loses the variables it held: the session raises
+  `ParameterServerError` (never recovered in-process), and so does any scheduled run that does not finish
+  within `step_timeout_secs`, so a cluster that stopped answering ends the run instead of hanging it.
+  Restart the ps tasks and the chief; the chief resumes from the latest checkpoint.
+
+What DESIGN.md's single-process model does not cover, and why: the global step that hooks read is the
+ps task's value at the time of the read (scheduled steps may still be running), which is what v1's hooks
+saw on an asynchronous cluster; `STALE_GLOBAL_STEP` is that read.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import threading
+from typing import Any, Callable, Sequence
+
+import tensorflow as tf
+from tensorflow.compat.v1 import logging
+from tensorflow.python.eager import wrap_function as wrap_function_lib  # Where wrap_function places variables.
+
+__all__ = ['parameter_server_strategy', 'ParameterServerError', 'current']
+
+_DEFAULT_STEP_TIMEOUT_SECS = 600.0
+_PLACED_JOBS = frozenset({'worker', 'chief'})  # Placements that TF2 gives to the scheduled worker instead.
+_NO_STOP = 2**63 - 1
+
+
+class ParameterServerError(RuntimeError):
+    """A parameter server of the cluster was lost, or the cluster stopped running the chief's steps.
+
+    The variables live on the ps tasks, so a lost ps task loses them, and TensorFlow's
+    `ClusterCoordinator` cannot continue either. Restart the ps tasks and the chief (the workers may stay):
+    the chief restores the latest checkpoint of `checkpoint_dir`.
+    """
+
+
+def parameter_server_strategy(cluster: Any = None, *, steps_per_run: int = 1,
+                              step_timeout_secs: float = _DEFAULT_STEP_TIMEOUT_SECS
+                              ) -> tf.distribute.ParameterServerStrategy:
+    """The chief's `tf.distribute.ParameterServerStrategy`, and the `ClusterCoordinator` its sessions schedule on.
+
+    Call it once, in the chief's process, before building the graph: it connects this process to the
+    cluster (which resets TensorFlow's runtime). From then on the graphs of this process (`wrap_graph`,
+    or a session created inside `with tf.Graph().as_default():`) keep their variables on the ps tasks,
+    and their sessions run their steps on the workers (see the module docstring).
+
+    Args:
+      cluster: a `tf.train.ClusterSpec` or its dict (`{'chief': [...], 'ps': [...], 'worker': [...]}`),
+        the one v1 gave `tf.train.Server` with a `chief` job added: the task that runs this loop. None
+        reads `TF_CONFIG`, whose task must be `chief`.
+      steps_per_run: K, the steps each `session.run` of graph fetches runs on a worker, a positive integer.
+      step_timeout_secs: how long a scheduled run may take before the cluster is taken as lost
+        (`ParameterServerError`), a positive number.
+
+    Returns:
+      TensorFlow's strategy. Its `scope()` is for TF2 variables (`tf.Variable`, Keras layers), which it
+      places on the ps tasks; v1 graph code needs no scope.
+
+    Raises:
+      TypeError, ValueError: an argument of the wrong type or value, or a cluster without `ps`, `worker`
+        or exactly one `chief` task; `TF_CONFIG` naming another task than the chief.
+    """
+    if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, int) or steps_per_run < 1:
+        raise ValueError(f'`steps_per_run` must be a positive integer, got {steps_per_run!r}.')
+    if isinstance(step_timeout_secs, bool) or not isinstance(step_timeout_secs, (int, float)) \
+            or not step_timeout_secs > 0:
+        raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r}.')
+    spec = _cluster_spec(cluster)
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type='chief', task_id=0,
+                                                                    rpc_layer='grpc')
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    _schedulers[strategy] = Scheduler(strategy, steps_per_run, float(step_timeout_secs))
+    _strategies.append(strategy)
+    logging.info('Parameter-server training: %d ps task(s), %d worker(s); the steps of this chief\'s sessions '
+                 'run on the workers, %d per run.', len(spec.as_dict()['ps']), len(spec.as_dict()['worker']),
+                 steps_per_run)
+    return strategy
+
+
+def _cluster_spec(cluster: Any) -> tf.train.ClusterSpec:
+    if cluster is None:
+        try:
+            config = json.loads(os.environ.get('TF_CONFIG') or '{}')
+        except ValueError as error:
+            raise ValueError(f'TF_CONFIG is not JSON: {error}') from None
+        task = config.get('task', {})
+        if task.get('type') not in (None, 'chief') or task.get('index', 0) != 0:
+            raise ValueError(
+                f"parameter_server_strategy() runs in the chief's process; TF_CONFIG names the task {task}. "
+                'The ps and worker tasks start a tf.distribute.Server and join() it (see '
+                'migration_guide/distributed.md).')
+        cluster = config.get('cluster')
+        if not cluster:
+            raise ValueError('parameter_server_strategy() needs `cluster` (a tf.train.ClusterSpec or its dict) '
+                             'or TF_CONFIG with a cluster.')
+    if isinstance(cluster, dict):
+        cluster = tf.train.ClusterSpec(cluster)
+    if not isinstance(cluster, tf.train.ClusterSpec):
+        raise TypeError('`cluster` must be a tf.train.ClusterSpec, its dict or None (TF_CONFIG), '
+                        f'got {type(cluster).__name__}.')
+    jobs = cluster.as_dict()
+    counts = {job: len(jobs.get(job, [])) for job in ('chief', 'ps', 'worker')}
+    if counts['chief'] != 1 or not counts['ps'] or not counts['worker']:
+        raise ValueError(
+            f'The cluster of a parameter-server program needs one chief task, ps tasks and worker tasks; '
+            f'it has {counts}. Add the chief (the process that runs the session loop) to the cluster v1 gave '
+            "tf.train.Server: {'chief': ['host:port'], 'ps': [...], 'worker': [...]}.")
+    return cluster
+
+
+_schedulers: dict = {}  # Strategy -> Scheduler.
+_strategies: list = []  # In creation order: the latest is the process's.
+
+
+def current() -> 'Scheduler | None':
+    """The `Scheduler` whose graphs and sessions run on a parameter-server cluster, or None.
+
+    The strategy in scope if it is a `ParameterServerStrategy` (one made without
+    `parameter_server_strategy` gets a scheduler with one step per run), else the process's latest
+    `parameter_server_strategy`: v1 graph code runs in a graph of its own, where no strategy scope is seen.
+    """
+    with tf.init_scope():
+        strategy = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+    if isinstance(strategy, tf.distribute.ParameterServerStrategy):
+        if strategy not in _schedulers:
+            _schedulers[strategy] = Scheduler(strategy, 1, _DEFAULT_STEP_TIMEOUT_SECS)
+        return _schedulers[strategy]
+    return _schedulers[_strategies[-1]] if _strategies else None
+
+
+class Scheduler:
+    """Runs a wrapped graph's pruned functions on the workers of a `ParameterServerStrategy`, K steps each.
+
+    One per strategy. It owns the `ClusterCoordinator`, the scheduled functions (one per pruned function,
+    traced once) and the runs still pending on the workers.
+    """
+
+    def __init__(self, strategy: tf.distribute.ParameterServerStrategy, steps_per_run: int, timeout_secs: float):
+        self.strategy = strategy
+        self.steps_per_run = steps_per_run
+        self.timeout_secs = timeout_secs
+        self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        spec = strategy._cluster_resolver.cluster_spec().as_dict()  # pylint: disable=protected-access  # Its `cluster_resolver` is None.
+        self.ps_devices = [f'/job:ps/replica:0/task:{index}/device:CPU:0' for index in range(len(spec['ps']))]
+        self.workers = len(spec['worker'])
+        self._pending: collections.deque = collections.deque()
+        self._scheduled: dict[int, tuple[Any, Callable]] = {}  # id(pruned function) -> (it, scheduled function).
+        self._stop_hooks: list = []
+        self._next_ps = 0
+        self.runs = 0  # Runs scheduled so far,
+        self.fetched_runs = 0  # and those whose values the chief waited for.
+
+    # Placement.
+
+    def placing_variables(self, build: Callable[[], Any]) -> Any:
+        """Runs `build` (a `tf.compat.v1.wrap_function` call) with every lifted variable on a ps task.
+
+        `wrap_function` creates the eager variable of each `VarHandleOp` of the imported graph in its
+        module's `_lift_single_variable`, on the current device, whatever the op's own device. That
+        function is wrapped for the duration of the call so that each variable is created on the ps task
+        of its op (`/job:ps/task:N`, what `replica_device_setter` chose), or the next ps task round-robin.
+        """
+        lift = wrap_function_lib._lift_single_variable  # pylint: disable=protected-access
+
+        def lift_on_ps(old_variable, graph, variable_holder):
+            with tf.device(self._ps_device_of(old_variable.op.device)):
+                return lift(old_variable, graph, variable_holder)
+
+        wrap_function_lib._lift_single_variable = lift_on_ps  # pylint: disable=protected-access
+        try:
+            return build()
+        finally:
+            wrap_function_lib._lift_single_variable = lift  # pylint: disable=protected-access
+
+    def _ps_device_of(self, device: str) -> str:
+        spec = tf.DeviceSpec.from_string(device or '')
+        if spec.job == 'ps' and spec.task is not None and spec.task < len(self.ps_devices):
+            return self.ps_devices[spec.task]
+        chosen = self.ps_devices[self._next_ps % len(self.ps_devices)]
+        self._next_ps += 1
+        return chosen
+
+    @staticmethod
+    def strip_worker_placement(graph_def) -> None:
+        """Drops the `/job:worker` and `/job:chief` parts of the graph's placements (in place).
+
+        A scheduled function runs on the worker the coordinator picks; an op pinned to `/job:worker` (or
+        to one worker's task, v1's `worker_device`) would run on the first worker instead. Device types
+        (`/device:GPU:0`) and ps placements stay.
+        """
+        for node in graph_def.node:
+            if not node.device:
+                continue
+            spec = tf.DeviceSpec.from_string(node.device)
+            if spec.job in _PLACED_JOBS:
+                node.device = tf.DeviceSpec(device_type=spec.device_type, device_index=spec.device_index).to_string()
+
+    # Sessions.
+
+    def start_session(self, hooks: Sequence) -> None:
+        """A session of this chief starts: its `StopAtStepHook`s bound the scheduled runs."""
+        from compat_mts.hooks.stop import StopAtStepHook  # pylint: disable=import-outside-toplevel
+        self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
+
+    def finish(self) -> None:
+        """Waits (bounded) for every scheduled run: before the hooks' `end()`, so that the last save has them."""
+        self._pending.clear()
+        self._bounded(self.coordinator.join, 'the runs scheduled on the workers to finish')
+
+    def guard(self, run: Callable[[], Any]) -> Any:
+        """`run()`, with a lost ps task (an `UnavailableError`, e.g. of a global-step read) as `ParameterServerError`."""
+        try:
+            return run()
+        except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
+            raise self._lost(error) from error
+
+    # Running.
+
+    def run(self, function, args: list, global_step: tf.Variable | None, fetch: bool) -> list | None:
+        """Schedules `function` (a pruned function of a wrapped graph) K times on a worker.
+
+        Returns the values of its outputs in the last of those steps, as NumPy, when `fetch`; else None
+        without waiting for the worker (at most `2 * workers` runs are pending).
+        """
+        scheduled = self._scheduled_function(function, global_step, fetch)
+        stop_at = tf.constant(self._stop_at(), tf.int64)
+        try:
+            value = self.coordinator.schedule(scheduled, args=(stop_at, *args))
+        except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
+            raise self._lost(error) from error
+        self.runs += 1
+        if fetch:
+            self.fetched_runs += 1
+            return list(self._bounded(value.fetch, 'a run scheduled on a worker'))
+        self._pending.append(value)
+        while len(self._pending) > 2 * self.workers:
+            self._bounded(self._pending.popleft().fetch, 'a run scheduled on a worker')
+        return None
+
+    def _stop_at(self) -> int:
+        last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
+        return min(last_steps) if last_steps else _NO_STOP
+
+    def _scheduled_function(self, function, global_step: tf.Variable | None, fetch: bool) -> Callable:
+        key = (id(function), fetch)
+        known = self._scheduled.get(key)
+        if known is not None:
+            return known[1]
+        steps_per_run = self.steps_per_run
+        output_count = len(function.outputs)
+
+        def run_steps(stop_at, *args):
+            count = tf.constant(steps_per_run)
+            if global_step is not None:  # The steps left before the nearest last_step, read on the worker.
+                left = stop_at - tf.cast(global_step.read_value(), tf.int64)
+                count = tf.cast(tf.clip_by_value(left, 1 if fetch else 0, steps_per_run), tf.int32)
+
+            def body(index):
+                function(*args)
+                return index + 1
+
+            tf.while_loop(lambda index: index < count - (1 if fetch else 0), body, [tf.constant(0)])
+            if fetch:
+                return list(tf.nest.flatten(function(*args))[:output_count])
+            return None
+
+        scheduled = tf.function(run_steps)
+        self._scheduled[key] = (function, scheduled)  # The function is kept, so that its id stays its own.
+        return scheduled
+
+    def _bounded(self, wait: Callable[[], Any], what: str) -> Any:
+        """`wait()`, or `ParameterServerError` after `timeout_secs`: TensorFlow waits forever for a silent task."""
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def waiting():
+            try:
+                outcome['value'] = wait()
+            except BaseException as error:  # pylint: disable=broad-except  # Re-raised in the caller's thread.
+                outcome['error'] = error
+            finally:
+                done.set()
+
+        threading.Thread(target=waiting, name='compat_mts-parameter-server-wait', daemon=True).start()
+        if not done.wait(self.timeout_secs):
+            raise ParameterServerError(
+                f'Waited {self.timeout_secs:g} secs (step_timeout_secs) for {what}: the cluster stopped running '
+                'the chief\'s steps (a ps task or every worker is lost or stuck). The variables live on the ps '
+                'tasks, so training cannot continue: restart the ps tasks and the chief, which resumes from the '
+                'latest checkpoint.')
+        if 'error' in outcome:
+            error = outcome['error']
+            if isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError)):
+                raise self._lost(error) from error
+            raise error
+        return outcome['value']
+
+    def _lost(self, error: BaseException) -> ParameterServerError:
+        message = error.message if isinstance(error, tf.errors.OpError) else str(error)
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        cause = next((line for line in lines if 'ps' in line or 'connect' in line), lines[0] if lines else '')
+        return ParameterServerError(
+            'A parameter server of the cluster was lost, or the chief cannot reach it: the variables it held are '
+            'gone with it, so training cannot continue (workers that are lost are replaced by the others, a ps '
+            'task is not). Restart the ps tasks and the chief, which resumes from the latest checkpoint. '
+            f'Cause: {type(error).__name__}: {cause}')
