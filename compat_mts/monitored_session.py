@@ -360,7 +360,7 @@ class _MonitoredSession:
         if getattr(self._raw, 'device', None) is not None:
             self._run_once = self._run_on_device
         if self._parameter_servers is not None:
-            self._parameter_servers.start_session(self._hooks)
+            self._parameter_servers.start_session(self._hooks, self._global_step)
         for recorder in self._recorders:
             recorder.activate()
         for hook in self._hooks:

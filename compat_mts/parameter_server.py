@@ -23,11 +23,11 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   fetches a tensor (the caller's `loss`, or a hook's on the steps where it triggers) waits for that run's
   `RemoteValue`. The global step that the default hooks read every run is one read from its ps task, which
   never waits for the workers.
-- **Stopping.** A `StopAtStepHook`'s `last_step` is checked on the worker before each scheduled run: a run
-  that starts at or past it runs no step (a tensor-fetching run runs one). As in v1's asynchronous
-  training, runs that are already on the workers when the chief sees the last step may end up to
-  `K * (workers - 1)` steps after it. Closing the session waits for every scheduled run before the hooks'
-  `end()` (the final checkpoint holds every step).
+- **Stopping.** The chief counts the steps it schedules from the global step at the session's start, so
+  the runs stop exactly at a `StopAtStepHook`'s `last_step`: the last one runs only the steps left, and
+  those the loop schedules after it (while the hooks' reads of the global step catch up with the workers)
+  run none. A run that fetches a tensor runs one step at least, as a one-step run would. Closing the
+  session waits for every scheduled run before the hooks' `end()` (the final checkpoint holds every step).
 - **Failures.** A worker that is lost is `ClusterCoordinator`'s: its pending runs are scheduled again on the
   other workers, and training goes on. A lost ps task loses the variables it held: the session raises
   `ParameterServerError` (never recovered in-process), and so does any scheduled run that does not finish
@@ -179,6 +179,7 @@ class Scheduler:
         self._pending: collections.deque = collections.deque()
         self._scheduled: dict[int, tuple[Any, Callable]] = {}  # id(pruned function) -> (it, scheduled function).
         self._stop_hooks: list = []
+        self._next_step: int | None = None  # The global step after the runs scheduled so far.
         self._next_ps = 0
         self.runs = 0  # Runs scheduled so far,
         self.fetched_runs = 0  # and those whose values the chief waited for.
@@ -230,10 +231,15 @@ class Scheduler:
 
     # Sessions.
 
-    def start_session(self, hooks: Sequence) -> None:
-        """A session of this chief starts: its `StopAtStepHook`s bound the scheduled runs."""
+    def start_session(self, hooks: Sequence, global_step: tf.Variable | None) -> None:
+        """A session of this chief starts (restored or initialized): its `StopAtStepHook`s bound the runs.
+
+        The steps are counted here, as they are scheduled, from the global step at the start: the workers'
+        reads of the global step race with each other, the chief's count does not.
+        """
         from compat_mts.hooks.stop import StopAtStepHook  # pylint: disable=import-outside-toplevel
         self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
+        self._next_step = None if global_step is None else int(global_step.numpy())
 
     def finish(self) -> None:
         """Waits (bounded) for every scheduled run: before the hooks' `end()`, so that the last save has them."""
@@ -255,10 +261,13 @@ class Scheduler:
         Returns the values of its outputs in the last of those steps, as NumPy, when `fetch`; else None
         without waiting for the worker (at most `2 * workers` runs are pending).
         """
-        scheduled = self._scheduled_function(function, global_step, fetch)
-        stop_at = tf.constant(self._stop_at(), tf.int64)
+        scheduled = self._scheduled_function(function, fetch)
+        count = self.steps_per_run
+        if self._next_step is not None and global_step is not None:
+            count = min(count, max(self._stop_at() - self._next_step, 1 if fetch else 0))
+            self._next_step += count
         try:
-            value = self.coordinator.schedule(scheduled, args=(stop_at, *args))
+            value = self.coordinator.schedule(scheduled, args=(tf.constant(count), *args))
         except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
             raise self._lost(error) from error
         self.runs += 1
@@ -274,25 +283,20 @@ class Scheduler:
         last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
         return min(last_steps) if last_steps else _NO_STOP
 
-    def _scheduled_function(self, function, global_step: tf.Variable | None, fetch: bool) -> Callable:
+    def _scheduled_function(self, function, fetch: bool) -> Callable:
         key = (id(function), fetch)
         known = self._scheduled.get(key)
         if known is not None:
             return known[1]
-        steps_per_run = self.steps_per_run
         output_count = len(function.outputs)
+        last = 1 if fetch else 0  # A run that fetches runs its last step apart, for its outputs.
 
-        def run_steps(stop_at, *args):
-            count = tf.constant(steps_per_run)
-            if global_step is not None:  # The steps left before the nearest last_step, read on the worker.
-                left = stop_at - tf.cast(global_step.read_value(), tf.int64)
-                count = tf.cast(tf.clip_by_value(left, 1 if fetch else 0, steps_per_run), tf.int32)
-
+        def run_steps(count, *args):
             def body(index):
                 function(*args)
                 return index + 1
 
-            tf.while_loop(lambda index: index < count - (1 if fetch else 0), body, [tf.constant(0)])
+            tf.while_loop(lambda index: index < count - last, body, [tf.constant(0)])
             if fetch:
                 return list(tf.nest.flatten(function(*args))[:output_count])
             return None
