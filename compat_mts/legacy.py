@@ -267,10 +267,12 @@ class _Feed:
 class _Plan:
     """How to run one fetch/feed set: the pruned function, its feeds, and where each fetch's value comes from."""
 
-    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors')
+    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors',
+                 'tensors_only')
 
     def __init__(self, function, feeds: list, outputs: list, reads: list, anchors: tuple):
         self.function = function  # None when no fetch needs the graph (only variables or nothing).
+        self.tensors_only = None  # On a parameter-server cluster: the function of the tensor fetches alone.
         if function is not None:
             self.name = function.function_def.signature.name.encode()
             self.captures = list(function.captured_inputs)
@@ -452,7 +454,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
             results[position] = global_step_lib.read_value(variable)
         if plan.function is not None and self._parameter_servers is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
-            outputs = self._parameter_servers.run(plan.function, args, self.global_step, bool(plan.outputs))
+            outputs = self._parameter_servers.run(plan.function, args, self.global_step, bool(plan.outputs),
+                                                  plan.tensors_only)
             for position, index in plan.outputs:
                 results[position] = outputs[index]
         elif plan.function is not None:
@@ -501,6 +504,18 @@ class WrappedGraph(fetches_lib.GraphRunner):
         anchors = (tuple(fetches), tuple(feeds))
         if not tensors and not operations:
             return _Plan(None, feed_specs, [], reads, anchors)
+        function = self._pruned(tensors, operations, feed_specs)
+        index_of = {name: index for index, name in enumerate(tensors)}
+        outputs = [(position, index_of[target[1]]) for position, target in enumerate(targets)
+                   if target is not None and target[0] == 'tensor']
+        plan = _Plan(function, feed_specs, outputs, reads, anchors)
+        if self._parameter_servers is not None and tensors and operations:
+            # What a run after the last step fetches: the tensors, without the ops that would train on.
+            plan.tensors_only = lambda: self._pruned(tensors, [], feed_specs)
+        return plan
+
+    def _pruned(self, tensors: list[str], operations: list[str], feed_specs: list[_Feed]):
+        """The wrapped function pruned to these fetches (names) and feeds."""
         name_key = (tuple(tensors), tuple(operations), tuple(feed.name for feed in feed_specs))
         function = self._functions.get(name_key)
         if function is None:  # Cache, since pruning copies the graph and builds a function.
@@ -513,10 +528,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             self._functions[name_key] = function
             logging.vlog(1, 'wrap_graph: pruned function %d for fetches %s and feeds %s.',
                          len(self._functions), tensors + operations, [feed.name for feed in feed_specs])
-        index_of = {name: index for index, name in enumerate(tensors)}
-        outputs = [(position, index_of[target[1]]) for position, target in enumerate(targets)
-                   if target is not None and target[0] == 'tensor']
-        return _Plan(function, feed_specs, outputs, reads, anchors)
+        return function
 
     def _check_fed(self, names: list[str], fed: set[str]) -> None:
         """Raises v1's error when `names` need a placeholder that `fed` does not feed."""

@@ -545,6 +545,7 @@ class _MonitoredSession:
 
     def _scheduled_run(self, fetches, feed_dict, options, run_metadata) -> Any:
         """`_hooked_run` on the chief of a parameter-server cluster: a lost ps task is a `ParameterServerError`."""
+        parameter_server.check_graph_fetches(fetches)
         return self._parameter_servers.guard(lambda: self._hooked_run(fetches, feed_dict, options, run_metadata))
 
     def _on_sigterm(self) -> None:

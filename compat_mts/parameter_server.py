@@ -26,7 +26,7 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
 - **Stopping.** The chief counts the steps it schedules from the global step at the session's start, so
   the runs stop exactly at a `StopAtStepHook`'s `last_step`: the last one runs only the steps left, and
   those the loop schedules after it (while the hooks' reads of the global step catch up with the workers)
-  run none. A run that fetches a tensor runs one step at least, as a one-step run would. Closing the
+  run none; a hook that fetches tensors then gets them computed without the train op. Closing the
   session waits for every scheduled run before the hooks' `end()` (the final checkpoint holds every step).
 - **Failures.** A worker that is lost is `ClusterCoordinator`'s: its pending runs are scheduled again on the
   other workers, and training goes on. A lost ps task loses the variables it held: the session raises
@@ -51,7 +51,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 from tensorflow.python.eager import wrap_function as wrap_function_lib  # Where wrap_function places variables.
 
-__all__ = ['parameter_server_strategy', 'ParameterServerError', 'current']
+__all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'check_graph_fetches']
 
 _DEFAULT_STEP_TIMEOUT_SECS = 600.0
 _PLACED_JOBS = frozenset({'worker', 'chief'})  # Placements that TF2 gives to the scheduled worker instead.
@@ -161,6 +161,26 @@ def current() -> 'Scheduler | None':
     return _schedulers[_strategies[-1]] if _strategies else None
 
 
+def check_graph_fetches(fetches: Any) -> None:
+    """Raises a TypeError saying what to do when the caller's `fetches` hold a callable (a `tf.function` step).
+
+    On the chief the session schedules v1 graph fetches on the workers; a callable would run in the chief's
+    own process, every step a round trip to the ps tasks, with the workers idle.
+    """
+    if isinstance(fetches, (list, tuple)):
+        for fetch in fetches:
+            check_graph_fetches(fetch)
+    elif isinstance(fetches, dict):
+        for fetch in fetches.values():
+            check_graph_fetches(fetch)
+    elif callable(fetches) and not isinstance(fetches, (tf.Tensor, tf.Variable, tf.Operation)):
+        raise TypeError(
+            f'On the chief of a parameter-server cluster, a session runs v1 graph fetches on the workers; '
+            f'{fetches!r} is a callable, which would run on the chief itself. Fetch the train op and tensors '
+            'of the graph code (wrap_graph, or the program\'s `with tf.Graph().as_default():`), or drive a '
+            'tf.function step with strategy\'s tf.distribute.coordinator.ClusterCoordinator yourself.')
+
+
 class Scheduler:
     """Runs a wrapped graph's pruned functions on the workers of a `ParameterServerStrategy`, K steps each.
 
@@ -255,17 +275,24 @@ class Scheduler:
 
     # Running.
 
-    def run(self, function, args: list, global_step: tf.Variable | None, fetch: bool) -> list | None:
+    def run(self, function, args: list, global_step: tf.Variable | None, fetch: bool,
+            tensors_only: Callable[[], Any] | None = None) -> list | None:
         """Schedules `function` (a pruned function of a wrapped graph) K times on a worker.
+
+        `tensors_only()`, if given, is the pruned function of the tensor fetches alone: what a run that
+        fetches runs once the steps have reached the stop hooks' `last_step`.
 
         Returns the values of its outputs in the last of those steps, as NumPy, when `fetch`; else None
         without waiting for the worker (at most `2 * workers` runs are pending).
         """
-        scheduled = self._scheduled_function(function, fetch)
         count = self.steps_per_run
         if self._next_step is not None and global_step is not None:
-            count = min(count, max(self._stop_at() - self._next_step, 1 if fetch else 0))
+            count = min(count, max(self._stop_at() - self._next_step, 0))
             self._next_step += count
+            if count == 0 and fetch and tensors_only is not None:
+                function, count = tensors_only(), 1  # Past the last step: the values, no training.
+        scheduled = self._scheduled_function(function, fetch)
+        count = max(count, 1) if fetch else count
         try:
             value = self.coordinator.schedule(scheduled, args=(tf.constant(count), *args))
         except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
