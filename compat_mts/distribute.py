@@ -19,6 +19,10 @@ gradients. compat_mts never exchanges parameters itself; it adds what v1's sessi
   cluster, and the others fail at once with `ClusterError`. After a failure or a lost peer every collective
   of the process fails, so there is no v1-style recovery: the session raises `ClusterError`, and the
   workers are restarted together and resume from the latest checkpoint.
+- **Parameter-server clusters** (v1's ps/worker programs) run on `tf.distribute.ParameterServerStrategy`,
+  driven by a chief task: `compat_mts.parameter_server`. Until a program has its chief, a server of this
+  process in a cluster of several tasks, or a graph placed on `/job:ps`, raises a `ValueError` that lists
+  the edits (`PS_CLUSTERS_NOT_SUPPORTED`).
 - **`master`**: `''` runs in-process. `grpc://host:port` connects the eager context to that TensorFlow server
   (`tf.config.experimental_connect_to_host`) and runs the session's steps on it, which is what a v1 session
   target meant. Connecting resets TensorFlow's runtime, so it must happen before the program creates
@@ -75,7 +79,8 @@ def check_not_between_graph(master: str) -> None:
     """Raises a ValueError saying what to do when `master` is this process's server in a cluster of several tasks.
 
     That is v1's between-graph replication (ps tasks hold the variables, each worker runs a session of its
-    own), which compat_mts does not run yet. Checked when a session creator is made, before any graph is run.
+    own), which compat_mts runs only with a chief that drives the session (`compat_mts.parameter_server`);
+    on that chief, `master` is ignored. Checked when a session creator is made, before any graph is run.
     """
     if master and parameter_server.current() is None:
         own_server = _own_server(master)

@@ -183,3 +183,13 @@ def test_parameter_server_strategy_runs_in_the_chief_only(monkeypatch):
                                                 'task': {'type': 'worker', 'index': 0}}))
     with pytest.raises(ValueError, match="runs in the chief's process.*join"):
         parameter_server.parameter_server_strategy()
+
+
+def test_a_graph_on_job_ps_outside_a_parameter_server_chief_says_what_to_edit():
+    def build():
+        with tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(ps_tasks=1)):
+            tf.compat.v1.get_variable('weights', [2], initializer=tf.compat.v1.zeros_initializer())
+
+    from compat_mts import legacy  # pylint: disable=import-outside-toplevel
+    with pytest.raises(ValueError, match=r"\['ps'\].*add a 'chief' job.*compat_mts.parameter_server_strategy"):
+        legacy.wrap_graph(build)
