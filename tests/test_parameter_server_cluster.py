@@ -140,7 +140,9 @@ def test_the_chief_alone_writes_the_checkpoints_and_a_new_session_resumes(cluste
     assert first['checkpoint'].endswith(f'model.ckpt-{FIRST_STEPS}')
     assert cluster.event('resumed')['step'] == FIRST_STEPS
     steps = checkpoint_steps(cluster.checkpoint_dir)
-    assert {20, 40} <= set(steps) and sorted(set(state_file_steps(cluster.checkpoint_dir))) == steps
+    # Saves between the first and the last name the global step read when the hook triggered, which the
+    # workers may have moved past a multiple of 20; the last save of a session holds every step.
+    assert FIRST_STEPS in steps and sorted(set(state_file_steps(cluster.checkpoint_dir))) == steps
     reader = tf.train.load_checkpoint(first['checkpoint'])
     assert reader.get_tensor('global_step') == FIRST_STEPS and reader.get_tensor('weights').shape == (4, 1)
 
