@@ -303,6 +303,8 @@ def _warn_about_a_cluster_without_strategy() -> None:
         jobs = json.loads(os.environ.get('TF_CONFIG') or '{}').get('cluster', {})
     except (ValueError, AttributeError):
         return
+    if 'ps' in jobs:  # A parameter-server cluster: its chief runs without a scope (compat_mts.parameter_server).
+        return
     if len(jobs.get('chief', [])) + len(jobs.get('worker', [])) > 1:
         _warned_outside_scope = True
         logging.warning('TF_CONFIG describes a cluster of several workers, but no MultiWorkerMirroredStrategy '

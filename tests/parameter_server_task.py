@@ -1,7 +1,7 @@
 """One task of a v1 ps/worker program on a parameter-server cluster, as migration_guide/distributed.md writes it.
 
 Usage: parameter_server_task.py JOB INDEX CHECKPOINT_DIR, with the cluster (chief, ps, worker jobs) as JSON in
-`PS_CLUSTER`. The ps and worker tasks start their server and join it; the chief trains the v1 graph of
+`PS_CLUSTER`; the chief also gets it in `TF_CONFIG`, where `parameter_server_strategy()` reads it. The ps and worker tasks start their server and join it; the chief trains the v1 graph of
 `build_graph` (a `replica_device_setter` placement, a v1 optimizer) with `MonitoredTrainingSession`, and prints
 one JSON object per line (`{"event": ..., ...}`):
 
@@ -102,7 +102,8 @@ def trained_step() -> int:
 
 
 def chief(cluster, checkpoint_dir: str) -> None:
-    strategy = mts.parameter_server_strategy(cluster, steps_per_run=STEPS_PER_RUN, step_timeout_secs=60)
+    # The cluster from TF_CONFIG (whose task is this chief), as a TF2 job starts it.
+    strategy = mts.parameter_server_strategy(steps_per_run=STEPS_PER_RUN, step_timeout_secs=60)
     scheduler = parameter_server.current()
     emit('started', strategy=type(strategy).__name__)
 

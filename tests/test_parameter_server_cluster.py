@@ -72,7 +72,8 @@ class Cluster:
 
     def _run_chief(self) -> bool:
         """Runs the chief to its end; False when it could not bind its own port."""
-        env = dict(self.env, PS_KILL_WORKER=str(self.tasks['worker', 1].pid), PS_KILL_PS=str(self.tasks['ps', 0].pid))
+        env = dict(self.env, PS_KILL_WORKER=str(self.tasks['worker', 1].pid), PS_KILL_PS=str(self.tasks['ps', 0].pid),
+                   TF_CONFIG=json.dumps({'cluster': self.cluster, 'task': {'type': 'chief', 'index': 0}}))
         self.chief = subprocess.run(
             [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), 'chief', '0', self.checkpoint_dir],
             env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS)
@@ -109,6 +110,9 @@ def cluster(tmp_path_factory):
 def test_the_chief_runs_the_v1_program_to_its_end(cluster):
     assert cluster.chief.returncode == 0, cluster.report()
     assert 'no_error' not in cluster.events
+    # TF_CONFIG describes a cluster without a MultiWorkerMirroredStrategy scope, and that is right here.
+    assert 'MultiWorkerMirroredStrategy' not in cluster.chief.stderr
+    assert 'has not been increased' not in cluster.chief.stderr  # Scheduled steps are not stuck steps.
 
 
 def test_variables_live_on_the_ps_task(cluster):
@@ -195,3 +199,11 @@ def test_a_graph_on_job_ps_outside_a_parameter_server_chief_says_what_to_edit():
     from compat_mts import legacy  # pylint: disable=import-outside-toplevel
     with pytest.raises(ValueError, match=r"\['ps'\].*add a 'chief' job.*compat_mts.parameter_server_strategy"):
         legacy.wrap_graph(build)
+
+
+def test_a_callable_fetched_on_the_chief_says_it_would_not_run_on_the_workers():
+    step = tf.function(lambda: None)
+    for fetches in (step, [step], {'train': step}):
+        with pytest.raises(TypeError, match='would run on the chief itself.*ClusterCoordinator'):
+            parameter_server.check_graph_fetches(fetches)
+    parameter_server.check_graph_fetches(['loss:0', None, {'step': tf.constant(1)}])
