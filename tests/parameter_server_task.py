@@ -1,9 +1,10 @@
 """One task of a v1 ps/worker program on a parameter-server cluster, as migration_guide/distributed.md writes it.
 
 Usage: parameter_server_task.py JOB INDEX CHECKPOINT_DIR, with the cluster (chief, ps, worker jobs) as JSON in
-`PS_CLUSTER`; the chief also gets it in `TF_CONFIG`, where `parameter_server_strategy()` reads it. The ps and worker tasks start their server and join it; the chief trains the v1 graph of
-`build_graph` (a `replica_device_setter` placement, a v1 optimizer) with `MonitoredTrainingSession`, and prints
-one JSON object per line (`{"event": ..., ...}`):
+`PS_CLUSTER`; the chief also gets it in `TF_CONFIG`, where `parameter_server_strategy()` reads it. The ps and
+worker tasks start their server and join it; the chief trains the v1 graph of `build_graph` (a
+`replica_device_setter` placement, a v1 optimizer whose learning rate is fed on every run) with
+`MonitoredTrainingSession`, and prints one JSON object per line (`{"event": ..., ...}`):
 
 1. `first`: a fresh session trains to global step `FIRST_STEPS`, with a `LoggingTensorHook` and a hook that
    fetches the loss on every fourth run only; it prints where the variables live, what the hooks got, and
@@ -35,6 +36,7 @@ KILL_WORKER_AT = 60
 AFTER_WORKER_LOSS = 100
 KILL_PS_AT = 110
 LOSS_EVERY_N_RUNS = 4
+LEARNING_RATE = 0.05
 
 
 def emit(event: str, **values) -> None:
@@ -50,7 +52,8 @@ def build_graph(cluster):
         weights = tf.compat.v1.get_variable('weights', [4, 1], initializer=tf.compat.v1.zeros_initializer())
         bias = tf.compat.v1.get_variable('bias', [1], initializer=tf.compat.v1.zeros_initializer())
         loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) + bias - labels), name='loss')
-        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(loss, global_step=global_step)
+        learning_rate = tf.compat.v1.placeholder(tf.float32, [], name='learning_rate')  # Fed on every run.
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(loss, global_step=global_step)
     return global_step, loss, train_op
 
 
@@ -118,7 +121,7 @@ def chief(cluster, checkpoint_dir: str) -> None:
                                           log_step_count_steps=None, save_summaries_steps=None) as sess:
             variables = wrapped_graph().variables
             while not sess.should_stop():
-                sess.run(train_op)
+                sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
                 runs += 1
             step = trained_step()
         emit('first', runs=runs, step=step,
@@ -149,7 +152,7 @@ def chief(cluster, checkpoint_dir: str) -> None:
                                               save_summaries_steps=None) as sess:
                 emit('resumed', step=steps['restored'])
                 while not sess.should_stop():
-                    sess.run(train_op)
+                    sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
         except mts.ParameterServerError as error:
             emit('ps_lost', error=str(error), at=time.time(), checkpoint=tf.train.latest_checkpoint(checkpoint_dir))
         else:

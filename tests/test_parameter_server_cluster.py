@@ -207,3 +207,20 @@ def test_a_callable_fetched_on_the_chief_says_it_would_not_run_on_the_workers():
         with pytest.raises(TypeError, match='would run on the chief itself.*ClusterCoordinator'):
             parameter_server.check_graph_fetches(fetches)
     parameter_server.check_graph_fetches(['loss:0', None, {'step': tf.constant(1)}])
+
+
+def test_worker_placements_are_dropped_and_ps_placements_kept():
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(
+                ps_tasks=2, worker_device='/job:worker/task:1')):
+            first = tf.compat.v1.get_variable('first', [1])
+            second = tf.compat.v1.get_variable('second', [1])
+            total = tf.add(first, second, name='total')
+        with tf.compat.v1.device('/job:chief/task:0/device:CPU:0'):
+            tf.identity(total, name='on_chief')
+    graph_def = graph.as_graph_def()
+    parameter_server.Scheduler.strip_worker_placement(graph_def)
+    devices = {node.name: node.device for node in graph_def.node}
+    assert (devices['first'], devices['second']) == ('/job:ps/task:0', '/job:ps/task:1')
+    assert devices['total'] == '' and devices['on_chief'] == '/device:CPU:0'
