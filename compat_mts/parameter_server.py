@@ -32,7 +32,10 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   other workers, and training goes on. A lost ps task loses the variables it held: the session raises
   `ParameterServerError` (never recovered in-process), and so does any scheduled run that does not finish
   within `step_timeout_secs`, so a cluster that stopped answering ends the run instead of hanging it.
-  Restart the ps tasks and the chief; the chief resumes from the latest checkpoint.
+  Restart the ps tasks and the chief; the chief resumes from the latest checkpoint. A ps task that stops
+  answering without closing its connections (a frozen machine) would block the hooks' direct reads of the
+  global step forever, so a watchdog ends the chief's process with `LOST_CLUSTER_EXIT_CODE` (75) and a
+  message when a session run has not returned 5 s after `step_timeout_secs`.
 
 What DESIGN.md's single-process model does not cover, and why: the global step that hooks read is the
 ps task's value at the time of the read (scheduled steps may still be running), which is what v1's hooks
@@ -44,7 +47,9 @@ from __future__ import annotations
 import collections
 import json
 import os
+import sys
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
@@ -56,6 +61,8 @@ __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'chec
 _DEFAULT_STEP_TIMEOUT_SECS = 600.0
 _PLACED_JOBS = frozenset({'worker', 'chief'})  # Placements that TF2 gives to the scheduled worker instead.
 _NO_STOP = 2**63 - 1
+LOST_CLUSTER_EXIT_CODE = 75  # EX_TEMPFAIL: restart and retry.
+WATCHDOG_GRACE_SECS = 5.0  # After step_timeout_secs, so that a bounded wait raises first where it can.
 
 
 class ParameterServerError(RuntimeError):
@@ -201,6 +208,8 @@ class Scheduler:
         self._stop_hooks: list = []
         self._next_step: int | None = None  # The global step after the runs scheduled so far.
         self._next_ps = 0
+        self._busy_since: float | None = None  # When the guarded call in progress started.
+        self._watchdog: threading.Thread | None = None
         self.runs = 0  # Runs scheduled so far,
         self.fetched_runs = 0  # and those whose values the chief waited for.
 
@@ -267,11 +276,50 @@ class Scheduler:
         self._bounded(self.coordinator.join, 'the runs scheduled on the workers to finish')
 
     def guard(self, run: Callable[[], Any]) -> Any:
-        """`run()`, with a lost ps task (an `UnavailableError`, e.g. of a global-step read) as `ParameterServerError`."""
+        """`run()` (a session run, or `finish`), watched; a lost ps task's `UnavailableError` as `ParameterServerError`.
+
+        Some of a run cannot be moved off the caller's thread to bound its wait: the hooks read the global
+        step and save checkpoints from the ps tasks directly, and TensorFlow waits forever for a ps task that
+        stopped answering without closing its connections. So a watchdog ends the process (see `_watch`)
+        when a guarded call has not returned `WATCHDOG_GRACE_SECS` after `step_timeout_secs`.
+        """
+        self._start_watchdog()
+        self._busy_since = time.monotonic()
         try:
             return run()
         except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
             raise self._lost(error) from error
+        finally:
+            self._busy_since = None
+
+    def _start_watchdog(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name='compat_mts-parameter-server-watchdog',
+                                              daemon=True)
+            self._watchdog.start()
+
+    def _watch(self) -> None:
+        """Exits the process with `LOST_CLUSTER_EXIT_CODE` when a guarded call is stuck.
+
+        No exception can reach the caller's thread while it is blocked inside TensorFlow, and the chief
+        cannot go on without its ps tasks anyway: it says why on stderr and in the log, and exits at once.
+        The last good checkpoint stays as it was.
+        """
+        limit = self.timeout_secs + WATCHDOG_GRACE_SECS
+        while True:
+            time.sleep(min(1.0, limit / 10))
+            since = self._busy_since
+            if since is not None and time.monotonic() - since > limit:
+                message = (f'compat_mts: a session run of this parameter-server chief has not returned in {limit:g} '
+                           'secs (step_timeout_secs and a grace period): a ps task stopped answering, and '
+                           'TensorFlow would wait for it forever. The variables live on the ps tasks, so training '
+                           'cannot continue: the chief exits with code '
+                           f'{LOST_CLUSTER_EXIT_CODE}. Restart the ps tasks and the chief, which resumes from the '
+                           'latest checkpoint.')
+                logging.error('%s', message)
+                sys.stderr.write(message + '\n')
+                sys.stderr.flush()
+                os._exit(LOST_CLUSTER_EXIT_CODE)  # pylint: disable=protected-access  # No clean exit from a hung call.
 
     # Running.
 

@@ -13,6 +13,8 @@ worker tasks start their server and join it; the chief trains the v1 graph of `b
    global step `KILL_WORKER_AT` it kills worker 1 (`PS_KILL_WORKER` is its pid) and trains on with worker 0;
    `after_worker_loss` reports the step reached. At `KILL_PS_AT` it kills the ps task (`PS_KILL_PS`), and
    `ps_lost` reports the error and how long it took to come. The process then exits at once.
+
+`frozen` (JOB) is a chief on a cluster of its own that stops its ps task (`frozen_chief`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ AFTER_WORKER_LOSS = 100
 KILL_PS_AT = 110
 LOSS_EVERY_N_RUNS = 4
 LEARNING_RATE = 0.05
+FREEZE_PS_AT = 20
+FROZEN_STEP_TIMEOUT_SECS = 5
 
 
 def emit(event: str, **values) -> None:
@@ -161,9 +165,29 @@ def chief(cluster, checkpoint_dir: str) -> None:
     os._exit(0)  # The runtime would wait for the lost ps at exit.
 
 
+def frozen_chief(cluster, checkpoint_dir: str) -> None:
+    """Trains until the global step passes `FREEZE_PS_AT`, then stops the ps task (SIGSTOP, `PS_FREEZE_PS` is its
+    pid): a task that no longer answers but keeps its connections open. The watchdog must end this process."""
+    mts.parameter_server_strategy(steps_per_run=STEPS_PER_RUN, step_timeout_secs=FROZEN_STEP_TIMEOUT_SECS)
+    with tf.Graph().as_default():
+        _, _, train_op = build_graph(cluster)
+
+        def freeze():
+            os.kill(int(os.environ['PS_FREEZE_PS']), signal.SIGSTOP)
+            emit('frozen', at=time.time())
+
+        with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, hooks=[Actions({FREEZE_PS_AT: freeze})],
+                                          log_step_count_steps=None, save_summaries_steps=None) as sess:
+            while not sess.should_stop():
+                sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
+    emit('no_exit')
+
+
 def main(job: str, index: int, checkpoint_dir: str) -> None:
     cluster = tf.train.ClusterSpec(json.loads(os.environ['PS_CLUSTER']))
-    if job != 'chief':  # v1's `if job_name == 'ps': server.join()`, for the workers too.
+    if job == 'frozen':
+        frozen_chief(cluster, checkpoint_dir)
+    elif job != 'chief':  # v1's `if job_name == 'ps': server.join()`, for the workers too.
         server = tf.distribute.Server(cluster, job_name=job, task_index=index, protocol='grpc')
         emit('serving', job=job, index=index)
         server.join()

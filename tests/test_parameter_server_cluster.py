@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from compat_mts import parameter_server
-from tests.parameter_server_task import (AFTER_WORKER_LOSS, FIRST_STEPS, KILL_WORKER_AT,
+from tests.parameter_server_task import (AFTER_WORKER_LOSS, FIRST_STEPS, FROZEN_STEP_TIMEOUT_SECS, KILL_WORKER_AT,
                                          LOSS_EVERY_N_RUNS, STEPS_PER_RUN)
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, state_file_steps
 from tests.test_distribute_cluster import PORT_TAKEN, free_ports
@@ -27,29 +28,28 @@ from tests.test_distribute_cluster import PORT_TAKEN, free_ports
 RUN_TIMEOUT_SECS = 240
 START_ATTEMPTS = 3
 LOST_PS_BOUND_SECS = 60  # The chief's step_timeout_secs: the error must come before it, and it does at once.
-TASKS = (('ps', 0), ('worker', 0), ('worker', 1))
 
 
 class Cluster:
     """The ps and worker tasks (servers that join), then the chief's run; what each printed."""
 
-    def __init__(self, root):
+    def __init__(self, root, workers: int = 2, chief: str = 'chief'):
         self.root = root
         self.checkpoint_dir = str(root / 'checkpoints')
         for attempt in range(1, START_ATTEMPTS + 1):
-            self._start()
-            if self._serving() and self._run_chief() or attempt == START_ATTEMPTS:
+            self._start(workers)
+            if self._serving() and self._run_chief(chief) or attempt == START_ATTEMPTS:
                 return
             self.kill()
 
-    def _start(self) -> None:
-        ports = free_ports(4)
+    def _start(self, workers: int) -> None:
+        ports = free_ports(2 + workers)
         self.cluster = {'chief': [f'localhost:{ports[0]}'], 'ps': [f'localhost:{ports[1]}'],
-                        'worker': [f'localhost:{ports[2]}', f'localhost:{ports[3]}']}
+                        'worker': [f'localhost:{port}' for port in ports[2:]]}
         self.env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PS_CLUSTER=json.dumps(self.cluster),
                         PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])))
         self.tasks = {}
-        for job, index in TASKS:
+        for job, index in [('ps', 0)] + [('worker', index) for index in range(workers)]:
             stderr = open(self.root / f'{job}{index}.stderr', 'w')  # pylint: disable=consider-using-with
             self.tasks[job, index] = subprocess.Popen(
                 [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), job, str(index), '-'],
@@ -70,13 +70,15 @@ class Cluster:
             reader.join(RUN_TIMEOUT_SECS)
         return all(started.get(key) for key in self.tasks)
 
-    def _run_chief(self) -> bool:
+    def _run_chief(self, chief: str) -> bool:
         """Runs the chief to its end; False when it could not bind its own port."""
-        env = dict(self.env, PS_KILL_WORKER=str(self.tasks['worker', 1].pid), PS_KILL_PS=str(self.tasks['ps', 0].pid),
+        ps, last_worker = self.tasks['ps', 0].pid, self.tasks['worker', len(self.cluster['worker']) - 1].pid
+        env = dict(self.env, PS_KILL_WORKER=str(last_worker), PS_KILL_PS=str(ps), PS_FREEZE_PS=str(ps),
                    TF_CONFIG=json.dumps({'cluster': self.cluster, 'task': {'type': 'chief', 'index': 0}}))
         self.chief = subprocess.run(
-            [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), 'chief', '0', self.checkpoint_dir],
+            [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), chief, '0', self.checkpoint_dir],
             env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS)
+        self.ended_at = time.time()
         self.events = {}
         for line in self.chief.stdout.splitlines():
             if line.startswith('{'):
@@ -91,6 +93,7 @@ class Cluster:
     def kill(self) -> None:
         for process in self.tasks.values():
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # A stopped task dies of SIGKILL too, but only once it runs.
                 process.kill()
             process.wait(timeout=30)
 
@@ -103,6 +106,13 @@ class Cluster:
 @pytest.fixture(scope='module')
 def cluster(tmp_path_factory):
     started = Cluster(tmp_path_factory.mktemp('parameter_server'))
+    started.kill()
+    return started
+
+
+@pytest.fixture(scope='module')
+def frozen_ps_cluster(tmp_path_factory, cluster):  # After `cluster`: one cluster at a time on two cores.
+    started = Cluster(tmp_path_factory.mktemp('frozen_ps'), workers=1, chief='frozen')
     started.kill()
     return started
 
@@ -224,3 +234,12 @@ def test_worker_placements_are_dropped_and_ps_placements_kept():
     devices = {node.name: node.device for node in graph_def.node}
     assert (devices['first'], devices['second']) == ('/job:ps/task:0', '/job:ps/task:1')
     assert devices['total'] == '' and devices['on_chief'] == '/device:CPU:0'
+
+
+def test_a_ps_that_stops_answering_ends_the_chief_with_a_clear_message_in_bounded_time(frozen_ps_cluster):
+    chief = frozen_ps_cluster.chief
+    assert chief.returncode == parameter_server.LOST_CLUSTER_EXIT_CODE, frozen_ps_cluster.report()
+    assert 'no_exit' not in frozen_ps_cluster.events
+    assert 'a ps task stopped answering' in chief.stderr and 'Restart the ps tasks and the chief' in chief.stderr
+    frozen_at = frozen_ps_cluster.event('frozen')['at']
+    assert frozen_ps_cluster.ended_at - frozen_at < FROZEN_STEP_TIMEOUT_SECS + parameter_server.WATCHDOG_GRACE_SECS + 30
