@@ -210,6 +210,7 @@ class Scheduler:
         self._next_ps = 0
         self._busy_since: float | None = None  # When the guarded call in progress started.
         self._watchdog: threading.Thread | None = None
+        self._abandoned_at: float | None = None  # When a bounded wait gave up on the cluster.
         self.runs = 0  # Runs scheduled so far,
         self.fetched_runs = 0  # and those whose values the chief waited for.
 
@@ -303,12 +304,14 @@ class Scheduler:
 
         No exception can reach the caller's thread while it is blocked inside TensorFlow, and the chief
         cannot go on without its ps tasks anyway: it says why on stderr and in the log, and exits at once.
-        The last good checkpoint stays as it was.
+        After a bounded wait gave up (`ParameterServerError`), the process gets as long again to end by
+        itself, since TensorFlow's shutdown may wait for the stuck task too. The last good checkpoint stays
+        as it was.
         """
         limit = self.timeout_secs + WATCHDOG_GRACE_SECS
         while True:
             time.sleep(min(1.0, limit / 10))
-            since = self._busy_since
+            since = self._busy_since if self._abandoned_at is None else self._abandoned_at
             if since is not None and time.monotonic() - since > limit:
                 message = (f'compat_mts: a session run of this parameter-server chief has not returned in {limit:g} '
                            'secs (step_timeout_secs and a grace period): a ps task stopped answering, and '
@@ -395,6 +398,9 @@ class Scheduler:
 
         threading.Thread(target=waiting, name='compat_mts-parameter-server-wait', daemon=True).start()
         if not done.wait(self.timeout_secs):
+            # The cluster is stuck, and exiting the process may wait for it too: the watchdog ends the process
+            # if it has not ended `step_timeout_secs` (and the grace period) from now.
+            self._abandoned_at = time.monotonic()
             raise ParameterServerError(
                 f'Waited {self.timeout_secs:g} secs (step_timeout_secs) for {what}: the cluster stopped running '
                 'the chief\'s steps (a ps task or every worker is lost or stuck). The variables live on the ps '

@@ -12,7 +12,7 @@ worker tasks start their server and join it; the chief trains the v1 graph of `b
 2. `resumed`: a second session (a new graph, as a restarted chief builds it) restores that checkpoint. At
    global step `KILL_WORKER_AT` it kills worker 1 (`PS_KILL_WORKER` is its pid) and trains on with worker 0;
    `after_worker_loss` reports the step reached. At `KILL_PS_AT` it kills the ps task (`PS_KILL_PS`), and
-   `ps_lost` reports the error and how long it took to come. The process then exits at once.
+   `ps_lost` reports the error and how long it took to come. Then the process exits as usual.
 
 `frozen` (JOB) is a chief on a cluster of its own that stops its ps task (`frozen_chief`).
 """
@@ -161,8 +161,6 @@ def chief(cluster, checkpoint_dir: str) -> None:
             emit('ps_lost', error=str(error), at=time.time(), checkpoint=tf.train.latest_checkpoint(checkpoint_dir))
         else:
             emit('no_error')
-    sys.stdout.flush()
-    os._exit(0)  # The runtime would wait for the lost ps at exit.
 
 
 def frozen_chief(cluster, checkpoint_dir: str) -> None:
