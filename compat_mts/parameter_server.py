@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import collections
 import json
+import numbers
 import os
 import sys
 import threading
@@ -100,16 +101,21 @@ def parameter_server_strategy(cluster: Any = None, *, steps_per_run: int = 1,
       TypeError, ValueError: an argument of the wrong type or value, or a cluster without `ps`, `worker`
         or exactly one `chief` task; `TF_CONFIG` naming another task than the chief.
     """
-    if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, int) or steps_per_run < 1:
-        raise ValueError(f'`steps_per_run` must be a positive integer, got {steps_per_run!r}.')
-    if isinstance(step_timeout_secs, bool) or not isinstance(step_timeout_secs, (int, float)) \
-            or not step_timeout_secs > 0:
-        raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r}.')
+    if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
+        raise TypeError(f'`steps_per_run` must be a positive integer, got {steps_per_run!r} '
+                        f'({type(steps_per_run).__name__}).')
+    if steps_per_run < 1:
+        raise ValueError(f'`steps_per_run` must be a positive integer, got {steps_per_run}.')
+    if isinstance(step_timeout_secs, bool) or not isinstance(step_timeout_secs, numbers.Real):
+        raise TypeError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r} '
+                        f'({type(step_timeout_secs).__name__}).')
+    if not step_timeout_secs > 0:
+        raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs}.')
     spec = _cluster_spec(cluster)
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type='chief', task_id=0,
                                                                     rpc_layer='grpc')
     strategy = tf.distribute.ParameterServerStrategy(resolver)
-    _schedulers[strategy] = Scheduler(strategy, steps_per_run, float(step_timeout_secs))
+    _schedulers[strategy] = Scheduler(strategy, int(steps_per_run), float(step_timeout_secs))
     _strategies.append(strategy)
     logging.info('Parameter-server training: %d ps task(s), %d worker(s); the steps of this chief\'s sessions '
                  'run on the workers, %d per run.', len(spec.as_dict()['ps']), len(spec.as_dict()['worker']),

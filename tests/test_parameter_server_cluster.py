@@ -187,6 +187,7 @@ def test_a_lost_ps_ends_the_run_with_a_clear_error_in_bounded_time(cluster):
     (dict(cluster=None), 'needs `cluster`'),
     (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run=0), '`steps_per_run`'),
     (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=0), '`step_timeout_secs`'),
+    (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run='10'), r'\(str\)'),
 ])
 def test_parameter_server_strategy_names_a_bad_argument(arguments, message, monkeypatch):
     monkeypatch.delenv('TF_CONFIG', raising=False)
