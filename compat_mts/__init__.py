@@ -2,7 +2,8 @@
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
 plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
-`keras` adapters and `estimator` (v1's `tf.estimator` on the eager session). `compat_mts.hooks` re-exports the
+`keras` adapters, `estimator` (v1's `tf.estimator` on the eager session) and `parameter_server_strategy` (v1's
+ps/worker programs on `tf.distribute.ParameterServerStrategy`). `compat_mts.hooks` re-exports the
 built-in hooks under the same names.
 
 Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) with v1's formats, so

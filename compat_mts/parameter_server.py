@@ -194,6 +194,23 @@ def check_graph_fetches(fetches: Any) -> None:
             'tf.function step with strategy\'s tf.distribute.coordinator.ClusterCoordinator yourself.')
 
 
+class VariablePlacement:
+    """Which ps task holds each variable of a chief's graph: the one its op names, else the next round-robin."""
+
+    def __init__(self, ps_tasks: int):
+        self.devices = [f'/job:ps/replica:0/task:{index}/device:CPU:0' for index in range(ps_tasks)]
+        self._next = 0
+
+    def device_for(self, device: str) -> str:
+        """The full ps device for a variable op placed on `device` (`/job:ps/task:N` from a device setter, or any)."""
+        spec = tf.DeviceSpec.from_string(device or '')
+        if spec.job == 'ps' and spec.task is not None and spec.task < len(self.devices):
+            return self.devices[spec.task]
+        chosen = self.devices[self._next % len(self.devices)]
+        self._next += 1
+        return chosen
+
+
 class Scheduler:
     """Runs a wrapped graph's pruned functions on the workers of a `ParameterServerStrategy`, K steps each.
 
@@ -207,13 +224,12 @@ class Scheduler:
         self.timeout_secs = timeout_secs
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         spec = strategy._cluster_resolver.cluster_spec().as_dict()  # pylint: disable=protected-access  # Its `cluster_resolver` is None.
-        self.ps_devices = [f'/job:ps/replica:0/task:{index}/device:CPU:0' for index in range(len(spec['ps']))]
+        self.placement = VariablePlacement(len(spec['ps']))
         self.workers = len(spec['worker'])
         self._pending: collections.deque = collections.deque()
         self._scheduled: dict[int, tuple[Any, Callable]] = {}  # id(pruned function) -> (it, scheduled function).
         self._stop_hooks: list = []
         self._next_step: int | None = None  # The global step after the runs scheduled so far.
-        self._next_ps = 0
         self._busy_since: float | None = None  # When the guarded call in progress started.
         self._watchdog: threading.Thread | None = None
         self._abandoned_at: float | None = None  # When a bounded wait gave up on the cluster.
@@ -233,7 +249,7 @@ class Scheduler:
         lift = wrap_function_lib._lift_single_variable  # pylint: disable=protected-access
 
         def lift_on_ps(old_variable, graph, variable_holder):
-            with tf.device(self._ps_device_of(old_variable.op.device)):
+            with tf.device(self.placement.device_for(old_variable.op.device)):
                 return lift(old_variable, graph, variable_holder)
 
         wrap_function_lib._lift_single_variable = lift_on_ps  # pylint: disable=protected-access
@@ -241,14 +257,6 @@ class Scheduler:
             return build()
         finally:
             wrap_function_lib._lift_single_variable = lift  # pylint: disable=protected-access
-
-    def _ps_device_of(self, device: str) -> str:
-        spec = tf.DeviceSpec.from_string(device or '')
-        if spec.job == 'ps' and spec.task is not None and spec.task < len(self.ps_devices):
-            return self.ps_devices[spec.task]
-        chosen = self.ps_devices[self._next_ps % len(self.ps_devices)]
-        self._next_ps += 1
-        return chosen
 
     @staticmethod
     def strip_worker_placement(graph_def) -> None:

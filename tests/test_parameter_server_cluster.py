@@ -244,3 +244,10 @@ def test_a_ps_that_stops_answering_ends_the_chief_with_a_clear_message_in_bounde
     assert 'a ps task stopped answering' in chief.stderr and 'Restart the ps tasks and the chief' in chief.stderr
     frozen_at = frozen_ps_cluster.event('frozen')['at']
     assert frozen_ps_cluster.ended_at - frozen_at < FROZEN_STEP_TIMEOUT_SECS + parameter_server.WATCHDOG_GRACE_SECS + 30
+
+
+def test_each_variable_goes_to_the_ps_task_its_op_names_else_round_robin():
+    placement = parameter_server.VariablePlacement(2)
+    assert placement.device_for('/job:ps/task:1') == '/job:ps/replica:0/task:1/device:CPU:0'
+    assert [placement.device_for(device) for device in ('', '/job:worker/task:0', '/job:ps/task:7', '')] == [
+        f'/job:ps/replica:0/task:{task}/device:CPU:0' for task in (0, 1, 0, 1)]
