@@ -9,7 +9,8 @@ worker tasks start their server and join it; the chief trains the v1 graph of `b
 1. `first`: a fresh session trains to global step `FIRST_STEPS`, with a `LoggingTensorHook` and a hook that
    fetches the loss on every fourth run only; it prints where the variables live, what the hooks got, and
    how many runs waited for a worker.
-2. `resumed`: a second session (a new graph, as a restarted chief builds it) restores that checkpoint. At
+2. `resumed`: a second session (a new graph, as a restarted chief builds it) restores that checkpoint and
+   writes the graph's summaries every 20 steps. At
    global step `KILL_WORKER_AT` it kills worker 1 (`PS_KILL_WORKER` is its pid) and trains on with worker 0;
    `after_worker_loss` reports the step reached. At `KILL_PS_AT` it kills the ps task (`PS_KILL_PS`), and
    `ps_lost` reports the error and how long it took to come. Then the process exits as usual.
@@ -56,6 +57,7 @@ def build_graph(cluster):
         weights = tf.compat.v1.get_variable('weights', [4, 1], initializer=tf.compat.v1.zeros_initializer())
         bias = tf.compat.v1.get_variable('bias', [1], initializer=tf.compat.v1.zeros_initializer())
         loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) + bias - labels), name='loss')
+        tf.compat.v1.summary.scalar('training_loss', loss)
         learning_rate = tf.compat.v1.placeholder(tf.float32, [], name='learning_rate')  # Fed on every run.
         train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(loss, global_step=global_step)
     return global_step, loss, train_op
@@ -153,7 +155,7 @@ def chief(cluster, checkpoint_dir: str) -> None:
         try:
             with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, save_checkpoint_steps=20,
                                               hooks=[Restored(), actions], log_step_count_steps=None,
-                                              save_summaries_steps=None) as sess:
+                                              save_summaries_steps=20) as sess:
                 emit('resumed', step=steps['restored'])
                 while not sess.should_stop():
                     sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})

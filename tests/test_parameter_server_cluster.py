@@ -22,7 +22,7 @@ import tensorflow as tf
 from compat_mts import parameter_server
 from tests.parameter_server_task import (AFTER_WORKER_LOSS, FIRST_STEPS, FROZEN_STEP_TIMEOUT_SECS, KILL_WORKER_AT,
                                          LOSS_EVERY_N_RUNS, STEPS_PER_RUN)
-from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, state_file_steps
+from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, read_events, state_file_steps
 from tests.test_distribute_cluster import PORT_TAKEN, free_ports
 
 RUN_TIMEOUT_SECS = 240
@@ -159,6 +159,12 @@ def test_the_chief_alone_writes_the_checkpoints_and_a_new_session_resumes(cluste
     assert FIRST_STEPS in steps and sorted(set(state_file_steps(cluster.checkpoint_dir))) == steps
     reader = tf.train.load_checkpoint(first['checkpoint'])
     assert reader.get_tensor('global_step') == FIRST_STEPS and reader.get_tensor('weights').shape == (4, 1)
+
+
+def test_the_chief_writes_the_graph_summaries(cluster):
+    losses = read_events(cluster.checkpoint_dir)['training_loss']  # Only the resumed session writes summaries.
+    assert len(losses) >= 2 and all(step > FIRST_STEPS for step, _ in losses), losses
+    assert all(value >= 0 for _, value in losses)
 
 
 def test_a_lost_worker_is_survived(cluster):
