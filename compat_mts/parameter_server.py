@@ -37,9 +37,13 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   global step forever, so a watchdog ends the chief's process with `LOST_CLUSTER_EXIT_CODE` (75) and a
   message when a session run has not returned 5 s after `step_timeout_secs`.
 
-What DESIGN.md's single-process model does not cover, and why: the global step that hooks read is the
-ps task's value at the time of the read (scheduled steps may still be running), which is what v1's hooks
-saw on an asynchronous cluster; `STALE_GLOBAL_STEP` is that read.
+Where this differs from DESIGN.md's one-process model, and why: a run returns before its steps have run
+(that is what keeps the workers busy), so the global step that hooks read (`STALE_GLOBAL_STEP`) is the ps
+task's value at the time of the read, which may lag behind the steps scheduled, as v1's hooks on an
+asynchronous cluster saw a step that other workers moved. Checkpoints are named by that read too.
+
+TensorFlow internals used (no public API does this): `wrap_function`'s `_lift_single_variable`, wrapped
+while a graph is imported, and the strategy's `_cluster_resolver`.
 """
 
 from __future__ import annotations
@@ -227,7 +231,8 @@ class Scheduler:
         self.placement = VariablePlacement(len(spec['ps']))
         self.workers = len(spec['worker'])
         self._pending: collections.deque = collections.deque()
-        self._scheduled: dict[int, tuple[Any, Callable]] = {}  # id(pruned function) -> (it, scheduled function).
+        # (id(pruned function), whether it fetches) -> (the pruned function, its scheduled K-step function).
+        self._scheduled: dict[tuple[int, bool], tuple[Any, Callable]] = {}
         self._stop_hooks: list = []
         self._next_step: int | None = None  # The global step after the runs scheduled so far.
         self._busy_since: float | None = None  # When the guarded call in progress started.
