@@ -49,6 +49,7 @@ while a graph is imported, and the strategy's `_cluster_resolver`.
 from __future__ import annotations
 
 import collections
+import gc
 import json
 import numbers
 import os
@@ -103,7 +104,8 @@ def parameter_server_strategy(cluster: Any = None, *, steps_per_run: int = 1,
 
     Raises:
       TypeError, ValueError: an argument of the wrong type or value, or a cluster without `ps`, `worker`
-        or exactly one `chief` task; `TF_CONFIG` naming another task than the chief.
+        or exactly one `chief` task; `TF_CONFIG` naming another task than the chief; a `tf.train.Server`
+        already running in this process (v1's chief worker started one: drop it).
     """
     if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
         raise TypeError(f'`steps_per_run` must be a positive integer, got {steps_per_run!r} '
@@ -116,6 +118,7 @@ def parameter_server_strategy(cluster: Any = None, *, steps_per_run: int = 1,
     if not step_timeout_secs > 0:
         raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs}.')
     spec = _cluster_spec(cluster)
+    _check_no_server_of_its_own()
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type='chief', task_id=0,
                                                                     rpc_layer='grpc')
     strategy = tf.distribute.ParameterServerStrategy(resolver)
@@ -156,6 +159,21 @@ def _cluster_spec(cluster: Any) -> tf.train.ClusterSpec:
             f'it has {counts}. Add the chief (the process that runs the session loop) to the cluster v1 gave '
             "tf.train.Server: {'chief': ['host:port'], 'ps': [...], 'worker': [...]}.")
     return cluster
+
+
+def _check_no_server_of_its_own() -> None:
+    """Raises a ValueError when this process runs a `tf.distribute.Server` (v1's chief worker started one).
+
+    The strategy starts the chief's server itself, on the chief's address; v1's `tf.train.Server` of the same
+    task would hold that port. TensorFlow keeps no registry of a process's servers, so they are looked up
+    among the process's objects, once.
+    """
+    servers = [candidate for candidate in gc.get_objects() if isinstance(candidate, tf.distribute.Server)]
+    if servers:
+        raise ValueError(
+            f'This process already runs a tf.distribute.Server ({servers[0].target}): on the chief of a '
+            'parameter-server cluster, parameter_server_strategy() starts the chief\'s server itself. Start a '
+            'server only in the ps and worker tasks (and join() it there), and drop master=server.target.')
 
 
 _schedulers: dict = {}  # Strategy -> Scheduler.

@@ -257,3 +257,13 @@ def test_each_variable_goes_to_the_ps_task_its_op_names_else_round_robin():
     assert placement.device_for('/job:ps/task:1') == '/job:ps/replica:0/task:1/device:CPU:0'
     assert [placement.device_for(device) for device in ('', '/job:worker/task:0', '/job:ps/task:7', '')] == [
         f'/job:ps/replica:0/task:{task}/device:CPU:0' for task in (0, 1, 0, 1)]
+
+
+def test_a_chief_that_still_starts_v1_s_server_is_told_to_drop_it(monkeypatch):
+    monkeypatch.delenv('TF_CONFIG', raising=False)
+    chief, ps, worker = free_ports(3)
+    cluster = {'chief': [f'localhost:{chief}'], 'ps': [f'localhost:{ps}'], 'worker': [f'localhost:{worker}']}
+    server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name='chief', task_index=0)  # v1's line.
+    with pytest.raises(ValueError, match='already runs a tf.distribute.Server.*drop master=server.target'):
+        parameter_server.parameter_server_strategy(cluster)
+    del server
