@@ -41,7 +41,7 @@ KILL_PS_AT = 110
 LOSS_EVERY_N_RUNS = 4
 LEARNING_RATE = 0.05
 FREEZE_PS_AT = 20
-FROZEN_STEP_TIMEOUT_SECS = 5
+FROZEN_STEP_TIMEOUT_SECS = 10  # The first run traces and registers its functions within it, on a loaded machine too.
 
 
 def emit(event: str, **values) -> None:
