@@ -69,6 +69,7 @@ _PLACED_JOBS = frozenset({'worker', 'chief'})  # Placements that TF2 gives to th
 _NO_STOP = 2**63 - 1
 LOST_CLUSTER_EXIT_CODE = 75  # EX_TEMPFAIL: restart and retry.
 WATCHDOG_GRACE_SECS = 5.0  # After step_timeout_secs, so that a bounded wait raises first where it can.
+_JOIN = 'the runs scheduled on the workers to finish'
 
 
 class ParameterServerError(RuntimeError):
@@ -305,13 +306,30 @@ class Scheduler:
         reads of the global step race with each other, the chief's count does not.
         """
         from compat_mts.hooks.stop import StopAtStepHook  # pylint: disable=import-outside-toplevel
+        self._settle_earlier_runs()
         self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
         self._next_step = None if global_step is None else int(global_step.numpy())
+
+    def _settle_earlier_runs(self) -> None:
+        """Waits for the runs an earlier session left (one that ended with an error does not wait for them).
+
+        `ClusterCoordinator` keeps the error of a failed run until a later `schedule` or `join` raises it,
+        and runs still pending when a session failed may fail after it: those errors belong to that session,
+        which already raised one, so they are logged here instead of failing this session's first run.
+        """
+        self._pending.clear()
+        for _ in range(2 * self.workers + 2):  # join() raises at the first error; each error is raised once.
+            try:
+                self._bounded(self.coordinator.join, _JOIN)
+                return
+            except tf.errors.OpError as error:
+                logging.warning('A run scheduled by an earlier session failed after that session ended: %s: %s',
+                                type(error).__name__, _first_line(error))
 
     def finish(self) -> None:
         """Waits (bounded) for every scheduled run: before the hooks' `end()`, so that the last save has them."""
         self._pending.clear()
-        self._bounded(self.coordinator.join, 'the runs scheduled on the workers to finish')
+        self._bounded(self.coordinator.join, _JOIN)
 
     def guard(self, run: Callable[[], Any]) -> Any:
         """`run()` (a session run, or `finish`), watched; a lost ps task's `UnavailableError` as `ParameterServerError`.
@@ -325,7 +343,7 @@ class Scheduler:
         self._busy_since = time.monotonic()
         try:
             return run()
-        except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
+        except tf.errors.UnavailableError as error:
             raise self._lost(error) from error
         finally:
             self._busy_since = None
@@ -381,9 +399,9 @@ class Scheduler:
                 function, count = tensors_only(), 1  # Past the last step: the values, no training.
         scheduled = self._scheduled_function(function, fetch)
         count = max(count, 1) if fetch else count
-        try:
+        try:  # A failure of an earlier run is raised here (or by a later wait), as TensorFlow reports it.
             value = self.coordinator.schedule(scheduled, args=(tf.constant(count), *args))
-        except (tf.errors.UnavailableError, tf.errors.CancelledError) as error:
+        except tf.errors.UnavailableError as error:
             raise self._lost(error) from error
         self.runs += 1
         if fetch:
@@ -445,7 +463,10 @@ class Scheduler:
                 'latest checkpoint.')
         if 'error' in outcome:
             error = outcome['error']
-            if isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError)):
+            if isinstance(error, tf.errors.CancelledError) and what != _JOIN:
+                # The coordinator cancels the pending runs when one fails; join() raises that failure.
+                self._bounded(self.coordinator.join, _JOIN)
+            if isinstance(error, tf.errors.UnavailableError):
                 raise self._lost(error) from error
             raise error
         return outcome['value']
@@ -459,3 +480,9 @@ class Scheduler:
             'gone with it, so training cannot continue (workers that are lost are replaced by the others, a ps '
             'task is not). Restart the ps tasks and the chief, which resumes from the latest checkpoint. '
             f'Cause: {type(error).__name__}: {cause}')
+
+
+def _first_line(error: tf.errors.OpError) -> str:
+    lines = [line.strip() for line in error.message.splitlines() if line.strip()]
+    return lines[0] if lines else ''
+

@@ -15,7 +15,8 @@ worker tasks start their server and join it; the chief trains the v1 graph of `b
    `after_worker_loss` reports the step reached. At `KILL_PS_AT` it kills the ps task (`PS_KILL_PS`), and
    `ps_lost` reports the error and how long it took to come. Then the process exits as usual.
 
-`frozen` (JOB) is a chief on a cluster of its own that stops its ps task (`frozen_chief`).
+`frozen` (JOB) is a chief on a cluster of its own: a session whose step fails on a worker (`step_failed`),
+then one that stops its ps task (`frozen_chief`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ KILL_PS_AT = 110
 LOSS_EVERY_N_RUNS = 4
 LEARNING_RATE = 0.05
 FREEZE_PS_AT = 20
+FAILING_RUNS = 6
 FROZEN_STEP_TIMEOUT_SECS = 10  # The first run traces and registers its functions within it, on a loaded machine too.
 
 
@@ -48,7 +50,7 @@ def emit(event: str, **values) -> None:
     print(json.dumps({'event': event, **values}), flush=True)
 
 
-def build_graph(cluster):
+def build_graph(cluster, check_numerics: bool = False):
     """v1 graph code as written for a ps cluster: variables on /job:ps by the device setter."""
     with tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(cluster=cluster)):
         global_step = tf.compat.v1.train.get_or_create_global_step()
@@ -56,7 +58,10 @@ def build_graph(cluster):
         labels = tf.reduce_sum(features, axis=1, keepdims=True)
         weights = tf.compat.v1.get_variable('weights', [4, 1], initializer=tf.compat.v1.zeros_initializer())
         bias = tf.compat.v1.get_variable('bias', [1], initializer=tf.compat.v1.zeros_initializer())
-        loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) + bias - labels), name='loss')
+        predictions = tf.matmul(features, weights) + bias
+        if check_numerics:  # On the forward path that the gradients read, so that the train op runs it.
+            predictions = tf.debugging.check_numerics(predictions, 'the predictions are not finite')
+        loss = tf.reduce_mean(tf.square(predictions - labels), name='loss')
         tf.compat.v1.summary.scalar('training_loss', loss)
         learning_rate = tf.compat.v1.placeholder(tf.float32, [], name='learning_rate')  # Fed on every run.
         train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(loss, global_step=global_step)
@@ -166,9 +171,20 @@ def chief(cluster, checkpoint_dir: str) -> None:
 
 
 def frozen_chief(cluster, checkpoint_dir: str) -> None:
-    """Trains until the global step passes `FREEZE_PS_AT`, then stops the ps task (SIGSTOP, `PS_FREEZE_PS` is its
-    pid): a task that no longer answers but keeps its connections open. The watchdog must end this process."""
+    """A session whose learning rate is NaN, so that the loss check fails on a worker; then one that trains until
+    the global step passes `FREEZE_PS_AT` and stops the ps task (SIGSTOP, `PS_FREEZE_PS` is its pid): a task that
+    no longer answers but keeps its connections open. The watchdog must end this process."""
     mts.parameter_server_strategy(steps_per_run=STEPS_PER_RUN, step_timeout_secs=FROZEN_STEP_TIMEOUT_SECS)
+    with tf.Graph().as_default():  # First a step that fails on a worker: its own error reaches the chief.
+        _, _, train_op = build_graph(cluster, check_numerics=True)
+        try:
+            with mts.MonitoredTrainingSession(log_step_count_steps=None, save_summaries_steps=None) as sess:
+                for _ in range(FAILING_RUNS):
+                    sess.run(train_op, feed_dict={'learning_rate:0': float('nan')})
+        except Exception as error:  # pylint: disable=broad-except  # What it is, is the test's to check.
+            emit('step_failed', error=type(error).__name__, message=str(error)[:300])
+        else:
+            emit('no_step_error')
     with tf.Graph().as_default():
         _, _, train_op = build_graph(cluster)
 

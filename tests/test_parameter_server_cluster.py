@@ -267,3 +267,9 @@ def test_a_chief_that_still_starts_v1_s_server_is_told_to_drop_it(monkeypatch):
     with pytest.raises(ValueError, match='already runs a tf.distribute.Server.*drop master=server.target'):
         parameter_server.parameter_server_strategy(cluster)
     del server
+
+
+def test_a_step_that_fails_on_a_worker_raises_its_own_error_on_the_chief(frozen_ps_cluster):
+    failed = frozen_ps_cluster.event('step_failed')
+    assert failed['error'] == 'InvalidArgumentError', failed
+    assert 'CheckNumerics' in failed['message']
