@@ -2,7 +2,8 @@
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
 plus the eager extras `set_global_step`, `reset_global_step`, `reset`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
-`keras` adapters and `estimator` (v1's `tf.estimator` on the eager session). `compat_mts.hooks` re-exports the
+`keras` adapters, `estimator` (v1's `tf.estimator` on the eager session) and `parameter_server_strategy` (v1's
+ps/worker programs on `tf.distribute.ParameterServerStrategy`). `compat_mts.hooks` re-exports the
 built-in hooks under the same names.
 
 Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) with v1's formats, so
@@ -57,6 +58,8 @@ _EXPORTS = {
     'MonitoredTrainingSession': 'compat_mts.training_session',
     'wrap_graph': 'compat_mts.legacy',
     'ClusterError': 'compat_mts.distribute',
+    'ParameterServerError': 'compat_mts.parameter_server',
+    'parameter_server_strategy': 'compat_mts.parameter_server',
     'CheckpointMismatchError': 'compat_mts.checkpoints',
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
     'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',
@@ -84,6 +87,7 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     from compat_mts.hooks.waiter import GlobalStepWaiterHook
     from compat_mts.legacy import wrap_graph
     from compat_mts.monitored_session import MonitoredSession, SingularMonitoredSession, StepContext
+    from compat_mts.parameter_server import parameter_server_strategy, ParameterServerError
     from compat_mts.program import reset
     from compat_mts.scaffold import Scaffold
     from compat_mts.session_creators import ChiefSessionCreator, SessionCreator, WorkerSessionCreator

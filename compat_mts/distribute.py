@@ -19,6 +19,10 @@ gradients. compat_mts never exchanges parameters itself; it adds what v1's sessi
   cluster, and the others fail at once with `ClusterError`. After a failure or a lost peer every collective
   of the process fails, so there is no v1-style recovery: the session raises `ClusterError`, and the
   workers are restarted together and resume from the latest checkpoint.
+- **Parameter-server clusters** (v1's ps/worker programs) run on `tf.distribute.ParameterServerStrategy`,
+  driven by a chief task: `compat_mts.parameter_server`. Until a program has its chief, a server of this
+  process in a cluster of several tasks, or a graph placed on `/job:ps`, raises a `ValueError` that lists
+  the edits (`PS_CLUSTERS_NOT_SUPPORTED`).
 - **`master`**: `''` runs in-process. `grpc://host:port` connects the eager context to that TensorFlow server
   (`tf.config.experimental_connect_to_host`) and runs the session's steps on it, which is what a v1 session
   target meant. Connecting resets TensorFlow's runtime, so it must happen before the program creates
@@ -44,6 +48,7 @@ from tensorflow.python.eager import context  # The coordination service; whether
 
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
+from compat_mts import parameter_server
 
 _TARGET = re.compile(r'^grpc://([^\s:/]+):(\d{1,5})$')
 REMOTE_DEVICE = '/job:worker/replica:0/task:0'
@@ -74,18 +79,22 @@ def check_not_between_graph(master: str) -> None:
     """Raises a ValueError saying what to do when `master` is this process's server in a cluster of several tasks.
 
     That is v1's between-graph replication (ps tasks hold the variables, each worker runs a session of its
-    own), which compat_mts does not run yet. Checked when a session creator is made, before any graph is run.
+    own), which compat_mts runs only with a chief that drives the session (`compat_mts.parameter_server`);
+    on that chief, `master` is ignored. Checked when a session creator is made, before any graph is run.
     """
-    if master:
+    if master and parameter_server.current() is None:
         own_server = _own_server(master)
         if own_server is not None:
             _check_single_task(master, own_server)
 
 
 PS_CLUSTERS_NOT_SUPPORTED = (
-    'compat_mts does not run parameter-server clusters yet; run as one worker with master=\'\' (drop the server '
-    'and tf.compat.v1.train.replica_device_setter), or as a multi-worker all-reduce cluster '
-    '(tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG): see migration_guide/distributed.md.')
+    'compat_mts runs a parameter-server cluster with a chief task that drives the session: add a \'chief\' job '
+    'to the cluster, let the ps and worker tasks only start their server and join() it, and call '
+    'compat_mts.parameter_server_strategy(cluster) in the chief before it builds the graph (drop master=). '
+    'Or run as one worker with master=\'\' (drop the server and tf.compat.v1.train.replica_device_setter), or '
+    'as a multi-worker all-reduce cluster (tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG). See '
+    'migration_guide/distributed.md, "Parameter-server clusters".')
 
 
 def check_config(config) -> None:
@@ -112,6 +121,10 @@ def connect(master: str) -> str | None:
     if tf.distribute.has_strategy():
         logging.info('`master` %r is ignored inside the scope of %s, which decides where the steps run.',
                      master, type(tf.distribute.get_strategy()).__name__)
+        return None
+    if parameter_server.current() is not None:
+        logging.info('`master` %r is ignored on the chief of a parameter-server cluster: the steps run on its '
+                     'workers.', master)
         return None
     own_server = _own_server(master)
     if own_server is not None:
@@ -289,6 +302,8 @@ def _warn_about_a_cluster_without_strategy() -> None:
     try:
         jobs = json.loads(os.environ.get('TF_CONFIG') or '{}').get('cluster', {})
     except (ValueError, AttributeError):
+        return
+    if 'ps' in jobs:  # A parameter-server cluster: its chief runs without a scope (compat_mts.parameter_server).
         return
     if len(jobs.get('chief', [])) + len(jobs.get('worker', [])) > 1:
         _warned_outside_scope = True

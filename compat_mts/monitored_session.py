@@ -31,6 +31,7 @@ from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
+from compat_mts import parameter_server
 from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
@@ -109,16 +110,21 @@ class _MonitoredSession:
         validation.check_session_creator(session_creator)
         validation.check_stop_grace_period_secs(stop_grace_period_secs)
         self._hooks = validation.check_hooks(hooks)
-        self._steps_per_run = steps_lib.StepsPerRun(self._hooks)
+        self._parameter_servers = parameter_server.current()  # The chief of a parameter-server cluster.
+        self._steps_per_run = steps_lib.StepsPerRun(self._hooks, graph_steps_per_run=getattr(
+            self._parameter_servers, 'steps_per_run', 1))
         self._creator = session_creator or ChiefSessionCreator()
         self._cluster = distribute.current_cluster()
-        self._should_recover = should_recover and self._cluster is None  # See compat_mts.distribute.ClusterError.
+        # See compat_mts.distribute.ClusterError and compat_mts.parameter_server.ParameterServerError.
+        self._should_recover = should_recover and self._cluster is None and self._parameter_servers is None
         self._stop_grace_period_secs = stop_grace_period_secs
         self._raw: RawSession | None = None
         self._coord: tf.train.Coordinator | None = None
         self._closed = False
         self._hooks_requested_stop = False
         self._run_once = self._hooked_run if self._cluster is None else self._agreed_run
+        if self._parameter_servers is not None:
+            self._run_once = self._scheduled_run
         self._preempted = False
         self._sigterm_received = False
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
@@ -173,6 +179,8 @@ class _MonitoredSession:
         self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
         if getattr(self._raw, 'device', None) is not None:
             self._run_once = self._run_on_device
+        if self._parameter_servers is not None:
+            self._parameter_servers.start_session(self._hooks, self._global_step)
         self._summaries.activate()
         for hook in self._hooks:
             hook.after_create_session(self._raw, self._coord)
@@ -365,6 +373,11 @@ class _MonitoredSession:
         self._preempted = self._preempted or preempted
         return results
 
+    def _scheduled_run(self, fetches, feed_dict, options, run_metadata) -> Any:
+        """`_hooked_run` on the chief of a parameter-server cluster: a lost ps task is a `ParameterServerError`."""
+        parameter_server.check_graph_fetches(fetches)
+        return self._parameter_servers.guard(lambda: self._hooked_run(fetches, feed_dict, options, run_metadata))
+
     def _on_sigterm(self) -> None:
         """SIGTERM: stop after this run; in a cluster, after the run all workers agree on (compat_mts.preemption)."""
         if self._cluster is None:
@@ -433,6 +446,8 @@ class _MonitoredSession:
     def _close_internal(self, exception_type) -> None:
         try:
             if not exception_type:
+                if self._parameter_servers is not None and self._raw is not None:
+                    self._parameter_servers.guard(self._parameter_servers.finish)  # The last save has every step.
                 for hook in self._hooks:
                     hook.end(self._raw)
         finally:

@@ -169,10 +169,13 @@ class StepsPerRun:
     only the steps left before it. A run without a `RepeatedStep` costs one scan of its fetches.
     """
 
-    def __init__(self, hooks: Sequence):
+    def __init__(self, hooks: Sequence, graph_steps_per_run: int = 1):
         self._tunable_hooks = [hook for hook in hooks if hasattr(hook, '_set_steps_per_run')]
         self._stop_hooks = last_step_hooks(hooks)
         self._announced = 1
+        # The steps of a run without a `RepeatedStep`: K on the chief of a parameter-server cluster, whose
+        # runs of graph fetches run K steps on a worker (compat_mts.parameter_server).
+        self._graph_steps_per_run = graph_steps_per_run
 
     @property
     def current(self) -> int:
@@ -182,7 +185,7 @@ class StepsPerRun:
     def prepare(self, fetches: Any) -> None:
         """Configures the hooks and the repeated step (if any) for the run of `fetches`."""
         step = _repeated_step_in(fetches)
-        steps_per_run = step.steps_per_run if step is not None else 1
+        steps_per_run = step.steps_per_run if step is not None else self._graph_steps_per_run
         if steps_per_run != self._announced:
             for hook in self._tunable_hooks:
                 hook._set_steps_per_run(steps_per_run)  # pylint: disable=protected-access

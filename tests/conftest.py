@@ -55,6 +55,7 @@ SLOW_MODULES = frozenset({
     'test_benchmarks_smoke', 'test_checkpoint_directories', 'test_differential_v1', 'test_distribute_cluster',
     'test_distribute_own_server', 'test_estimator_v1', 'test_hooks_differential_v1', 'test_legacy_graph_context',
     'test_legacy_keras2', 'test_legacy_v1_programs', 'test_log_lines_v1', 'test_migration_guide', 'test_notebooks',
+    'test_parameter_server_cluster',
     'test_soak', 'test_validation',
 })
 

@@ -672,8 +672,25 @@ def test_a_parameter_server_cluster_blocks_stage_1():
             ('tf.compat.v1.train.ClusterSpec', 3, True), ('tf.compat.v1.train.ClusterSpec', 4, True),
             ('tf.compat.v1.train.Server', 5, True), ('tf.compat.v1.train.Server', 6, True),
             ('tf.compat.v1.train.ClusterSpec', 7, False), ('tf.compat.v1.train.Server', 8, False)]
-    assert 'compat_mts does not run parameter-server clusters yet' in findings[0].note
+    assert "add a 'chief' job to the cluster" in findings[0].note
+    assert 'compat_mts.parameter_server_strategy(cluster)' in findings[0].replacement
     assert "single-task server runs in-process" in findings[-1].note
+
+
+def test_a_ps_cluster_and_its_device_setter_work_at_stage_1_on_the_chief_of_parameter_server_strategy():
+    findings = check.check_source(textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        import compat_mts as mts
+        cluster = tf.train.ClusterSpec({'chief': ['c:1'], 'ps': ['ps0:2222'], 'worker': ['worker0:2222']})
+        strategy = mts.parameter_server_strategy(cluster)
+        with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+            pass
+        """), 'x.py')
+    by_construct = {f.construct: f for f in findings}
+    assert not any(f.blocks for f in findings), findings
+    assert by_construct['tf.compat.v1.train.replica_device_setter'].stage == 2
+    assert 'Works at stage 1 on the chief' in by_construct['tf.compat.v1.train.replica_device_setter'].note
+    assert "Works at stage 1 with its 'chief' job" in by_construct['tf.compat.v1.train.ClusterSpec'].note
 
 
 def test_a_device_function_blocks_stage_1_under_tf2_tf_device_only():

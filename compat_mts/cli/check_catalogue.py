@@ -60,9 +60,16 @@ _GLOBAL_STEP_NOTE = ('Inside the function given to compat_mts.wrap_graph the v1 
 _EAGER_NOTE = ('compat_mts runs v1 programs eagerly. Graph code needs a graph of its own then: a '
                "'with tf.Graph().as_default():' block (a compat_mts session created inside it runs that graph "
                'eagerly) or the function given to compat_mts.wrap_graph.')
-_NO_PS_NOTE = ('compat_mts does not run parameter-server clusters yet and raises a ValueError: run one worker '
-               "with master='' (drop the server and the device setter), or a multi-worker all-reduce cluster "
-               '(tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG); see migration_guide/distributed.md.')
+PARAMETER_SERVER_SETTING = 'compat_mts.parameter_server_strategy(cluster)'
+_PS_EDITS = ("add a 'chief' job to the cluster (the task that runs the session loop), let the ps and worker tasks "
+             'start their server and join() it, and call compat_mts.parameter_server_strategy(cluster) in the chief '
+             'before it builds the graph; drop master=')
+_NO_PS_NOTE = ('Fails as written: a ps cluster runs on compat_mts with a chief that drives the session (a ValueError '
+               f'says so until then). The edits: {_PS_EDITS}. replica_device_setter then stays as written; see '
+               'migration_guide/distributed.md, "Parameter-server clusters".')
+_PS_WORKS_NOTE = ('Works at stage 1 on the chief of compat_mts.parameter_server_strategy: the variables stay on the '
+                  'ps tasks it names, the steps run on the workers. At stage 2 the model is built under '
+                  'strategy.scope(), which places TF2 variables on the ps tasks itself.')
 _SERVER_NOTE = ("master=server.target of the program's own single-task server runs in-process at stage 1. "
                 + _DISTRIBUTED_NOTE)
 _CHECKPOINT_MANAGER = ('tf.train.CheckpointManager(tf.train.Checkpoint(...), checkpoint_dir, max_to_keep=N) as '
@@ -178,8 +185,10 @@ V1_RULES: dict[str, Rule] = {
         'distribute.Server': Rule('TF_CONFIG + tf.distribute.MultiWorkerMirroredStrategy', 1, _SERVER_NOTE),
         'train.ClusterSpec': Rule("the 'cluster' of TF_CONFIG", 1, _SERVER_NOTE),
         'train.replica_device_setter': _blocker(
-                "nothing: drop it and run one worker (master=''), or tf.distribute.MultiWorkerMirroredStrategy "
-                'with TF_CONFIG', f'It places the variables on /job:ps tasks. {_NO_PS_NOTE}'),
+                f'the same, on the chief of {PARAMETER_SERVER_SETTING}',
+                f'It places the variables on /job:ps tasks. {_NO_PS_NOTE}',
+                unless=(PARAMETER_SERVER_SETTING, Rule('strategy.scope() of tf.distribute.ParameterServerStrategy',
+                                                       2, _PS_WORKS_NOTE))),
         'train.SyncReplicasOptimizer': Rule('tf.distribute.MultiWorkerMirroredStrategy', 1,
                                             'Synchronous training is the all-reduce of the strategy.'),
         **{f'train.{name}': Rule(keras, 2, _OPTIMIZER_NOTE) for name, keras in _OPTIMIZERS.items()},
@@ -245,6 +254,9 @@ MTS_RULES: dict[str, Rule] = {
         'Scaffold': Rule('the model and optimizer given to model.fit', 3,
                          'Inside model.fit, compat_mts.CheckpointSaverHook in HooksCallback checkpoints the '
                          'model and optimizer (weights, slots, iterations).'),
+        'parameter_server_strategy': Rule('tf.distribute.ParameterServerStrategy and ClusterCoordinator', 2,
+                                          'At stage 2 the model is built in the strategy scope and the step is a '
+                                          'tf.function the coordinator schedules; the session loop stays.'),
         'wrap_graph': Rule('Keras layers and a tf.function step', 2,
                            'The legacy graph code becomes TF2 code; Scaffold(saver=tf.train.Checkpoint(...)) '
                            'says what a checkpoint holds.'),
@@ -595,8 +607,12 @@ GRAPH_AS_DEFAULT = Rule(
         'Runs as written at stage 1: a compat_mts session created inside it runs that graph eagerly (hooks '
         'begin in the graph, a fresh init or restore per session). A graph built at the top level needs this '
         'block or compat_mts.wrap_graph.')
-PS_CLUSTER = _blocker("one worker (master=''), or TF_CONFIG + tf.distribute.MultiWorkerMirroredStrategy",
-                      f"A 'ps' job makes it a parameter-server cluster. {_NO_PS_NOTE}")
+PS_CLUSTER = _blocker(f"the same cluster with a 'chief' job, and {PARAMETER_SERVER_SETTING} in the chief",
+                      f"A 'ps' job makes it a parameter-server cluster. {_NO_PS_NOTE}",
+                      unless=(PARAMETER_SERVER_SETTING, Rule(
+                          "the 'cluster' of TF_CONFIG", 1,
+                          "Works at stage 1 with its 'chief' job: the ps and worker tasks serve, the chief runs "
+                          f'{PARAMETER_SERVER_SETTING} and the session loop.')))
 DEVICE_FUNCTION = _blocker(
         'tf.compat.v1.device(...)',
         "TF2's tf.device takes device strings only (RuntimeError: tf.device does not support functions); "

@@ -122,7 +122,8 @@ class _Checker(ast.NodeVisitor):
     def _script_settings(self, tree: ast.Module) -> set[str]:
         """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
         v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
-        `os.environ` before the first import of TensorFlow or Keras."""
+        `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
+        `compat_mts.parameter_server_strategy(...)`."""
         settings = set()
         first_import = min((node.lineno for node in ast.walk(tree) if _imports_tensorflow(node)), default=None)
         for node in ast.walk(tree):
@@ -130,6 +131,8 @@ class _Checker(ast.NodeVisitor):
                 found = self.names.rule_for(node.func)
                 if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
                     settings.add(catalogue.V1_TENSORSHAPE_SETTING)
+                if found is not None and found[0] == 'compat_mts.parameter_server_strategy':
+                    settings.add(catalogue.PARAMETER_SERVER_SETTING)
             if first_import is not None and _sets_legacy_keras(node) and node.lineno < first_import:
                 settings.add(catalogue.LEGACY_KERAS_SETTING)
         return settings

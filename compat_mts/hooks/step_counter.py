@@ -5,6 +5,7 @@ from __future__ import annotations
 from tensorflow.compat.v1 import logging
 
 from compat_mts import global_step as global_step_lib
+from compat_mts import parameter_server
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
@@ -60,6 +61,9 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         self._summary_tag = global_step_lib.step_name(self._global_step) + '/sec'
         self._last_global_step = None
         self._graph_pending = self._summary_writer is not None
+        # On the chief of a parameter-server cluster a run returns once its steps are scheduled, so the
+        # global step read after it may not have moved yet: no warning there.
+        self._warn_when_stuck = parameter_server.current() is None
 
     def before_run(self, run_context):
         return STALE_GLOBAL_STEP_REQUEST
@@ -74,7 +78,7 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
                 elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(global_step)
                 if elapsed_time is not None:
                     self._log_and_record(elapsed_steps, elapsed_time, global_step)
-        if stale_global_step == self._last_global_step:
+        if stale_global_step == self._last_global_step and self._warn_when_stuck:
             logging.log_first_n(
                 logging.WARN,
                 'It seems that global step (tf.train.get_global_step) has not been increased. Current '

@@ -29,6 +29,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import parameter_server
 from compat_mts.legacy.checkpoints import NameBasedCheckpoint, _Entry
 
 __all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'wrapped_graph_of_global_step',
@@ -257,10 +258,12 @@ class _Feed:
 class _Plan:
     """How to run one fetch/feed set: the pruned function, its feeds, and where each fetch's value comes from."""
 
-    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors')
+    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors',
+                 'tensors_only')
 
     def __init__(self, function, feeds: list, outputs: list, reads: list, anchors: tuple):
         self.function = function  # None when no fetch needs the graph (only variables or nothing).
+        self.tensors_only = None  # On a parameter-server cluster: the function of the tensor fetches alone.
         if function is not None:
             self.name = function.function_def.signature.name.encode()
             self.captures = list(function.captured_inputs)
@@ -293,8 +296,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._id = next(_graph_ids)
         global_variables = graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
         local_variables = graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
-        _check_supported(graph, global_variables + local_variables)
-        self.function = self._import(graph)
+        self._parameter_servers = parameter_server.current()
+        _check_supported(graph, global_variables + local_variables, self._parameter_servers)
+        self.function = self._import(graph, self._parameter_servers)
         imported = self.function.graph
         eager = {global_step_lib.op_name(v.name): v for v in (
             imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
@@ -325,8 +329,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
     # Building.
 
     @staticmethod
-    def _import(graph: tf.Graph):
+    def _import(graph: tf.Graph, parameter_servers: 'parameter_server.Scheduler | None'):
+        """The graph in a `wrap_function`; on a parameter-server cluster, its variables on the ps tasks."""
         graph_def = graph.as_graph_def()
+        if parameter_servers is not None:
+            parameter_servers.strip_worker_placement(graph_def)
         with graph.as_default():
             # `graph_def` is passed in so that no shapes are added to its functions: they must stay equal
             # to the ones already registered with the eager context.
@@ -335,6 +342,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         def import_graph():
             tf_internals.import_meta_graph(meta_graph)
 
+        if parameter_servers is not None:
+            return parameter_servers.placing_variables(
+                lambda: tf.compat.v1.wrap_function(import_graph, signature=[]))
         return tf.compat.v1.wrap_function(import_graph, signature=[])
 
     def _lift_resources(self, imported) -> None:
@@ -437,7 +447,13 @@ class WrappedGraph(fetches_lib.GraphRunner):
         results = [None] * len(fetches)
         for position, variable in plan.reads:
             results[position] = global_step_lib.read_value(variable)
-        if plan.function is not None:
+        if plan.function is not None and self._parameter_servers is not None:
+            args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
+            outputs = self._parameter_servers.run(plan.function, args, self.global_step, bool(plan.outputs),
+                                                  plan.tensors_only)
+            for position, index in plan.outputs:
+                results[position] = outputs[index]
+        elif plan.function is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
             # A graph run records no gradient: the function is called by name, without the tape.
             outputs = tf_internals.call_function(plan.function, plan.name, args, plan.captures, plan.output_count)
@@ -482,6 +498,18 @@ class WrappedGraph(fetches_lib.GraphRunner):
         anchors = (tuple(fetches), tuple(feeds))
         if not tensors and not operations:
             return _Plan(None, feed_specs, [], reads, anchors)
+        function = self._pruned(tensors, operations, feed_specs)
+        index_of = {name: index for index, name in enumerate(tensors)}
+        outputs = [(position, index_of[target[1]]) for position, target in enumerate(targets)
+                   if target is not None and target[0] == 'tensor']
+        plan = _Plan(function, feed_specs, outputs, reads, anchors)
+        if self._parameter_servers is not None and tensors and operations:
+            # What a run after the last step fetches: the tensors, without the ops that would train on.
+            plan.tensors_only = lambda: self._pruned(tensors, [], feed_specs)
+        return plan
+
+    def _pruned(self, tensors: list[str], operations: list[str], feed_specs: list[_Feed]):
+        """The wrapped function pruned to these fetches (names) and feeds."""
         name_key = (tuple(tensors), tuple(operations), tuple(feed.name for feed in feed_specs))
         function = self._functions.get(name_key)
         if function is None:  # Cache, since pruning copies the graph and builds a function.
@@ -494,10 +522,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             self._functions[name_key] = function
             logging.vlog(1, 'wrap_graph: pruned function %d for fetches %s and feeds %s.',
                          len(self._functions), tensors + operations, [feed.name for feed in feed_specs])
-        index_of = {name: index for index, name in enumerate(tensors)}
-        outputs = [(position, index_of[target[1]]) for position, target in enumerate(targets)
-                   if target is not None and target[0] == 'tensor']
-        return _Plan(function, feed_specs, outputs, reads, anchors)
+        return function
 
     def _check_fed(self, names: list[str], fed: set[str]) -> None:
         """Raises v1's error when `names` need a placeholder that `fed` does not feed."""
@@ -544,13 +569,15 @@ def _identity(value: Any) -> Any:
     return value if type(value) is str else id(value)  # pylint: disable=unidiomatic-typecheck
 
 
-def _check_supported(graph: tf.Graph, variables: list) -> None:
+def _check_supported(graph: tf.Graph, variables: list, parameter_servers) -> None:
     jobs = sorted({tf.DeviceSpec.from_string(op.device).job for op in graph.get_operations() if op.device}
-                  - {None, 'localhost', 'worker', 'chief'})
+                  - {None, 'localhost', 'worker', 'chief'} - ({'ps'} if parameter_servers is not None else set()))
     if jobs:
         raise ValueError(
             f'The graph places ops on the job(s) {jobs} (tf.compat.v1.train.replica_device_setter, or tf.device): '
-            f'v1\'s parameter-server placement. {distribute.PS_CLUSTERS_NOT_SUPPORTED}')
+            + (f'v1\'s parameter-server placement, and this process is not the chief of a parameter-server '
+               f'cluster. {distribute.PS_CLUSTERS_NOT_SUPPORTED}' if jobs == ['ps'] else
+               'a parameter-server cluster has the jobs chief, ps and worker only.'))
     references = [v.name for v in variables if not tf_internals.is_resource_variable(v)]
     if references:
         raise TypeError(
