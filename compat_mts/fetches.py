@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
+from tensorflow.python.eager import context as _context
+from tensorflow.python.eager import record as _record
+from tensorflow.python.eager.polymorphic_function.atomic_function import \
+    InterpolateRuntimeError as _InterpolateRuntimeError
 from tensorflow.python.profiler import trace
 from tensorflow.python.saved_model import save_context
 
@@ -419,10 +423,7 @@ class _DirectStep:
         if not _plain_eager_context():
             return function()
         if concrete is None:
-            concrete = entry[1] = function.get_concrete_function()
-        if trace.enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
-            with trace.Trace(function.name, tf_function_call='concrete'):
-                return concrete()
+            concrete = entry[1] = _ConcreteCall(function.get_concrete_function(), function.name)
         return concrete()
 
     def _trace(self, global_step: tf.Variable | None) -> Any:
@@ -437,6 +438,95 @@ class _DirectStep:
                     return stale, step_ref()(**kwargs)
         call_step.__name__ = self._step().name  # Profiles show the step's name.
         return tf.function(call_step, autograph=False)
+
+
+class _ConcreteCall:
+    """Calls a concrete function without arguments as `ConcreteFunction.__call__` does, with less Python.
+
+    In plain eager execution with no gradient tape recording, a call of a concrete function without
+    parameters comes down to calling its atomic function by name with the captured inputs, then packing the
+    flat outputs into the traced structure; the layers above (argument binding, tape checks, the captures
+    flattened again, nested structure packing) cost more than the call itself on a tiny step. So do those two
+    things only, with the inputs and the packing of the outputs worked out once. Errors get the function's
+    node names and traceback as `AtomicFunction` gives them (`InterpolateRuntimeError`).
+
+    Anything out of the ordinary goes through `ConcreteFunction.__call__`: a tape recording, the profiler
+    tracing (which names the call), a capture that is resolved at call time, outputs with resource handle
+    data, or a TensorFlow without the attributes used here.
+    """
+
+    __slots__ = ('_concrete', '_name', '_atomic', '_call', '_pack')
+
+    def __init__(self, concrete: Any, name: str):
+        self._concrete = concrete
+        self._name = name  # The tf.function's name, as the profiler shows the step's own call.
+        self._atomic = None
+        self._call = None
+        self._pack = None
+        try:
+            self._plan()
+        except AttributeError:  # Another TensorFlow's internals: the public call only.
+            self._atomic = None
+
+    def _plan(self) -> None:
+        concrete = self._concrete
+        atomic = concrete._inference_function  # pylint: disable=protected-access
+        captures = concrete._captured_inputs  # pylint: disable=protected-access
+        flat_outputs = atomic.function_type.flat_outputs
+        if any(callable(capture) for capture in captures) or any(
+                output.dtype._handle_data for output in flat_outputs):  # pylint: disable=protected-access
+            return
+        if concrete.function_type is None or concrete.function_type.parameters or _call_options_of(atomic):
+            return
+        inputs = list(concrete.captured_inputs)
+        if len(inputs) != len(atomic.cached_definition.signature.input_arg):
+            return
+        name, count, call_function = atomic.name, len(flat_outputs), _eager_context().call_function
+        self._call = lambda: call_function(name, inputs, count)
+        self._pack = _output_packer(concrete.structured_outputs, count) or atomic.function_type.pack_output
+        self._atomic = atomic
+
+    def __call__(self) -> Any:
+        atomic = self._atomic
+        if atomic is None or _could_possibly_record() or trace.enabled() or (
+                self._concrete._inference_function is not atomic):  # pylint: disable=protected-access
+            if trace.enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
+                with trace.Trace(self._name, tf_function_call='concrete'):
+                    return self._concrete()
+            return self._concrete()
+        with _InterpolateRuntimeError(atomic):
+            outputs = self._call()
+        return self._pack(outputs)
+
+
+def _call_options_of(atomic: Any) -> bool:
+    """Whether `atomic` has control captures to run first (then the public call runs them)."""
+    return bool(atomic._call_options.control_captures)  # pylint: disable=protected-access
+
+
+def _output_packer(structure: Any, count: int) -> Callable | None:
+    """A packer of `count` flat outputs into `structure` for the common step outputs, else None.
+
+    The step's own output (`structure`, or the second of `(stale global step, output)`) is None, a tensor,
+    or a flat dict of tensors; anything else is packed by the function type.
+    """
+    def leaf_packer(value, start):
+        if value is None:
+            return (lambda outputs: None), start
+        if isinstance(value, tf.Tensor):
+            return (lambda outputs: outputs[start]), start + 1
+        if type(value) is dict and all(isinstance(v, tf.Tensor) for v in value.values()):  # pylint: disable=unidiomatic-typecheck
+            keys = sorted(value)  # tf.nest's order.
+            return (lambda outputs: dict(zip(keys, outputs[start:start + len(keys)]))), start + len(keys)
+        return None, start
+
+    if type(structure) is tuple and len(structure) == 2 and isinstance(structure[0], tf.Tensor):  # pylint: disable=unidiomatic-typecheck
+        packer, end = leaf_packer(structure[1], 1)  # `_DirectStep`'s read, then the step's output.
+        if packer is None or end != count:
+            return None
+        return lambda outputs: (outputs[0], packer(outputs))
+    packer, end = leaf_packer(structure, 0)
+    return packer if packer is not None and end == count else None
 
 
 _direct_steps: dict[int, _DirectStep] = {}
@@ -464,6 +554,8 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 
 
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
+_could_possibly_record = _record.could_possibly_record
+_eager_context = _context.context
 _has_strategy = tf.distribute.has_strategy
 
 
