@@ -55,6 +55,10 @@ class StepCounterHook(SessionRunHook):
         self._last_global_step = None
         self._graph_pending = self._summary_writer is not None
 
+    def after_create_session(self, session, coord):
+        if not getattr(session, 'has_step_graph', True):  # Inside `model.fit` (HooksCallback): no graph to write.
+            self._graph_pending = False
+
     def before_run(self, run_context):
         return STALE_GLOBAL_STEP_REQUEST
 
