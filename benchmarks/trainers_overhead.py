@@ -25,7 +25,7 @@ The parent interleaves the two sides of a trainer, alternating which goes first 
 the same machine load. A trainer's ratio is the median over rounds of (compat mean step time / v1 mean step
 time), by the wall clock and by the child's CPU time (all its threads).
 
-Run: `PYTHONPATH=. python benchmarks/trainers_overhead.py [--steps 200] [--warmup 20] [--repeats 7] [--out results.json]`
+Run: `PYTHONPATH=. python benchmarks/trainers_overhead.py [--steps 150] [--warmup 20] [--repeats 5] [--out results.json]`
 """
 
 from __future__ import annotations
@@ -314,10 +314,10 @@ def _check_finite(report: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--steps', type=int, default=200, help='timed runs per repeat (default: %(default)s)')
+    parser.add_argument('--steps', type=int, default=150, help='timed runs per repeat (default: %(default)s)')
     parser.add_argument('--warmup', type=int, default=20,
                         help='untimed runs at the start of each repeat (default: %(default)s)')
-    parser.add_argument('--repeats', type=int, default=7,
+    parser.add_argument('--repeats', type=int, default=5,
                         help='interleaved rounds, each running both sides once (default: %(default)s)')
     parser.add_argument('--trainers', default=','.join(TRAINERS),
                         help='comma-separated, of %s (default: all)' % ', '.join(TRAINERS))
