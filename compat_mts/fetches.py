@@ -576,13 +576,12 @@ class _ConcreteCall:
     data, or a TensorFlow without the attributes used here.
     """
 
-    __slots__ = ('_concrete', '_name', '_atomic', '_call', '_pack')
+    __slots__ = ('_concrete', '_name', '_atomic', '_call_function', '_function_name', '_inputs', '_count', '_pack')
 
     def __init__(self, concrete: Any, name: str):
         self._concrete = concrete
         self._name = name  # The tf.function's name, as the profiler shows the step's own call.
         self._atomic = None
-        self._call = None
         self._pack = None
         try:
             self._plan()
@@ -602,9 +601,9 @@ class _ConcreteCall:
         inputs = list(concrete.captured_inputs)
         if len(inputs) != len(atomic.cached_definition.signature.input_arg):
             return
-        name, count, call_function = atomic.name, len(flat_outputs), _eager_context().call_function
-        self._call = lambda: call_function(name, inputs, count)
-        self._pack = _output_packer(concrete.structured_outputs, count) or atomic.function_type.pack_output
+        self._call_function = _eager_context().call_function
+        self._function_name, self._inputs, self._count = atomic.name, inputs, len(flat_outputs)
+        self._pack = _output_packer(concrete.structured_outputs, self._count) or atomic.function_type.pack_output
         self._atomic = atomic
 
     def __call__(self) -> Any:
@@ -616,8 +615,12 @@ class _ConcreteCall:
                     return self._concrete()
             return self._concrete()
         with _InterpolateRuntimeError(atomic):
-            outputs = self._call()
+            outputs = self._call_atomic()
         return self._pack(outputs)
+
+    def _call_atomic(self) -> list:
+        """The step itself: its atomic function, called by name with the captured inputs."""
+        return self._call_function(self._function_name, self._inputs, self._count)
 
 
 def _call_options_of(atomic: Any) -> bool:
