@@ -24,6 +24,7 @@ import threading
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
+from tensorflow.python.ops import gen_resource_variable_ops
 from tensorflow.python.ops import gen_summary_ops
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
@@ -176,10 +177,15 @@ class Recorder:
     def record_next_run(self, step: int | None) -> None:
         """Records the next run's summaries at `step`, or records nothing when `step` is None."""
         if step is not None:
-            self._step.assign(step)
+            _assign(self._step, step)
         if (step is not None) != self._recording_now:
             self._recording_now = step is not None
-            self._recording.assign(self._recording_now)
+            _assign(self._recording, self._recording_now)
+
+
+def _assign(variable: ResourceVariable, value) -> None:
+    """`variable.assign(value)` for the recorder's own plain variables, as the one op it runs (a quarter of the cost)."""
+    gen_resource_variable_ops.assign_variable_op(variable.handle, tf.constant(value, variable.dtype))
 
 
 _recorders: dict[int, Recorder] = {}
