@@ -187,6 +187,36 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
         protocol.flush()
 
 
+def profile(trainer: str, variant: str, warmup_steps: int, steps: int, rows: int) -> None:
+    """cProfile of the compat side's runs after `warmup_steps`, in this process; prints the top `rows` by cumulative time."""
+    global _ClockHook  # pylint: disable=global-statement  # `_with_clock` makes its hook from this class.
+    import cProfile  # pylint: disable=import-outside-toplevel
+    import pstats  # pylint: disable=import-outside-toplevel
+    profiler = cProfile.Profile()
+
+    class ProfilingClock(_ClockHook):
+        def after_run(self, run_context, run_values):
+            super().after_run(run_context, run_values)
+            if len(self.wall) == warmup_steps:
+                profiler.enable()
+
+    plain_clock, _ClockHook = _ClockHook, ProfilingClock
+    try:
+        run = _child_runner(trainer, 'compat')
+        directory = tempfile.mkdtemp(prefix=f'trainers_overhead_profile_{trainer}_')
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                run(directory, warmup_steps + steps, variant)
+        finally:
+            profiler.disable()
+            shutil.rmtree(directory, ignore_errors=True)
+    finally:
+        _ClockHook = plain_clock
+    print(f'cProfile of {trainer} ({variant}) on compat_mts, runs {warmup_steps + 1}-{warmup_steps + steps}; '
+          f'divide by {steps} for per-run figures')
+    pstats.Stats(profiler).sort_stats('cumulative').print_stats(rows)
+
+
 # The parent.
 
 class Child:
@@ -324,12 +354,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--variants', default=','.join(VARIANTS),
                         help='comma-separated, of %s (default: all)' % ', '.join(VARIANTS))
     parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
+    parser.add_argument('--profile', metavar='TRAINER',
+                        help='instead: cProfile --steps runs of TRAINER on compat_mts in this process, in the first '
+                             'of --variants, and print the functions by cumulative time')
     parser.add_argument('--child', nargs=2, metavar=('TRAINER', 'SIDE'), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0:
         parser.error('--steps and --repeats must be positive, --warmup non-negative.')
     if args.child:
         serve(args.child[0], args.child[1], args.warmup, args.steps)
+        return
+    if args.profile:
+        if args.profile not in TRAINERS:
+            parser.error(f'--profile takes one of {", ".join(TRAINERS)}; got {args.profile!r}.')
+        profile(args.profile, args.variants.split(',')[0], args.warmup, args.steps, rows=40)
         return
     trainers = [name for name in args.trainers.split(',') if name]
     variants = [name for name in args.variants.split(',') if name]
