@@ -7,8 +7,9 @@ global step:
 1. `bare_loop`: `for _ in range(n): train_step()`. No default summary writer, so the step's
    `tf.summary.scalar` is inert. The issue's baseline.
 1b. `bare_concrete`: the same loop calling `train_step.get_concrete_function()` instead, which skips the
-   `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts calls a step
-   that way (see `compat_mts.fetches`), so this row shows how much of its speed comes from that alone.
+   `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts goes one layer
+   further, to the concrete function's atomic function (see `compat_mts.fetches`), so this row shows how
+   much skipping the dispatch alone is worth.
 2. `hand_written_tf2`: what people write in TF2 instead of v1's default hooks: each call inside
    `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 == 0)`, `gs.numpy()` read
    after every step to write `global_step/sec` every 100 steps, and a `tf.train.CheckpointManager` save
