@@ -25,7 +25,7 @@ The parent interleaves the two sides of a trainer, alternating which goes first 
 the same machine load. A trainer's ratio is the median over rounds of (compat mean step time / v1 mean step
 time), by the wall clock and by the child's CPU time (all its threads).
 
-Run: `PYTHONPATH=. python benchmarks/trainers_overhead.py [--steps 150] [--warmup 20] [--repeats 5] [--out results.json]`
+Run: `PYTHONPATH=. python benchmarks/trainers_overhead.py [--steps 150] [--warmup 20] [--repeats 5] [--out FILE]`
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
 
 
 def profile(trainer: str, variant: str, warmup_steps: int, steps: int, rows: int) -> None:
-    """cProfile of the compat side's runs after `warmup_steps`, in this process; prints the top `rows` by cumulative time."""
+    """cProfile of the compat side's runs after `warmup_steps`, in this process; prints the top `rows`, cumulative."""
     global _ClockHook  # pylint: disable=global-statement  # `_with_clock` makes its hook from this class.
     import cProfile  # pylint: disable=import-outside-toplevel
     import pstats  # pylint: disable=import-outside-toplevel
@@ -294,7 +294,8 @@ def run_trainer(trainer: str, variants: list[str], steps: int, warmup_steps: int
                     timing['steps'].extend(result['step_times_s'])
                     timing['programs'].append(result['program_s'])
             print(f'{trainer} round {round_index + 1}/{repeats}: ' + '; '.join(
-                f'{variant}: ' + ', '.join(f"{side} {timings[variant, side]['means'][-1] * 1e6:.0f} us" for side in SIDES)
+                f'{variant}: '
+                + ', '.join(f"{side} {timings[variant, side]['means'][-1] * 1e6:.0f} us" for side in SIDES)
                 for variant in variants), file=sys.stderr, flush=True)
         version = children['v1'].tensorflow_version
     finally:

@@ -1,7 +1,7 @@
 """compat_mts: run TF1 `MonitoredTrainingSession` programs eagerly on TF2, and migrate them step by step.
 
 The names are those of `tf.compat.v1.train` for this feature, with the same signatures and defaults,
-plus the eager extras `set_global_step`, `reset_global_step`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
+plus the eager extras `set_global_step`, `reset_global_step`, `reset`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
 `keras` adapters and `estimator` (v1's `tf.estimator` on the eager session). `compat_mts.hooks` re-exports the
 built-in hooks under the same names.
 
@@ -25,6 +25,7 @@ _EXPORTS = {
     'get_global_step': 'compat_mts.global_step',
     'get_or_create_global_step': 'compat_mts.global_step',
     'reset_global_step': 'compat_mts.global_step',
+    'reset': 'compat_mts.program',
     'set_global_step': 'compat_mts.global_step',
     'CheckpointSaverHook': 'compat_mts.hooks.checkpoint',
     'CheckpointSaverListener': 'compat_mts.hooks.checkpoint',
@@ -39,12 +40,12 @@ _EXPORTS = {
     'SummarySaverHook': 'compat_mts.hooks.summary',
     'SecondOrStepTimer': 'compat_mts.hooks.timer',
     'GlobalStepWaiterHook': 'compat_mts.hooks.waiter',
-    'ChiefSessionCreator': 'compat_mts.monitored_session',
+    'ChiefSessionCreator': 'compat_mts.session_creators',
     'MonitoredSession': 'compat_mts.monitored_session',
-    'SessionCreator': 'compat_mts.monitored_session',
+    'SessionCreator': 'compat_mts.session_creators',
     'SingularMonitoredSession': 'compat_mts.monitored_session',
     'StepContext': 'compat_mts.monitored_session',
-    'WorkerSessionCreator': 'compat_mts.monitored_session',
+    'WorkerSessionCreator': 'compat_mts.session_creators',
     'Scaffold': 'compat_mts.scaffold',
     'SessionRunArgs': 'compat_mts.session_run_hook',
     'SessionRunContext': 'compat_mts.session_run_hook',

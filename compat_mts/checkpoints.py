@@ -68,7 +68,7 @@ class DamagedCheckpointsError(RuntimeError):
 
 
 LOCK_FILE = 'compat_mts.lock'
-_held_locks: set[str] = set()
+_held_locks: set[str] = set()  # Process-wide, as the lock files are: they name this process, not a session.
 
 
 def lock_directory(directory: str) -> None:
@@ -282,7 +282,7 @@ def _unmatched_names(status, message: str) -> list[str]:
 
 def _names_in(path: str) -> list[str]:
     """The variable names a checkpoint holds, whatever its format."""
-    from compat_mts.legacy_checkpoints import CheckpointNames  # Imports this module; read the names lazily.
+    from compat_mts.legacy.checkpoints import CheckpointNames  # Imports this module; read the names lazily.
     try:
         return sorted(CheckpointNames(path).keys)
     except _RESTORE_ERRORS:

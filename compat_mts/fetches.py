@@ -7,7 +7,7 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | a callable (a `tf.function` step, a plain function) | called once in this run; its return value, as NumPy |
 | `tf.Variable` (or a Keras 3 variable) | its value, read after the run's callables have executed |
 | eager `tf.Tensor` | its value |
-| a string | a key of a dict returned by a callable of this run, else a registered variable's name (`'global_step'`), else a name in a wrapped legacy graph |
+| a string | a key of a dict a callable of this run returned, else the global step's name, else a legacy graph's name |
 | `STALE_GLOBAL_STEP` | the global step as it was before this run's callables executed (what v1 hooks fetched) |
 | a tensor or op of a `wrap_graph` graph | executed by the graph's runner, all graph fetches of a run in one call |
 | list / tuple / namedtuple / dict of the above | the same structure back |
@@ -20,17 +20,10 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import tensorflow as tf
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
-from tensorflow.python.eager import context as _context
-from tensorflow.python.eager import record as _record
-from tensorflow.python.eager.polymorphic_function.atomic_function import \
-    InterpolateRuntimeError as _InterpolateRuntimeError
-from tensorflow.python.profiler import trace
-from tensorflow.python.saved_model import save_context
-
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 
 
@@ -54,8 +47,19 @@ class GraphRunner:
     """Interface of the runners that execute fetches of legacy graphs (see `compat_mts.legacy`).
 
     A runner claims the graph tensors, ops and names it owns; the fetch model hands it every claimed
-    fetch and feed of one run at once, so that they execute in a single call.
+    fetch and feed of one run at once, so that they execute in a single call. What else the core asks of
+    a graph (its global step, default checkpoint and summary op for `Scaffold`, its GraphDef for
+    `graph.pbtxt`) it asks through this interface too, so that the core never imports `compat_mts.legacy`.
+
+    Attributes:
+      global_step: the graph's global step variable, or None.
+      checkpoint: what a session checkpoints by default when it runs this graph, or None.
+      summary_op: the graph's merged summaries, or None.
     """
+
+    global_step: tf.Variable | None = None
+    checkpoint: Any = None
+    summary_op: Any = None
 
     def owns(self, fetch: Any) -> bool:
         raise NotImplementedError
@@ -66,10 +70,19 @@ class GraphRunner:
     def run(self, fetches: Sequence[Any], feeds: dict) -> list:
         raise NotImplementedError
 
+    def graph_def(self):
+        """The GraphDef (with shapes) that `save_graph_def` writes for this graph."""
+        raise NotImplementedError
 
+    def checkpoint_of_saver(self, saver: Any) -> Any:
+        """What a session checkpoints when the program passes `saver`, a v1 `Saver` built in this graph."""
+        raise NotImplementedError
+
+
+# The graphs of the program (`wrap_graph`, and the graphs sessions adopted), most recent last. Process-wide
+# as v1's graphs were: a program builds them before, and independently of, the sessions that run them. Which
+# of them a session prefers for names is the session's own (`SessionState.graph_runner`).
 _graph_runners: list[GraphRunner] = []
-_last_step: list = [None, None]  # The caller's most recent callable fetch in this session, and its keyword arguments.
-_named_variables: dict[str, tf.Variable] = {}
 
 
 def register_graph_runner(runner: GraphRunner) -> None:
@@ -85,13 +98,64 @@ def unregister_graph_runner(runner: GraphRunner) -> None:
         _graph_runners.remove(runner)
 
 
-def register_variable(name: str, variable: tf.Variable) -> None:
-    """Makes `variable` fetchable by `name` (and `name:0`)."""
-    _named_variables[name] = variable
+def graph_runners() -> list[GraphRunner]:
+    """The registered graph runners, most recently registered last."""
+    return list(_graph_runners)
 
 
-def unregister_variable(name: str) -> None:
-    _named_variables.pop(name, None)
+def forget_graph_runners() -> None:
+    """Unregisters every graph runner (`compat_mts.reset()`)."""
+    _graph_runners.clear()
+
+
+def graph_runner_of_global_step() -> GraphRunner | None:
+    """The registered graph whose global step is the registered one: the graph of the current program.
+
+    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from. Tied to the global step,
+    so that `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
+    """
+    step = global_step_lib.get_global_step()
+    if step is None:
+        return None
+    for runner in reversed(_graph_runners):
+        if runner.global_step is step:
+            return runner
+    return None
+
+
+class SessionState:
+    """What the runs of one session share and no other session sees; the session owns it, `Run` receives it.
+
+    Two sessions open at once keep apart: each names its own graph first, and each writes the graph of
+    its own last step.
+
+    Attributes:
+      graph_runner: the graph the session runs (the program's graph it adopted, or the `wrap_graph` graph of
+        its global step), asked first for names and given the feeds no fetch claims; None without one.
+      last_step: the callable the session ran last as its step (see `Run`'s `session_step`), or None.
+      last_step_kwargs: the keyword arguments it was called with.
+    """
+
+    __slots__ = ('graph_runner', 'last_step', 'last_step_kwargs')
+
+    def __init__(self, graph_runner: GraphRunner | None = None):
+        self.graph_runner = graph_runner
+        self.last_step: Any = None
+        self.last_step_kwargs: dict | None = None
+
+    def forget_last_step(self) -> None:
+        """Called when the session is (re)created: its graph is that of the steps it runs from now on."""
+        self.last_step = None
+        self.last_step_kwargs = None
+
+    def runners(self) -> list[GraphRunner]:
+        """The registered runners in the order they are asked for names: the session's own graph first."""
+        ordered = _graph_runners[::-1]
+        own = self.graph_runner
+        if own is not None and own in ordered and ordered[0] is not own:
+            ordered.remove(own)
+            ordered.insert(0, own)
+        return ordered
 
 
 def _runner_for(fetch: Any) -> GraphRunner | None:
@@ -103,8 +167,8 @@ def _runner_for(fetch: Any) -> GraphRunner | None:
 
 def _is_graph_object(value: Any) -> bool:
     if isinstance(value, tf.Variable):  # A variable of a `wrap_graph` graph, as `build_fn` created it.
-        return getattr(value, '_in_graph_mode', False)
-    return isinstance(value, (tf.Tensor, tf.Operation)) and not isinstance(value, tf.__internal__.EagerTensor)
+        return tf_internals.is_graph_variable(value)
+    return isinstance(value, (tf.Tensor, tf.Operation)) and not isinstance(value, _EAGER_TENSOR)
 
 
 def to_numpy(value: Any) -> Any:
@@ -183,11 +247,14 @@ class Run:
       session_step: whether the caller's callable is the session's step, whose graph `step_graph_def`
         returns: True for a session's own run. A run on the raw session (a hook's, or in `run_step_fn`)
         names the step only while the session has run none.
+      state: the state of the session the run belongs to; a run outside any session gets a fresh one.
     """
 
     def __init__(self, requests: Sequence[Any], feed_dict: dict | None = None,
-                 global_step: tf.Variable | None = None, session_step: bool = False):
+                 global_step: tf.Variable | None = None, session_step: bool = False,
+                 state: SessionState | None = None):
         self._requests = requests
+        self._state = state if state is not None else SessionState()
         self._kwargs, self._graph_feeds = _check_feed_keys(feed_dict)
         self._global_step = global_step
         self._session_step = session_step
@@ -286,8 +353,10 @@ class Run:
 
     def _record_step(self, step: Any) -> None:
         """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
-        if self._session_step or _last_step[0] is None:
-            _last_step[:] = (step, self._kwargs)
+        state = self._state
+        if self._session_step or state.last_step is None:
+            state.last_step = step
+            state.last_step_kwargs = self._kwargs
 
     def _step_with_stale_read(self, flat: list) -> int:
         """Reads the global step before any callable runs; in the step's own call when it can.
@@ -334,23 +403,23 @@ class Run:
         by_runner: dict[int, tuple[GraphRunner, list]] = {}
         for leaves in flat:
             for leaf in leaves:
-                if isinstance(leaf, str) and (leaf in self._named or leaf in _named_variables):
+                if isinstance(leaf, str) and leaf in self._named:
                     continue
                 if isinstance(leaf, str) or _is_graph_object(leaf):
                     runner = self._graph_runner_of(leaf)
                     if runner is not None:
                         by_runner.setdefault(id(runner), (runner, []))[1].append(leaf)
         if self._graph_feeds and not by_runner and _graph_runners:
-            by_runner[id(_graph_runners[-1])] = (_graph_runners[-1], [])
+            runner = self._state.runners()[0]
+            by_runner[id(runner)] = (runner, [])
         for runner, fetches in by_runner.values():
             values = runner.run(fetches, self._graph_feeds)
             for fetch, value in zip(fetches, values):
                 self._graph_values[_graph_key(fetch)] = value
 
-    @staticmethod
-    def _graph_runner_of(leaf: Any) -> GraphRunner | None:
+    def _graph_runner_of(self, leaf: Any) -> GraphRunner | None:
         if isinstance(leaf, str):
-            for runner in reversed(_graph_runners):
+            for runner in self._state.runners():
                 if runner.owns_name(leaf):
                     return runner
             return None
@@ -402,7 +471,8 @@ class Run:
             f'variable. Available names: {available}.')
 
 
-_PLAIN_VARIABLES = (ResourceVariable, UninitializedVariable)
+_PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
+_EAGER_TENSOR = tf_internals.EAGER_TENSOR
 _MAX_GRAPH_ONLY_PLANS = 64
 
 
@@ -417,7 +487,7 @@ def _request_key(request: Any) -> Any:
 
 
 class _GraphOnlyPlan:
-    """How to resolve requests that are graph fetches, `STALE_GLOBAL_STEP`s and None, flat: see `Run._execute_graph_only`.
+    """How to resolve flat requests of graph fetches, `STALE_GLOBAL_STEP`s and None (`Run._execute_graph_only`).
 
     `fetches` is what the runner runs (every graph leaf, in request order, as the general path hands them
     over); `packers` rebuild each request's result from the runner's values and the stale step. The plan
@@ -487,7 +557,9 @@ def _structure_packer(kind: type, getters: list):
 
 
 _NO_PLAN = object()
-_graph_only_plans: dict[tuple, Any] = {}  # Request key -> `_GraphOnlyPlan`, or `_NO_PLAN`.
+# Request key -> `_GraphOnlyPlan`, or `_NO_PLAN`. Process-wide, as `_graph_runners` is: a plan is a property of the
+# fetch objects and the runner that owns them, whichever session runs them.
+_graph_only_plans: dict[tuple, Any] = {}
 
 
 def _only_callable(leaves: list) -> Any:
@@ -544,7 +616,7 @@ class _DirectStep:
         if not _plain_eager_context():
             return function()
         if concrete is None:
-            concrete = entry[1] = _ConcreteCall(function.get_concrete_function(), function.name)
+            concrete = entry[1] = tf_internals.ConcreteCall(function.get_concrete_function(), function.name)
         return concrete()
 
     def _trace(self, global_step: tf.Variable | None) -> Any:
@@ -561,98 +633,9 @@ class _DirectStep:
         return tf.function(call_step, autograph=False)
 
 
-class _ConcreteCall:
-    """Calls a concrete function without arguments as `ConcreteFunction.__call__` does, with less Python.
-
-    In plain eager execution with no gradient tape recording, a call of a concrete function without
-    parameters comes down to calling its atomic function by name with the captured inputs, then packing the
-    flat outputs into the traced structure; the layers above (argument binding, tape checks, the captures
-    flattened again, nested structure packing) cost more than the call itself on a tiny step. So do those two
-    things only, with the inputs and the packing of the outputs worked out once. Errors get the function's
-    node names and traceback as `AtomicFunction` gives them (`InterpolateRuntimeError`).
-
-    Anything out of the ordinary goes through `ConcreteFunction.__call__`: a tape recording, the profiler
-    tracing (which names the call), a capture that is resolved at call time, outputs with resource handle
-    data, or a TensorFlow without the attributes used here.
-    """
-
-    __slots__ = ('_concrete', '_name', '_atomic', '_call_function', '_function_name', '_inputs', '_count', '_pack')
-
-    def __init__(self, concrete: Any, name: str):
-        self._concrete = concrete
-        self._name = name  # The tf.function's name, as the profiler shows the step's own call.
-        self._atomic = None
-        self._pack = None
-        try:
-            self._plan()
-        except AttributeError:  # Another TensorFlow's internals: the public call only.
-            self._atomic = None
-
-    def _plan(self) -> None:
-        concrete = self._concrete
-        atomic = concrete._inference_function  # pylint: disable=protected-access
-        captures = concrete._captured_inputs  # pylint: disable=protected-access
-        flat_outputs = atomic.function_type.flat_outputs
-        if any(callable(capture) for capture in captures) or any(
-                output.dtype._handle_data for output in flat_outputs):  # pylint: disable=protected-access
-            return
-        if concrete.function_type is None or concrete.function_type.parameters or _call_options_of(atomic):
-            return
-        inputs = list(concrete.captured_inputs)
-        if len(inputs) != len(atomic.cached_definition.signature.input_arg):
-            return
-        self._call_function = _eager_context().call_function
-        self._function_name, self._inputs, self._count = atomic.name, inputs, len(flat_outputs)
-        self._pack = _output_packer(concrete.structured_outputs, self._count) or atomic.function_type.pack_output
-        self._atomic = atomic
-
-    def __call__(self) -> Any:
-        atomic = self._atomic
-        if atomic is None or _could_possibly_record() or trace.enabled() or (
-                self._concrete._inference_function is not atomic):  # pylint: disable=protected-access
-            if trace.enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
-                with trace.Trace(self._name, tf_function_call='concrete'):
-                    return self._concrete()
-            return self._concrete()
-        with _InterpolateRuntimeError(atomic):
-            outputs = self._call_atomic()
-        return self._pack(outputs)
-
-    def _call_atomic(self) -> list:
-        """The step itself: its atomic function, called by name with the captured inputs."""
-        return self._call_function(self._function_name, self._inputs, self._count)
-
-
-def _call_options_of(atomic: Any) -> bool:
-    """Whether `atomic` has control captures to run first (then the public call runs them)."""
-    return bool(atomic._call_options.control_captures)  # pylint: disable=protected-access
-
-
-def _output_packer(structure: Any, count: int) -> Callable | None:
-    """A packer of `count` flat outputs into `structure` for the common step outputs, else None.
-
-    The step's own output (`structure`, or the second of `(stale global step, output)`) is None, a tensor,
-    or a flat dict of tensors; anything else is packed by the function type.
-    """
-    def leaf_packer(value, start):
-        if value is None:
-            return (lambda outputs: None), start
-        if isinstance(value, tf.Tensor):
-            return (lambda outputs: outputs[start]), start + 1
-        if type(value) is dict and all(isinstance(v, tf.Tensor) for v in value.values()):  # pylint: disable=unidiomatic-typecheck
-            keys = sorted(value)  # tf.nest's order.
-            return (lambda outputs: dict(zip(keys, outputs[start:start + len(keys)]))), start + len(keys)
-        return None, start
-
-    if type(structure) is tuple and len(structure) == 2 and isinstance(structure[0], tf.Tensor):  # pylint: disable=unidiomatic-typecheck
-        packer, end = leaf_packer(structure[1], 1)  # `_DirectStep`'s read, then the step's output.
-        if packer is None or end != count:
-            return None
-        return lambda outputs: (outputs[0], packer(outputs))
-    packer, end = leaf_packer(structure, 0)
-    return packer if packer is not None and end == count else None
-
-
+# id(step) -> its direct caller. Process-wide, not per session: it is a cache of what a `tf.function` step
+# traces to, a property of the step alone, dropped with the step (weakly referenced); a step that runs in
+# several sessions is traced once.
 _direct_steps: dict[int, _DirectStep] = {}
 
 
@@ -678,13 +661,12 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 
 
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
-_could_possibly_record = _record.could_possibly_record
-_eager_context = _context.context
 _has_strategy = tf.distribute.has_strategy
+_in_save_context = tf_internals.in_save_context
 
 
 def _plain_eager_context() -> bool:
-    return not (_functions_run_eagerly() or _has_strategy() or save_context.in_save_context())
+    return not (_functions_run_eagerly() or _has_strategy() or _in_save_context())
 
 
 def _graph_key(fetch: Any) -> Any:
@@ -696,44 +678,35 @@ def _is_callable_fetch(value: Any) -> bool:
 
 
 def _variable_names() -> list[str]:
-    names = list(_named_variables)
     step = global_step_lib.get_global_step()
-    if step is not None:
-        names.append(global_step_lib.step_name(step))
-    return names
+    return [] if step is None else [global_step_lib.step_name(step)]
 
 
 def _lookup_variable(name: str) -> tf.Variable | None:
-    bare = name[:-2] if name.endswith(':0') else name
-    if bare in _named_variables:
-        return _named_variables[bare]
+    bare = global_step_lib.op_name(name)
     step = global_step_lib.get_global_step()
     if step is not None and global_step_lib.step_name(step) == bare:
         return step
     return None
 
 
-def run_fetches(fetches: Any, feed_dict: dict | None = None) -> Any:
-    """Runs `fetches` alone (no hooks): what the raw session's `run` does."""
-    return Run([fetches], feed_dict).execute()[0]
+def run_fetches(fetches: Any, feed_dict: dict | None = None, state: SessionState | None = None) -> Any:
+    """Runs `fetches` alone (no hooks): what the raw session's `run` does, in the session's `state`."""
+    return Run([fetches], feed_dict, state=state).execute()[0]
 
 
-def forget_last_step() -> None:
-    """Called when a session is created: its graph is that of the steps it runs, not an earlier session's."""
-    _last_step[:] = [None, None]
+def step_graph_def(state: SessionState | None):
+    """The GraphDef of the step the session of `state` ran last (with shapes), or None.
 
-
-def step_graph_def():
-    """The GraphDef of the `tf.function` step the current session ran last (with shapes), or None.
-
-    What `save_graph_def` writes as `graph.pbtxt` and to TensorBoard, in place of v1's default graph.
+    What `save_graph_def` writes as `graph.pbtxt` and to TensorBoard, in place of v1's default graph. A
+    session that runs a legacy graph writes that graph, as v1 its default graph.
     """
-    from compat_mts import legacy  # pylint: disable=import-outside-toplevel
-    wrapped_graph = legacy.wrapped_graph_of_global_step()
-    if wrapped_graph is not None:  # A `wrap_graph` program writes its graph, as v1 its default graph.
-        return wrapped_graph.graph.as_graph_def(add_shapes=True)
-    step_fn, kwargs = _last_step
+    if state is None:
+        return None
+    if state.graph_runner is not None:
+        return state.graph_runner.graph_def()
+    step_fn = state.last_step
     get_concrete_function = getattr(step_fn, 'get_concrete_function', None)
     if get_concrete_function is None:
         return None
-    return get_concrete_function(**(kwargs or {})).graph.as_graph_def(add_shapes=True)
+    return get_concrete_function(**(state.last_step_kwargs or {})).graph.as_graph_def(add_shapes=True)

@@ -10,13 +10,12 @@ already has (for example `optimizer.iterations`), and `reset_global_step` forget
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.eager import context
-from tensorflow.python.ops import gen_resource_variable_ops
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable, UninitializedVariable
+
+from compat_mts import _tf_internals as tf_internals
 
 GLOBAL_STEP_NAME = 'global_step'
 
@@ -33,7 +32,7 @@ def _graph_mode() -> bool:
 
 
 def in_graph_mode() -> bool:
-    """Whether the caller is building a v1 graph: inside `wrap_graph`, or a program's `with tf.Graph().as_default():`."""
+    """Whether the caller is building a v1 graph: in `wrap_graph`, or a program's `with tf.Graph().as_default():`."""
     return _graph_mode()
 
 
@@ -45,7 +44,7 @@ def outside_graph_mode() -> Iterator[None]:
     when a v1 program creates them inside `with tf.Graph().as_default():`.
     """
     if _graph_mode():
-        with context.eager_mode():
+        with tf_internals.eager_mode():
             yield
     else:
         yield
@@ -59,11 +58,11 @@ def outside_graph(graph: tf.Graph) -> contextlib.AbstractContextManager:
     from a `tf.function` trace.
     """
     if not _executing_eagerly() and _get_default_graph() is graph:
-        return context.eager_mode()
+        return tf_internals.eager_mode()
     return outside_graph_mode()
 
 
-_executing_eagerly = context.executing_eagerly
+_executing_eagerly = tf.executing_eagerly
 _get_default_graph = tf.compat.v1.get_default_graph
 
 
@@ -169,6 +168,17 @@ def require_global_step(user: str) -> tf.Variable:
     return step
 
 
+def op_name(name: str) -> str:
+    """`name` without the `:0` of a tensor's first output: `'dense/kernel:0'` is `'dense/kernel'`, as v1 named
+    variables in checkpoints, tags and fetches. Every place that strips the suffix uses this one."""
+    return name[:-2] if name.endswith(':0') else name
+
+
+def variable_name(variable: Any) -> str:
+    """The unique name of a variable as v1 would say it: a Keras 3 variable's path, else its op name."""
+    return op_name(getattr(variable, 'path', None) or variable.name)
+
+
 def step_name(variable: tf.Variable) -> str:
     """The op name of a step variable, as v1 used it in tags: `global_step` for the default one.
 
@@ -176,8 +186,10 @@ def step_name(variable: tf.Variable) -> str:
     """
     if variable is _registered and _registered_name is not None:
         return _registered_name
-    name = variable.name
-    return name[:-2] if name.endswith(':0') else name
+    return op_name(variable.name)
+
+
+_PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
 
 
 def step_reader(variable: tf.Variable) -> Callable[[], int]:
@@ -191,6 +203,6 @@ def read_value(variable: tf.Variable) -> np.ndarray:
     `Variable.numpy()` costs several times a plain read op (name scopes, a copy), and the session reads
     the step on every run, so a plain resource variable is read with the read op directly.
     """
-    if type(variable) in (ResourceVariable, UninitializedVariable):  # pylint: disable=unidiomatic-typecheck
-        return gen_resource_variable_ops.read_variable_op(variable.handle, variable.dtype)._numpy()
+    if type(variable) in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+        return tf_internals.read_plain_variable(variable)
     return variable.value().numpy()

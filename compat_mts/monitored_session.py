@@ -12,21 +12,21 @@ behaviour is kept, in one class:
   of the first creation) and retries the same call.
 
 There is no `tf.compat.v1.Session` underneath: "the session" that hooks and `run_step_fn` see is a raw
-session whose `run(fetches, feed_dict=None)` follows the eager fetch model without hooks.
+session whose `run(fetches, feed_dict=None)` follows the eager fetch model without hooks. The creators of
+those sessions (restore or initialize, wait for the chief) are `compat_mts.session_creators`; they are
+re-exported here, where v1 had them.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-import time
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.util import function_utils
 
-from compat_mts import checkpoints
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
@@ -35,207 +35,15 @@ from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
-from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.scaffold import Scaffold
+from compat_mts.session_creators import ChiefSessionCreator, RawSession, SessionCreator, WorkerSessionCreator
 from compat_mts.session_run_hook import (STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunContext,
-                                         SessionRunValues)
+                                         SessionRunValues, checkpoint_saving_hooks)
+
+__all__ = ['MonitoredSession', 'SingularMonitoredSession', 'StepContext', 'SessionCreator', 'ChiefSessionCreator',
+           'WorkerSessionCreator', 'RawSession']
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
-_WORKER_POLL_SECS = 0.5
-
-
-class RawSession:
-    """What hooks, `run_step_fn` and `raw_session()` get as "the session": runs fetches without hooks.
-
-    `run(fetches, feed_dict=None, options=None, run_metadata=None)` follows the eager fetch model of
-    `compat_mts.fetches`; `options` and `run_metadata` are accepted for v1 signatures and unused.
-    """
-
-    graph = None
-
-    def __init__(self, scaffold: Scaffold, checkpoint_dir: str | None = None):
-        self.scaffold = scaffold
-        self.checkpoint_dir = checkpoint_dir
-        self.restored_path: str | None = None
-        self.device: str | None = None  # Where the session's steps run: the task of a `grpc://` master.
-        self._closed = False
-
-    def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
-        del options, run_metadata
-        if self._closed:
-            raise RuntimeError('Attempted to use a closed Session.')
-        with global_step_lib.outside_graph_mode():  # A hook's, or the program's, inside its own graph.
-            return fetches_lib.run_fetches(fetches, feed_dict)
-
-    def close(self) -> None:
-        self._closed = True
-
-
-def _run_init_callable(op: Any, session: RawSession, feed_dict: dict | None) -> None:
-    if op is not None:
-        session.run(op, feed_dict=feed_dict)
-
-
-def _check_ready(op: Any, session: RawSession, message: str) -> None:
-    if op is None:
-        return
-    not_ready = session.run(op)
-    if not_ready is not None and len(not_ready):
-        raise RuntimeError(f'{message} {not_ready!r}')
-
-
-class SessionCreator(tf.compat.v1.train.SessionCreator):
-    """A factory for the sessions a `MonitoredSession` runs on (v1's abstract base).
-
-    `create_session()` returns a session whose `run(fetches, feed_dict=None)` and `close()` follow the
-    eager fetch model: what `ChiefSessionCreator` and `WorkerSessionCreator` return. v1 returned a
-    `tf.compat.v1.Session`; eagerly there is none, so a creator of its own typically wraps one of those
-    two. It subclasses `tf.compat.v1.train.SessionCreator`; a `MonitoredSession` accepts a subclass of
-    either.
-
-    Example:
-
-    ```python
-    class LoggingCreator(compat_mts.SessionCreator):
-        def __init__(self, **kwargs):
-            self._chief = compat_mts.ChiefSessionCreator(**kwargs)
-
-        def create_session(self):
-            print('creating a session')
-            return self._chief.create_session()
-    ```
-    """
-
-
-class ChiefSessionCreator(SessionCreator):
-    """Creates the chief's session: restore the latest checkpoint, else initialize (`init_op`, `init_fn`).
-
-    Arguments are v1's. `master` and `config` are applied process-wide (see `compat_mts.distribute`).
-    As in v1, `checkpoint_dir=''` and `checkpoint_filename_with_path=''` mean None.
-    """
-
-    def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
-                 checkpoint_dir: str | None = None, checkpoint_filename_with_path: str | None = None):
-        validation.check_scaffold(scaffold)
-        distribute.check_master(master)
-        distribute.check_config(config)
-        distribute.check_not_between_graph(master)
-        checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
-        checkpoint_filename_with_path = validation.optional_directory(checkpoint_filename_with_path,
-                                                                      'checkpoint_filename_with_path')
-        if checkpoint_dir and checkpoint_filename_with_path:
-            raise ValueError('Can not provide both checkpoint_dir and checkpoint_filename_with_path.')
-        self._scaffold = scaffold or Scaffold()
-        self._master = master
-        self._config = config
-        self._checkpoint_dir = checkpoint_dir
-        self._checkpoint_filename_with_path = checkpoint_filename_with_path
-        self._snapshot: checkpoints.Snapshot | None = None
-
-    def create_session(self) -> RawSession:
-        distribute.apply_config(self._config)
-        device = distribute.connect(self._master)
-        scaffold = self._scaffold.finalize()
-        cluster = distribute.current_cluster()
-        if cluster is not None:
-            cluster.prepare(scaffold.checkpoint)
-        session = RawSession(scaffold, self._checkpoint_dir)
-        session.device = device
-        session.restored_path = self._restore(scaffold)
-        if session.restored_path is None:
-            if self._snapshot is not None:
-                self._snapshot.restore()
-            else:
-                self._initialize(scaffold, session)
-                # A cluster never recovers in-process (see compat_mts.distribute), and the in-memory snapshot
-                # of a remote master's variables would land in the server's memory, not this process's.
-                if cluster is None and device is None:
-                    self._snapshot = checkpoints.Snapshot(scaffold.checkpoint)
-        _check_ready(scaffold.ready_for_local_init_op, session,
-                     'Init operations did not make model ready for local_init. Init op:')
-        _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
-        _check_ready(scaffold.ready_op, session, 'Init operations did not make model ready. Not ready:')
-        if cluster is not None and cluster.is_chief:
-            cluster.announce_ready(session.restored_path)
-        return session
-
-    def _restore(self, scaffold: Scaffold) -> str | None:
-        partial = scaffold.allow_partial_restore
-        if self._checkpoint_filename_with_path:
-            path = checkpoints.expand_directory(self._checkpoint_filename_with_path)
-            checkpoints.restore(scaffold.checkpoint, path, allow_partial=partial)
-            return path
-        if self._checkpoint_dir:
-            return checkpoints.restore_latest(scaffold.checkpoint, self._checkpoint_dir, allow_partial=partial)
-        return None
-
-    @staticmethod
-    def _initialize(scaffold: Scaffold, session: RawSession) -> None:
-        _run_init_callable(scaffold.init_op, session, scaffold.init_feed_dict)
-        if scaffold.init_fn is not None:
-            scaffold.init_fn(session)
-
-
-class WorkerSessionCreator(SessionCreator):
-    """Creates a non-chief worker's session: wait for the chief's first checkpoint, then restore it.
-
-    v1 waited until the chief had initialized the shared variables. Eagerly each worker owns its
-    variables, so the wait is for what makes workers agree: with `checkpoint_dir` (an eager-only,
-    keyword-only argument that `MonitoredTrainingSession` passes), the worker polls until the chief's
-    first checkpoint is there and restores it, and raises v1's `DeadlineExceededError` after
-    `max_wait_secs`. Without `checkpoint_dir` there is nothing to wait for.
-
-    Under a multi-worker `MultiWorkerMirroredStrategy` the worker waits (up to `max_wait_secs`) until the
-    chief has initialized or restored, then restores the checkpoint the chief restored, or initializes as
-    the chief did (see `compat_mts.distribute`). `max_wait_secs=None` (or `inf`) waits forever, as v1's
-    `SessionManager.wait_for_session` did.
-    """
-
-    def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
-                 max_wait_secs: float | None = 30 * 60, *, checkpoint_dir: str | None = None):
-        validation.check_scaffold(scaffold)
-        distribute.check_master(master)
-        distribute.check_config(config)
-        distribute.check_not_between_graph(master)
-        validation.check_max_wait_secs(max_wait_secs)
-        self._scaffold = scaffold or Scaffold()
-        self._master = master
-        self._config = config
-        self._max_wait_secs = validation.seconds_or_forever(max_wait_secs)
-        self._checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
-
-    def create_session(self) -> RawSession:
-        distribute.apply_config(self._config)
-        device = distribute.connect(self._master)
-        scaffold = self._scaffold.finalize()
-        session = RawSession(scaffold, None)
-        session.device = device
-        cluster = distribute.current_cluster()
-        if cluster is not None:
-            cluster.prepare(scaffold.checkpoint)
-            session.restored_path = cluster.wait_for_chief(self._max_wait_secs)
-            if session.restored_path is not None:
-                checkpoints.restore(scaffold.checkpoint, session.restored_path,
-                                    allow_partial=scaffold.allow_partial_restore)
-            else:
-                ChiefSessionCreator._initialize(scaffold, session)  # pylint: disable=protected-access
-        elif self._checkpoint_dir:
-            deadline = time.time() + self._max_wait_secs
-            while True:
-                try:
-                    session.restored_path = checkpoints.restore_latest(
-                        scaffold.checkpoint, self._checkpoint_dir, allow_partial=scaffold.allow_partial_restore)
-                except checkpoints.DamagedCheckpointsError as error:  # The chief may be writing its first one.
-                    logging.info('%s', error)
-                if session.restored_path is not None:
-                    break
-                if time.time() >= deadline:
-                    raise tf.errors.DeadlineExceededError(
-                        None, None, 'Session was not ready after waiting %d secs.' % self._max_wait_secs)
-                logging.info('Waiting for the chief\'s first checkpoint in %s.', self._checkpoint_dir)
-                time.sleep(min(_WORKER_POLL_SECS, max(0.0, deadline - time.time())))
-        _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
-        return session
 
 
 class StepContext:
@@ -316,15 +124,18 @@ class _MonitoredSession:
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
         # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
         self._graph = legacy.graph_being_built()
-        self._unfinalize_at_close = self._graph is not None and not self._graph.finalized
-        for hook in self._hooks:
-            hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
-        self._summary_writers = summary_lib.take_writers()  # Released (events files closed) at the last close.
+        self._unfinalize_at_close = (self._graph is not None and not self._graph.finalized
+                                     and tf_internals.CAN_UNFINALIZE)
+        self._summaries = summary_lib.SessionSummaries()  # Writers released (events files closed) at close.
+        self._state = fetches_lib.SessionState()
+        self._adopted_graph = None
         try:
+            with self._summaries.collecting():
+                for hook in self._hooks:
+                    hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
             with global_step_lib.outside_graph_mode():
                 if self._graph is not None:
-                    legacy.adopt_graph(self._graph)
-                self._recorders = summary_lib.take_requested()
+                    self._adopted_graph = legacy.adopt_graph(self._graph)
                 self._global_step: tf.Variable | None = None
                 if self._should_recover:
                     self._create_recoverably()
@@ -332,31 +143,43 @@ class _MonitoredSession:
                     self._create()
         except BaseException:
             self._unfinalize_graph()
-            summary_lib.release_writers(self._summary_writers)
+            self._summaries.release()
             raise
-        if any(isinstance(hook, CheckpointSaverHook) for hook in self._hooks):
+        if checkpoint_saving_hooks(self._hooks):  # A SIGTERM stops after this run; end() saves.
             self._sigterm.install()
 
     def _unfinalize_graph(self) -> None:
         """Lets the program add ops to its graph again, as v1 did after a session closed."""
         if self._unfinalize_at_close:
             self._unfinalize_at_close = False
-            self._graph._unsafe_unfinalize()  # pylint: disable=protected-access
+            tf_internals.unfinalize(self._graph)
 
     # Creation and teardown of the inner (re-creatable) session.
 
     def _create(self) -> None:
-        fetches_lib.forget_last_step()
         self._raw = validation.check_created_session(self._creator.create_session(), self._creator)
+        self._state = self._fetch_state_of(self._raw)
+        self._state.graph_runner = self._adopted_graph or fetches_lib.graph_runner_of_global_step()
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         self._global_step = global_step_lib.get_global_step()
         self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
         if getattr(self._raw, 'device', None) is not None:
             self._run_once = self._run_on_device
-        for recorder in self._recorders:
-            recorder.activate()
+        self._summaries.activate()
         for hook in self._hooks:
             hook.after_create_session(self._raw, self._coord)
+
+    @staticmethod
+    def _fetch_state_of(raw: Any) -> fetches_lib.SessionState:
+        """The fetch state of a newly created raw session: its own, so that a re-created session starts afresh."""
+        state = getattr(raw, 'fetch_state', None)
+        if state is None:  # The session object of a creator of the program's own: hooks find the state on it.
+            state = fetches_lib.SessionState()
+            try:
+                raw.fetch_state = state
+            except AttributeError:  # Slots or a read-only attribute: the session writes no step graph then.
+                pass
+        return state
 
     def _create_recoverably(self) -> None:
         while True:
@@ -377,14 +200,13 @@ class _MonitoredSession:
         try:
             if coord is not None:
                 coord.request_stop()
-                threads = list(coord._registered_threads)  # pylint: disable=protected-access
+                threads = tf_internals.coordinator_threads(coord)
                 try:
                     coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
                 finally:
                     self._report_stragglers(threads)
         finally:
-            for recorder in self._recorders:
-                recorder.deactivate()
+            self._summaries.deactivate()
             summary_lib.flush_all()
             if raw is not None:
                 raw.close()
@@ -480,7 +302,7 @@ class _MonitoredSession:
                 _merge_options(options, request.options)
         try:
             results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step,
-                                      session_step=True).execute()
+                                      session_step=True, state=self._state).execute()
         except (tf.errors.OutOfRangeError, StopIteration):
             self._take_back_the_increment_of_a_step_without_data()
             raise
@@ -549,7 +371,7 @@ class _MonitoredSession:
         Raises:
           ValueError: `step_fn` does not take exactly one `step_context` argument (v1's message).
         """
-        arguments = function_utils.fn_args(step_fn)
+        arguments = tf_internals.fn_args(step_fn)
         if arguments != ('step_context',) and arguments != ('self', 'step_context'):
             raise ValueError(
                 '`step_fn` may either have one `step_context` argument, or'
@@ -616,8 +438,7 @@ class _MonitoredSession:
                 self._coord = None
                 self._sigterm.uninstall()
                 self._unfinalize_graph()
-                summary_lib.release_writers(self._summary_writers)
-                self._summary_writers = []
+                self._summaries.release()
         if self._preempted and not exception_type:
             logging.warning('Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
                             preemption.PREEMPTION_EXIT_CODE)

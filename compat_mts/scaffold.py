@@ -24,8 +24,9 @@ from typing import Any, Callable
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import _tf_internals as tf_internals
+from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts import legacy
 from compat_mts import validation
 
 _CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
@@ -116,7 +117,7 @@ class Scaffold:
         if self._checkpoint is not None:
             return self
         step = global_step_lib.get_global_step()
-        wrapped_graph = legacy.wrapped_graph_of_global_step()
+        wrapped_graph = fetches_lib.graph_runner_of_global_step()  # A legacy graph, through the GraphRunner seam.
         if self._summary_op is None and wrapped_graph is not None:
             self._summary_op = wrapped_graph.summary_op
         if isinstance(self._saver, tf.train.CheckpointManager):
@@ -191,14 +192,14 @@ class Scaffold:
     def max_to_keep(self) -> int | None:
         """How many checkpoints `CheckpointSaverHook` keeps: a v1 `Saver`'s `max_to_keep`, else 5 (v1's default)."""
         if isinstance(self._saver, tf.compat.v1.train.Saver):
-            return self._saver._max_to_keep or None  # pylint: disable=protected-access  # 0 or None: keep all.
+            return tf_internals.saver_max_to_keep(self._saver) or None  # 0 or None: keep all.
         return DEFAULT_MAX_TO_KEEP
 
     @property
     def keep_checkpoint_every_n_hours(self) -> float | None:
         """A v1 `Saver`'s `keep_checkpoint_every_n_hours` (checkpoints kept beyond `max_to_keep`), else None."""
         if isinstance(self._saver, tf.compat.v1.train.Saver):
-            hours = self._saver._keep_checkpoint_every_n_hours  # pylint: disable=protected-access
+            hours = tf_internals.saver_keep_checkpoint_every_n_hours(self._saver)
             return hours if hours < 10000.0 else None  # v1's default, 10000 hours, keeps none extra.
         return None
 

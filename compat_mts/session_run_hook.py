@@ -10,7 +10,7 @@ step, a `tf.Variable`, an eager tensor, a name of a step output, or a tensor of 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import tensorflow as tf
 
@@ -73,3 +73,43 @@ class SessionRunContext(_v1.SessionRunContext):
 
 STALE_GLOBAL_STEP_REQUEST = SessionRunArgs(STALE_GLOBAL_STEP)
 """What the built-in hooks return from `before_run` on most runs; immutable, so one serves every run."""
+
+
+# Capabilities. The session, `repeat_steps` and `keras.HooksCallback` ask a hook what it offers, not which class
+# it is, so that the session core imports no hook (the hooks import the core). A hook of the program's own may
+# offer the same:
+# - `_set_steps_per_run(steps)`: told how many steps each run goes, as v1's Estimator told its hooks;
+# - `saves_checkpoints = True`, with `checkpoint_dir`, `checkpoint` and `_set_default_scaffold(scaffold)`: saves
+#   checkpoints into `checkpoint_dir`, at `end()` too (a SIGTERM then stops the loop after the run in progress,
+#   and `HooksCallback` restores the latest one before `fit`);
+# - `stops_at_last_step = True`, with `last_step`: requests a stop once the global step reaches `last_step` (a
+#   repeated step or a Keras execution is shortened so as not to pass it).
+
+
+class StepsPerRunMixin:
+    """What a hook that counts steps needs to know of a run: how many steps it goes (`_steps_per_run`, 1 by default).
+
+    The session (`repeat_steps`) and `keras.HooksCallback` (`steps_per_execution`) call `_set_steps_per_run(K)`
+    when K changes, as v1's Estimator told its hooks; the hook's trigger arithmetic looks K steps ahead.
+    """
+
+    _steps_per_run = 1
+
+    def _set_steps_per_run(self, steps_per_run: int) -> None:
+        self._steps_per_run = steps_per_run
+
+
+def checkpoint_saving_hooks(hooks: Sequence) -> list:
+    """The hooks among `hooks` that save checkpoints (`saves_checkpoints`)."""
+    return [hook for hook in hooks if getattr(hook, 'saves_checkpoints', False) is True]
+
+
+def last_step_hooks(hooks: Sequence) -> list:
+    """The hooks among `hooks` that stop at a last step (`stops_at_last_step`)."""
+    return [hook for hook in hooks if getattr(hook, 'stops_at_last_step', False) is True]
+
+
+def nearest_last_step(hooks: Sequence) -> int | None:
+    """The smallest known `last_step` of `hooks` (from `last_step_hooks`), or None."""
+    last_steps = [hook.last_step for hook in hooks if hook.last_step is not None]
+    return min(last_steps) if last_steps else None

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 
 from compat_mts import global_step as global_step_lib
-from compat_mts.hooks.stop import StopAtStepHook
+from compat_mts.session_run_hook import last_step_hooks, nearest_last_step
 
 _NO_STOP = 2**63 - 1
 
@@ -171,7 +171,7 @@ class StepsPerRun:
 
     def __init__(self, hooks: Sequence):
         self._tunable_hooks = [hook for hook in hooks if hasattr(hook, '_set_steps_per_run')]
-        self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
+        self._stop_hooks = last_step_hooks(hooks)
         self._announced = 1
 
     @property
@@ -188,8 +188,7 @@ class StepsPerRun:
                 hook._set_steps_per_run(steps_per_run)  # pylint: disable=protected-access
             self._announced = steps_per_run
         if step is not None:
-            last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
-            step._set_stop_at(min(last_steps) if last_steps else None)  # pylint: disable=protected-access
+            step._set_stop_at(nearest_last_step(self._stop_hooks))  # pylint: disable=protected-access
 
 
 def _repeated_step_in(fetches: Any) -> RepeatedStep | None:

@@ -19,20 +19,20 @@ Writing `simple_value` scalars (v1's `global_step/sec`) goes through `write_raw_
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from typing import Any
 
 import tensorflow as tf
-from tensorflow.compat.v1 import logging
-from tensorflow.python.ops import gen_resource_variable_ops
-from tensorflow.python.ops import gen_summary_ops
-from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
+from compat_mts import _tf_internals as tf_internals
+from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 
+# Process-wide, as v1's FileWriterCache: a traced step keeps the writer it saw, whichever session runs it.
 _writers: dict[str, tf.summary.SummaryWriter] = {}
 _users: dict[str, int] = {}  # Directory -> how many sessions have taken its writer and not released it.
-_taken: list[str] = []  # Directories whose writers were taken since the last `take_writers()`.
 _writers_lock = threading.Lock()
 _MAX_QUEUE, _FLUSH_MILLIS, _FILENAME_SUFFIX = 10, 120000, '.v2'  # `tf.summary.create_file_writer`'s defaults.
 
@@ -51,8 +51,8 @@ def ensure_writable_directory(directory: str, argument: str) -> None:
 def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
     """Takes the process-wide writer for `directory`, creating the directory and writer once.
 
-    Called by hooks in `begin()`; the session that then calls `take_writers()` releases the writer when it
-    closes (`release_writers`). A writer whose events file was closed gets a new one.
+    Called by hooks in `begin()`; the session whose `SessionSummaries` collects the hooks' `begin()` releases
+    the writer when it closes. A writer whose events file was closed gets a new one.
 
     Raises:
       PermissionError: the directory cannot be created or written; the message names it.
@@ -65,22 +65,15 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
             writer = tf.summary.create_file_writer(key, max_queue=_MAX_QUEUE, flush_millis=_FLUSH_MILLIS,
                                                    filename_suffix=_FILENAME_SUFFIX)
             _writers[key] = writer
-        elif not _users.get(key):
+        elif not _users.get(key) and tf_internals.summary_writer_resource(writer) is not None:
             ensure_writable_directory(key, 'summary directory')
-            gen_summary_ops.create_summary_file_writer(  # A new events file, on the resource traced steps hold.
-                writer._resource, logdir=key, max_queue=_MAX_QUEUE,  # pylint: disable=protected-access
+            tf.raw_ops.CreateSummaryFileWriter(  # A new events file, on the resource traced steps hold.
+                writer=tf_internals.summary_writer_resource(writer), logdir=key, max_queue=_MAX_QUEUE,
                 flush_millis=_FLUSH_MILLIS, filename_suffix=_FILENAME_SUFFIX)
         _users[key] = _users.get(key, 0) + 1
-        _taken.append(key)
+        collector = _collector()
+        (collector.writers if collector is not None else _unclaimed_writers).append(key)
         return writer
-
-
-def take_writers() -> list[str]:
-    """Hands the writers taken since the last call (by the hooks' `begin()`) to the session that releases them."""
-    with _writers_lock:
-        taken = list(_taken)
-        _taken.clear()
-    return taken
 
 
 def release_writers(directories: list[str]) -> None:
@@ -91,7 +84,9 @@ def release_writers(directories: list[str]) -> None:
             if not _users[key]:
                 writer = _writers[key]
                 writer.flush()
-                gen_summary_ops.close_summary_writer(writer._resource)  # pylint: disable=protected-access
+                resource = tf_internals.summary_writer_resource(writer)
+                if resource is not None:  # Else the file stays open until the process ends.
+                    tf.raw_ops.CloseSummaryWriter(writer=resource)
 
 
 def flush_all() -> None:
@@ -111,12 +106,17 @@ def write_simple_value(writer: tf.summary.SummaryWriter, tag: str, value: float,
 def write_serialized(writer: tf.summary.SummaryWriter, serialized, step: int) -> None:
     """Writes serialized `Summary` protos (a v1 summary op's output) at `step`.
 
-    The op `tf.summary.experimental.write_raw_pb` runs, on the writer's resource directly: that function's
-    default-writer and recording checks (always true here) cost more than the write on every
-    `global_step/sec` trigger.
+    The op `tf.summary.experimental.write_raw_pb` runs, on the writer's resource directly when it can be
+    reached: that function's default-writer and recording checks (always true here) cost more than the write
+    on every `global_step/sec` trigger.
     """
+    resource = tf_internals.summary_writer_resource(writer)
+    if resource is None:
+        with writer.as_default(), tf.summary.record_if(True):
+            tf.summary.experimental.write_raw_pb(serialized, step=step)
+        return
     with tf.device('cpu:0'):
-        gen_summary_ops.write_raw_proto_summary(writer._resource, step, serialized)  # pylint: disable=protected-access
+        tf.raw_ops.WriteRawProtoSummary(writer=resource, step=step, tensor=serialized)
 
 
 def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
@@ -125,10 +125,13 @@ def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
         tf.summary.graph(graph_def)
 
 
-def write_step_graph(writer: tf.summary.SummaryWriter) -> bool:
-    """Writes the graph of the session's traced step (v1 wrote the default graph); False if there is none yet."""
-    from compat_mts import fetches  # The fetch model imports nothing of summaries; keep it that way.
-    graph_def = fetches.step_graph_def()
+def write_step_graph(writer: tf.summary.SummaryWriter, session: Any) -> bool:
+    """Writes the graph of `session`'s traced step (v1 wrote the default graph); False if there is none yet.
+
+    `session` is what hooks get as the session (`run_context.session`); one without a fetch state (inside
+    `model.fit`) has no step graph.
+    """
+    graph_def = fetches_lib.step_graph_def(getattr(session, 'fetch_state', None))
     if graph_def is None:
         return False
     write_graph(writer, graph_def)
@@ -148,8 +151,9 @@ class Recorder:
         # host. A MultiWorkerMirroredStrategy creates its variables with a broadcast every worker must join,
         # and only the chief records summaries.
         with global_step_lib.outside_graph_mode(), tf.init_scope():
-            self._recording = ResourceVariable(False, trainable=False, name='compat_mts_record_summaries')
-            self._step = ResourceVariable(0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step')
+            self._recording = tf_internals.RESOURCE_VARIABLE(False, trainable=False, name='compat_mts_record_summaries')
+            self._step = tf_internals.RESOURCE_VARIABLE(0, dtype=tf.int64, trainable=False,
+                                                        name='compat_mts_summary_step')
         self._recording_now = False
         self._contexts: list = []
 
@@ -183,13 +187,13 @@ class Recorder:
             _assign(self._recording, self._recording_now)
 
 
-def _assign(variable: ResourceVariable, value) -> None:
-    """`variable.assign(value)` for the recorder's own plain variables, as the one op it runs (a quarter of the cost)."""
-    gen_resource_variable_ops.assign_variable_op(variable.handle, tf.constant(value, variable.dtype))
+def _assign(variable: tf.Variable, value) -> None:
+    """`variable.assign(value)` for the recorder's own plain variables, as the one op it runs (a quarter the cost)."""
+    tf.raw_ops.AssignVariableOp(resource=variable.handle, value=tf.constant(value, variable.dtype))
 
 
+# Process-wide, one per writer: a traced `tf.function` keeps the writer, step and condition it saw.
 _recorders: dict[int, Recorder] = {}
-_pending: list[Recorder] = []
 
 
 def recorder_for(writer: tf.summary.SummaryWriter) -> Recorder:
@@ -202,13 +206,62 @@ def recorder_for(writer: tf.summary.SummaryWriter) -> Recorder:
 
 
 def request_recording(recorder: Recorder) -> None:
-    """Asks the session being created to activate `recorder` for its lifetime (called from `begin`)."""
-    if recorder not in _pending:
-        _pending.append(recorder)
+    """Asks the session whose hooks are beginning to activate `recorder` for its lifetime (called from `begin`)."""
+    collector = _collector()
+    recorders = collector.recorders if collector is not None else _unclaimed_recorders
+    if recorder not in recorders:
+        recorders.append(recorder)
 
 
-def take_requested() -> list[Recorder]:
-    """Hands the recorders requested since the last call to the session that activates them."""
-    requested = list(_pending)
-    _pending.clear()
-    return requested
+class SessionSummaries:
+    """What the hooks of one session take in `begin()`: writers the session releases, recorders it activates.
+
+    A session (or `keras.HooksCallback`) runs its hooks' `begin()` inside `collecting()`, so that what they
+    take is the session's own, also when several sessions are open at once. A writer taken outside any
+    session's `begin()` (a `ProfilerHook` takes its writer in its constructor, where v1's made it) goes to
+    the next session that collects, as does a recording requested outside one.
+    """
+
+    def __init__(self):
+        self.writers: list[str] = []
+        self.recorders: list[Recorder] = []
+
+    @contextlib.contextmanager
+    def collecting(self):
+        """Collects, in this thread, what `summary_writer_for` and `request_recording` take until exit."""
+        with _writers_lock:
+            self.writers.extend(_unclaimed_writers)
+            _unclaimed_writers.clear()
+        for recorder in _unclaimed_recorders:
+            if recorder not in self.recorders:
+                self.recorders.append(recorder)
+        _unclaimed_recorders.clear()
+        stack = _collecting.__dict__.setdefault('stack', [])
+        stack.append(self)
+        try:
+            yield self
+        finally:
+            stack.pop()
+
+    def activate(self) -> None:
+        for recorder in self.recorders:
+            recorder.activate()
+
+    def deactivate(self) -> None:
+        for recorder in self.recorders:
+            recorder.deactivate()
+
+    def release(self) -> None:
+        """Releases the writers (closing the events files no other session uses); idempotent."""
+        writers, self.writers = self.writers, []
+        release_writers(writers)
+
+
+_collecting = threading.local()  # .stack: the SessionSummaries collecting in this thread, innermost last.
+_unclaimed_writers: list[str] = []  # Taken outside any session's `begin()`: the next collecting session's.
+_unclaimed_recorders: list[Recorder] = []
+
+
+def _collector() -> SessionSummaries | None:
+    stack = getattr(_collecting, 'stack', None)
+    return stack[-1] if stack else None

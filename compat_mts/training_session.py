@@ -11,7 +11,8 @@ from compat_mts import validation
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.hooks.step_counter import StepCounterHook
 from compat_mts.hooks.summary import SummarySaverHook
-from compat_mts.monitored_session import ChiefSessionCreator, MonitoredSession, WorkerSessionCreator
+from compat_mts.monitored_session import MonitoredSession
+from compat_mts.session_creators import ChiefSessionCreator, WorkerSessionCreator
 from compat_mts.scaffold import Scaffold
 
 

@@ -104,6 +104,18 @@ def check_optional_callable(value: Any, argument: str) -> None:
     raise TypeError(f'`{argument}` must be None or a callable, got {type(value).__name__}.')
 
 
+def check_callable(value: Any, argument: str, what: str) -> None:
+    """`value` must be callable; `what` says what it is called for (`'a callable returning a feed dict'`)."""
+    if not callable(value):
+        raise TypeError(f'`{argument}` must be {what}, got {type(value).__name__}.')
+
+
+def check_non_empty_string(value: Any, argument: str) -> None:
+    """`value` must be a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise TypeError(f'`{argument}` must be a non-empty string, got {value!r}.')
+
+
 def check_optional_dict(value: Any, argument: str) -> None:
     """`value` must be None or a dict."""
     if value is not None and not isinstance(value, dict):

@@ -9,23 +9,15 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import pytest  # noqa: E402
 
-from compat_mts import fetches as fetches_lib  # noqa: E402
-from compat_mts import global_step as global_step_lib  # noqa: E402
-
-
-def _forget_program_state():
-    global_step_lib.reset_global_step()
-    fetches_lib._graph_runners.clear()  # pylint: disable=protected-access
-    fetches_lib._named_variables.clear()  # pylint: disable=protected-access
-    fetches_lib._last_step[:] = [None, None]  # pylint: disable=protected-access
+import compat_mts  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def fresh_program():
     """Every test starts without a registered global step or wrapped graph, as a new v1 process would."""
-    _forget_program_state()
+    compat_mts.reset()
     yield
-    _forget_program_state()
+    compat_mts.reset()
 
 
 class _Records(logging.Handler):

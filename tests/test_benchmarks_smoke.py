@@ -12,7 +12,8 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = REPO / 'benchmarks' / 'session_overhead.py'
 VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
-TABLE_LABELS = ('bare loop', 'bare loop, concrete function', 'hand-written TF2', 'compat_mts (v1 default hooks)', 'v1 graph mode (tf.compat.v1 MTS)')
+TABLE_LABELS = ('bare loop', 'bare loop, concrete function', 'hand-written TF2', 'compat_mts (v1 default hooks)',
+                'v1 graph mode (tf.compat.v1 MTS)')
 
 
 def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):

@@ -17,14 +17,16 @@ import textwrap
 
 import pytest
 
-from compat_mts import check
-from compat_mts import check_catalogue as catalogue
+from compat_mts.cli import check
+from compat_mts.cli import check_catalogue as catalogue
 from tests.support import run_python
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = pathlib.Path(__file__).resolve().parent / 'check_samples'
-CHECK_SCRIPT = REPO / 'compat_mts' / 'check.py'
-CATALOGUE = REPO / 'compat_mts' / 'check_catalogue.py'
+CHECK_SCRIPT = REPO / 'compat_mts' / 'cli' / 'check.py'
+CATALOGUE = REPO / 'compat_mts' / 'cli' / 'check_catalogue.py'
+CHECKER_MODULES = [REPO / 'compat_mts' / 'cli' / f'{name}.py'
+                   for name in ('check_names', 'check_checker', 'check_report')]
 
 MTS = 'tf.compat.v1.train.MonitoredTrainingSession'
 
@@ -931,13 +933,14 @@ def test_the_file_is_read_never_run(tmp_path):
 
 
 def test_check_imports_nothing_but_the_standard_library_and_its_catalogue():
-    for path in (CHECK_SCRIPT, CATALOGUE):
+    siblings = {f'{prefix}{name}' for name in ('check_catalogue', 'check_names', 'check_checker', 'check_report')
+                for prefix in ('compat_mts.cli.', '')}
+    for path in (CHECK_SCRIPT, CATALOGUE, *CHECKER_MODULES):
         tree = ast.parse(path.read_text())
         modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        modules |= {f'{node.module}.{alias.name}' if node.module == 'compat_mts' else node.module
+        modules |= {f'{node.module}.{alias.name}' if node.module in ('compat_mts', 'compat_mts.cli') else node.module
                     for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
-        catalogue = {'compat_mts.check_catalogue', 'check_catalogue'} if path == CHECK_SCRIPT else set()
-        others = {module for module in modules - catalogue if module.split('.')[0] != '__future__'}
+        others = {module for module in modules - siblings if module.split('.')[0] != '__future__'}
         assert {module.split('.')[0] for module in others} <= set(sys.stdlib_module_names), (path, modules)
 
 
@@ -990,7 +993,7 @@ def test_add_check_command_plugs_into_a_subcommand_parser(capsys):
     assert json.loads(capsys.readouterr().out)['errors'] == []
 
 
-# The exit status, through real processes. `python -m compat_mts.check` imports the compat_mts package (and so
+# The exit status, through real processes. `python -m compat_mts.cli.check` imports the compat_mts package (and so
 # TensorFlow) first; the file itself runs standalone, without TensorFlow, which keeps the other runs quick.
 
 def run_standalone(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
@@ -1000,7 +1003,7 @@ def run_standalone(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess
 def test_module_command_exits_1_on_v1_constructs_and_prints_json(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
-    result = subprocess.run([sys.executable, '-m', 'compat_mts.check', '--json', str(SAMPLES / 'regression.py')],
+    result = subprocess.run([sys.executable, '-m', 'compat_mts.cli.check', '--json', str(SAMPLES / 'regression.py')],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 1, result.stderr[-3000:]
     findings = json.loads(result.stdout)['findings']

@@ -77,7 +77,7 @@ def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp
 
 
 def test_run_demo_refuses_an_unusable_directory_before_it_reports_or_builds_anything(tmp_path):
-    from compat_mts import demo
+    from compat_mts.cli import demo
     regular_file = tmp_path / 'notes.txt'
     regular_file.write_text('')
     lines = []

@@ -30,7 +30,8 @@ jobs = json.loads(sys.argv[2])
 cluster = tf.train.ClusterSpec(jobs)
 server = tf.distribute.Server(cluster, job_name='worker', task_index=0)
 with tf.Graph().as_default():
-    with tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(worker_device='/job:worker/task:0', cluster=cluster)):
+    with tf.compat.v1.device(
+            tf.compat.v1.train.replica_device_setter(worker_device='/job:worker/task:0', cluster=cluster)):
         global_step = tf.compat.v1.train.get_or_create_global_step()
         weights = tf.compat.v1.get_variable('w', initializer=[[0.0], [0.0]])
         loss = tf.reduce_mean(tf.square(tf.matmul([[1.0, 2.0]], weights) - 3.0))

@@ -144,7 +144,7 @@ def test_each_call_forgets_its_graph_and_global_step(tmp_path):
     model.evaluate(linear.input_fn(repeat=False))
     assert mts.get_global_step() is None
     from compat_mts import fetches
-    assert fetches._graph_runners == []  # pylint: disable=protected-access
+    assert fetches.graph_runners() == []
 
 
 def test_evaluate_runs_steps_batches_and_writes_eval_name(tmp_path, tf_logs):

@@ -6,7 +6,6 @@ import csv
 import math
 import os
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import FEATURES, TARGETS, Recorder, Regression
+from tests.support import run_python
 
 
 def test_hook_methods_run_in_v1_order():
@@ -386,3 +387,62 @@ def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_
             session.run(step)
     assert latest_checkpoint_step(str(tmp_path / 'compat')) == latest_checkpoint_step(str(tmp_path / 'v1')) == 10
     assert float(total.numpy()) == 45.0
+
+
+def _graph_of_value(value: float):
+    """A legacy graph whose `value:0` is `value` and whose `train_op` increments its own global step."""
+    def build_fn():
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        tf.constant(value, name='value')
+        return {'train_op': tf.compat.v1.assign_add(global_step, 1, name='train_op')}
+    return mts.wrap_graph(build_fn)
+
+
+def test_two_sessions_open_at_once_each_run_their_own_graph_and_step():
+    first_graph = _graph_of_value(1.0)
+    first = mts.SingularMonitoredSession()
+    second_graph = _graph_of_value(2.0)  # Registered last: it would win on names for every session.
+    second = mts.SingularMonitoredSession()
+    with first, second:
+        for _ in range(2):  # Interleaved runs.
+            assert first.run('value:0') == 1.0
+            assert second.run('value:0') == 2.0
+            first.run(first_graph.outputs['train_op'])
+        assert first.run(first_graph.global_step) == 2
+        assert second.run(second_graph.global_step) == 0
+        assert first.raw_session().fetch_state.graph_runner is first_graph
+        assert second.raw_session().fetch_state.graph_runner is second_graph
+
+
+def test_two_sessions_open_at_once_each_remember_their_own_last_step():
+    model = Regression()
+    other_step = tf.function(lambda: model.global_step.read_value())
+    first = mts.SingularMonitoredSession()
+    first.run(model.step)
+    second = mts.SingularMonitoredSession()  # Creating a session forgot v1's one default graph; not another's.
+    second.run(other_step)
+    first.run(model.step)
+    with first, second:
+        assert first.raw_session().fetch_state.last_step is model.step
+        assert second.raw_session().fetch_state.last_step is other_step
+
+
+def test_reset_forgets_the_global_step_and_the_legacy_graphs():
+    graph = _graph_of_value(1.0)
+    assert mts.get_global_step() is graph.global_step
+    mts.reset()
+    assert mts.get_global_step() is None
+    with mts.SingularMonitoredSession() as session:
+        with pytest.raises(KeyError, match="'value:0'"):
+            session.run('value:0')
+
+
+def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_hook():
+    result = run_python(
+        'import sys\n'
+        'import compat_mts.fetches, compat_mts.scaffold, compat_mts.steps, compat_mts.summary\n'
+        'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the core"\n'
+        'import compat_mts.monitored_session\n'
+        'hooks = sorted(name for name in sys.modules if name.startswith("compat_mts.hooks"))\n'
+        'assert not hooks, hooks\n')
+    assert result.returncode == 0, result.stderr[-3000:]

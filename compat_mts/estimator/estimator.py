@@ -36,8 +36,9 @@ from compat_mts.hooks.final_ops import FinalOpsHook
 from compat_mts.hooks.logging import LoggingTensorHook
 from compat_mts.hooks.nan import NanTensorHook
 from compat_mts.hooks.stop import StopAtStepHook
-from compat_mts.legacy_checkpoints import CheckpointNames
-from compat_mts.monitored_session import ChiefSessionCreator, MonitoredSession
+from compat_mts.legacy.checkpoints import CheckpointNames
+from compat_mts.monitored_session import MonitoredSession
+from compat_mts.session_creators import ChiefSessionCreator
 from compat_mts.training_session import MonitoredTrainingSession
 
 _VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}

@@ -15,7 +15,7 @@ from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.scaffold import Scaffold, check_saver
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
 class CheckpointSaverListener(tf.compat.v1.train.CheckpointSaverListener):
@@ -37,7 +37,7 @@ class CheckpointSaverListener(tf.compat.v1.train.CheckpointSaverListener):
     """
 
 
-class CheckpointSaverHook(SessionRunHook):
+class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     """Saves checkpoints every `save_steps` steps or `save_secs` seconds, at creation and at the end.
 
     Files and numbering are v1's: `<checkpoint_dir>/model.ckpt-<global step>.index/.data-*`, the
@@ -86,8 +86,7 @@ class CheckpointSaverHook(SessionRunHook):
         validation.check_integer(save_steps, 'save_steps')
         validation.check_seconds(save_secs, 'save_secs',
                                  infinity='saves only when the session is created and at the end')
-        if not isinstance(checkpoint_basename, str) or not checkpoint_basename:
-            raise TypeError(f'`checkpoint_basename` must be a non-empty string, got {checkpoint_basename!r}.')
+        validation.check_non_empty_string(checkpoint_basename, 'checkpoint_basename')
         validation.check_bool(save_graph_def, 'save_graph_def')
         self._listeners = validation.check_listeners(listeners)
         if isinstance(saver, tf.compat.v1.train.Saver):  # Built in the graph code: saved as a scaffold saves it.
@@ -105,12 +104,10 @@ class CheckpointSaverHook(SessionRunHook):
         # How far the step may have moved in a run before the global step is read to check the timer. v1 looked
         # 1e6 steps ahead, which reads it after every run; a run is one step (K under `repeat_steps`, which says
         # so), so a step-based timer reads it only on the runs that may save.
-        self._steps_per_run = 1
         self._default_scaffold: Scaffold | None = None
         self._manager: tf.train.CheckpointManager | None = None
 
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
+    saves_checkpoints = True  # The capability the session asks for (see compat_mts.session_run_hook).
 
     def _set_default_scaffold(self, scaffold: Scaffold) -> None:
         """Sets what is saved when neither `saver` nor `scaffold` was given, from the next `begin()` on.
@@ -157,7 +154,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_run(self, run_context, run_values):
         if self._graph_pending:
-            self._graph_pending = not self._write_graph()
+            self._graph_pending = not self._write_graph(run_context.session)
         if self._cluster is not None and self._time_based:
             self._after_run_in_cluster(run_context)
         elif self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
@@ -185,9 +182,9 @@ class CheckpointSaverHook(SessionRunHook):
         if self._writes_files and not self._allow_other_writers:
             checkpoints.unlock_directory(self._checkpoint_dir)
 
-    def _write_graph(self) -> bool:
+    def _write_graph(self, session) -> bool:
         """Writes the session's step graph; False while this session has run no step yet."""
-        graph_def = fetches_lib.step_graph_def()
+        graph_def = fetches_lib.step_graph_def(getattr(session, 'fetch_state', None))
         if graph_def is None:
             return False
         if self._save_graph_def:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
 
@@ -27,8 +28,7 @@ class FeedFnHook(SessionRunHook):
     """
 
     def __init__(self, feed_fn: Callable[[], dict]):
-        if not callable(feed_fn):
-            raise TypeError(f'`feed_fn` must be a callable returning a feed dict, got {type(feed_fn).__name__}.')
+        validation.check_callable(feed_fn, 'feed_fn', 'a callable returning a feed dict')
         self.feed_fn = feed_fn
 
     def before_run(self, run_context):

@@ -9,13 +9,14 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import fetches as fetches_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import NeverTriggerTimer, SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook, StepsPerRunMixin
 
 
-class LoggingTensorHook(SessionRunHook):
+class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
     """Logs the given values every N local steps, every N seconds, or at the end (v1's arguments and lines).
 
     `tensors` is a dict of tag → value, logged in sorted tag order, or a list of values, logged in the
@@ -68,11 +69,7 @@ class LoggingTensorHook(SessionRunHook):
         self._timer = (NeverTriggerTimer() if only_log_at_end
                        else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter))
         self._log_at_end = at_end
-        self._steps_per_run = 1
         self._named = [index for index, fetch in enumerate(self._fetches) if isinstance(fetch, str)]
-
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
 
     def begin(self):
         self._timer.reset()
@@ -165,6 +162,6 @@ def _as_graph_tensor_name(name: str) -> str:
 def _list_tag(item: Any) -> Any:
     if isinstance(item, tf.Variable):
         return f"<tf.Variable '{item.name}' shape={item.shape} dtype={item.dtype.name}>"
-    if isinstance(item, tf.__internal__.EagerTensor):
+    if isinstance(item, tf_internals.EAGER_TENSOR):
         return str(item)
     return item

@@ -15,10 +15,10 @@ from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook, StepsPerRunMixin
 
 
-class ProfilerHook(SessionRunHook):
+class ProfilerHook(StepsPerRunMixin, SessionRunHook):
     """Captures CPU/GPU profiling information every N steps or seconds (v1's arguments and trigger steps).
 
     v1 asked the session for a `FULL_TRACE` and turned the run's `step_stats` into a Chrome trace.
@@ -66,11 +66,7 @@ class ProfilerHook(SessionRunHook):
         # v1 made the writer here. The session that runs the hook first releases it; a later one takes it again.
         self._file_writer = summary_lib.summary_writer_for(self._output_dir)
         self._writer_taken = True
-        self._steps_per_run = 1
         self._tracing = False
-
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
 
     def begin(self):
         if not self._writer_taken:

@@ -8,10 +8,10 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
-class StepCounterHook(SessionRunHook):
+class StepCounterHook(StepsPerRunMixin, SessionRunHook):
     """Hook that counts steps per second, logs v1's `global_step/sec: 67.3` and writes it as a scalar.
 
     The scalar is a v1 `simple_value` under v1's tag (`<global step name>/sec`) at the post-run global
@@ -42,10 +42,6 @@ class StepCounterHook(SessionRunHook):
         self._output_dir = validation.optional_directory(output_dir, 'output_dir')
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
         self._summary_writer = summary_writer
-        self._steps_per_run = 1
-
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
 
     def begin(self):
         if self._summary_writer is None and self._output_dir:
@@ -65,7 +61,7 @@ class StepCounterHook(SessionRunHook):
     def after_run(self, run_context, run_values):
         stale_global_step = run_values.results
         if self._graph_pending:
-            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer)
+            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         if self._timer.should_trigger_for_step(stale_global_step + self._steps_per_run):
             global_step = int(run_context.session.run(self._global_step))
             if self._timer.should_trigger_for_step(global_step):

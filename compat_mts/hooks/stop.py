@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from compat_mts import global_step as global_step_lib
 from compat_mts import validation
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
-class StopAtStepHook(SessionRunHook):
+class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
     """Hook that requests a stop at a specified step (v1's arguments, messages and arithmetic).
 
     `num_steps` counts from the global step at session creation, not at `begin()`, as in v1. A run
@@ -34,10 +34,8 @@ class StopAtStepHook(SessionRunHook):
         validation.check_integer(last_step, 'last_step')
         self._num_steps = num_steps
         self._last_step = last_step
-        self._steps_per_run = 1
 
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
+    stops_at_last_step = True  # The capability `repeat_steps` and HooksCallback ask for (compat_mts.session_run_hook).
 
     @property
     def last_step(self) -> int | None:

@@ -9,10 +9,10 @@ from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook
+from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook, StepsPerRunMixin
 
 
-class SummarySaverHook(SessionRunHook):
+class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
     """Saves summaries every `save_steps` steps or `save_secs` seconds (v1's arguments and trigger rules).
 
     v1 ran a merged summary op in the same `run` as the train op. Eagerly, the `tf.summary.*` calls in
@@ -46,10 +46,6 @@ class SummarySaverHook(SessionRunHook):
         self._summary_writer = summary_writer
         self._scaffold = scaffold
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
-        self._steps_per_run = 1
-
-    def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
 
     def begin(self):
         if self._summary_writer is None and self._output_dir:
@@ -100,7 +96,7 @@ class SummarySaverHook(SessionRunHook):
                 for serialized in _serialized_summaries(results['summary']):
                     summary_lib.write_serialized(self._summary_writer, serialized, global_step)
         if self._graph_pending:
-            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer)
+            self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         self._next_step = global_step + self._steps_per_run
 
     def end(self, session=None):

@@ -6,3 +6,5 @@ They work with the Keras that `tf.keras` is: Keras 3 by default, tf-keras under 
 
 from compat_mts.keras.callback_hook import CallbackHook
 from compat_mts.keras.hooks_callback import HooksCallback
+
+__all__ = ['CallbackHook', 'HooksCallback']

@@ -11,6 +11,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat_mts import global_step as global_step_lib
+
 
 def tf_variable(variable: Any) -> tf.Variable:
     """The `tf.Variable` behind a Keras variable (Keras 3 wraps one; tf-keras variables are one)."""
@@ -22,8 +24,7 @@ def variables_by_name(model: Any) -> dict[str, tf.Variable]:
     names without `:0` (`dense/kernel`)."""
     named = {}
     for variable in model.variables:
-        name = getattr(variable, 'path', None) or variable.name
-        named[name[:-2] if name.endswith(':0') else name] = tf_variable(variable)
+        named[global_step_lib.variable_name(variable)] = tf_variable(variable)
     return named
 
 

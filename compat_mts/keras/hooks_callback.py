@@ -13,11 +13,10 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
-from compat_mts.hooks.checkpoint import CheckpointSaverHook
-from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.keras import _model
 from compat_mts.scaffold import Scaffold
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from compat_mts.session_run_hook import (SessionRunArgs, SessionRunContext, SessionRunValues, checkpoint_saving_hooks,
+                                         last_step_hooks, nearest_last_step)
 
 _V1_HOOK = tf.compat.v1.train.SessionRunHook
 _NO_CALLER_FETCHES = SessionRunArgs(None)
@@ -68,7 +67,7 @@ class FitSession:
         if fetch is STALE_GLOBAL_STEP:
             return self.stale_step
         if isinstance(fetch, str):
-            name = fetch[:-2] if fetch.endswith(':0') else fetch
+            name = global_step_lib.op_name(fetch)
             if name in self.logs:
                 return _log_value(self.logs[name])
             if name in self._variables:
@@ -161,8 +160,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
         super().__init__()
         self._hooks = validation.check_hooks(hooks, 'hooks')
         self._batch_hooks = [hook for hook in self._hooks if _runs_per_batch(hook)]
-        self._stop_hooks = [hook for hook in self._hooks if isinstance(hook, StopAtStepHook)]
-        self._checkpoint_hooks = [hook for hook in self._hooks if isinstance(hook, CheckpointSaverHook)]
+        self._stop_hooks = last_step_hooks(self._hooks)
+        self._checkpoint_hooks = checkpoint_saving_hooks(self._hooks)
         if self._batch_hooks:
             # Bound on the instance, so that Keras's `is_default` checks see batch methods only when a hook
             # needs them.
@@ -185,14 +184,12 @@ class HooksCallback(tf.keras.callbacks.Callback):
             global_step_lib.step_name(self._previous_step) if self._previous_step is not None else None)
         step = global_step_lib.set_global_step(
             model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
-        self._recorders = []
-        self._summary_writers = []
+        self._summaries = summary_lib.SessionSummaries()
         try:
             self._begin(model, step)
         except BaseException:  # Leave the process as fit found it: no summary defaults, no step registered.
-            for recorder in self._recorders:
-                recorder.deactivate()
-            summary_lib.release_writers(self._summary_writers)
+            self._summaries.deactivate()
+            self._summaries.release()
             self._put_back_previous_step()
             raise
 
@@ -210,14 +207,12 @@ class HooksCallback(tf.keras.callbacks.Callback):
         session = FitSession(_model.variables_by_name(model))
         self._options = tf.compat.v1.RunOptions()
         self._run_metadata = tf.compat.v1.RunMetadata()
-        for hook in self._hooks:
-            hook.begin()
-        self._summary_writers = summary_lib.take_writers()
-        self._recorders = summary_lib.take_requested()
+        with self._summaries.collecting():
+            for hook in self._hooks:
+                hook.begin()
         self._restore_latest_checkpoint()
-        for recorder in self._recorders:
-            recorder.activate()
-        if self._recorders:
+        self._summaries.activate()
+        if self._summaries.recorders:
             model.make_train_function(force=True)  # Traced anew, under the recorders' writers.
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         for hook in self._hooks:
@@ -257,8 +252,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
     def _shorten_execution_to_last_step(self, step: int) -> None:
         if self._steps_per_execution == 1:
             return
-        last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
-        steps_left = min(last_steps) - step if last_steps else self._steps_per_execution
+        last_step = nearest_last_step(self._stop_hooks)
+        steps_left = last_step - step if last_step is not None else self._steps_per_execution
         if 0 < steps_left < self._steps_per_execution:
             self._execution.shorten(steps_left)
 
@@ -293,10 +288,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
                 self._coord.request_stop()
                 self._coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
             finally:
-                for recorder in self._recorders:
-                    recorder.deactivate()
-                summary_lib.release_writers(self._summary_writers)
-                self._summary_writers = []
+                self._summaries.deactivate()
+                self._summaries.release()
                 self._put_back_previous_step()
 
     def _put_back_previous_step(self) -> None:

@@ -1,202 +1,25 @@
-"""`compat-mts check`: lists the v1 training-loop constructs of a script, with their replacement and migration stage.
+"""The checker of `compat-mts check`: walks a script's syntax tree and records a finding per v1 construct.
 
-`tf_upgrade_v2` rewrites names (`tf.train.Saver` → `tf.compat.v1.train.Saver`); this checker says how the
-training loop migrates. It reads each file's syntax tree and never runs it, and imports neither TensorFlow
-nor the rest of compat_mts (its catalogue of constructs is `check_catalogue.py`, beside it), so
-`python compat_mts/check.py FILE...` works on a machine without TensorFlow.
-
-A finding is one construct on one line: a `MonitoredTrainingSession` call and each argument given to it,
-a built-in hook or a user `SessionRunHook` subclass, `Scaffold`, the global-step helpers, `Saver` and its
-`max_to_keep`, placeholders and `feed_dict`, `tf.compat.v1.summary`, `ConfigProto`, `Session` and `sess.run`,
-`Server`/`ClusterSpec`, v1 optimizers and `minimize(global_step=...)`, `get_variable`/`variable_scope`,
-`tf.compat.v1.data` iterators, `tf.Graph().as_default()`, `tf.estimator`, `tf.contrib`, `tf.compat.v1.layers`,
-shape `.value` reads and device functions. The `compat_mts` names a half-migrated script uses are findings too, at the
-stage that removes them, so a script is fully migrated when the checker finds nothing.
-
-The stage of a finding is the stage (of the four in `migration_guide/stages.md`) at which that line has
-to change; the note says what keeps working until then:
-
-1. the script runs eagerly on compat_mts (`tf.compat.v1.train` → `compat_mts`, graph code in `wrap_graph`);
-2. the model becomes Keras / a `tf.function` step, driven by the same session loop and hooks;
-3. the loop becomes `model.fit`, the hooks run inside `compat_mts.keras.HooksCallback`;
-4. the hooks become native Keras callbacks and compat_mts is no longer imported.
-
-Some findings *block* stage 1: the line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator,
-`tf.compat.v1.layers` under Keras 3, `x.shape[i].value` on TF2 shapes, a parameter-server cluster), so the script
-cannot run on compat_mts until it changes. Their replacement is the edit that makes the line run.
-
-Exit status of the command: 0 when nothing was found, 1 when constructs were found (with `--fail-on
-blocking`, only when one blocks stage 1; 0 with `--fail-on none`), 2 when a file could not be read or parsed
-(or the command line was wrong).
+Standard library only, as the rest of the checker (`check.py`).
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import itertools
-import json
 import pathlib
-import sys
-import textwrap
-from typing import Iterable, Sequence
+from typing import Sequence
 
 if __package__:
-    from compat_mts import check_catalogue as catalogue
-else:  # `python compat_mts/check.py FILE...`: the directory of this file is first on sys.path.
+    from compat_mts.cli import check_catalogue as catalogue
+    from compat_mts.cli import check_names as names
+    from compat_mts.cli import check_report as report
+else:  # `python compat_mts/cli/check.py FILE...`: the directory of this file is first on sys.path.
     import check_catalogue as catalogue
+    import check_names as names
+    import check_report as report
 
-STAGES = {
-        1: 'run eagerly on compat_mts',
-        2: 'Keras / tf.function model, same session loop',
-        3: 'model.fit, hooks in compat_mts.keras.HooksCallback',
-        4: 'native Keras callbacks, no compat_mts',
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One construct to migrate: where it is, what replaces it, and at which stage (1-4).
-
-    `line` and `col` are 1-based, as editors count. `construct` names the v1 (or compat_mts) API in its
-    canonical spelling (`tf.compat.v1.train.StopAtStepHook` however the script imported it). `blocks`: the
-    line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator, `x.shape[i].value`, ...), so
-    the script cannot run at stage 1 until it changes; `replacement` is then the edit that makes it run.
-    """
-
-    file: str
-    line: int
-    col: int
-    construct: str
-    replacement: str
-    stage: int
-    note: str
-    blocks: bool = False
-
-
-class CheckError(Exception):
-    """A file that could not be read or parsed; `line`/`col` locate a syntax error (0 when unknown)."""
-
-    def __init__(self, file: str, message: str, line: int = 0, col: int = 0):
-        super().__init__(f'{file}:{line}:{col}: {message}' if line else f'{file}: {message}')
-        self.file = file
-        self.message = message
-        self.line = line
-        self.col = col
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Name resolution.
-
-def _dotted(node: ast.AST) -> list[str] | None:
-    """`a.b.c` as ['a', 'b', 'c']; None for anything but a chain of names."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
-
-
-
-class _Names:
-    """What each name of a script stands for: import aliases (`tf` → `tensorflow.compat.v1`), module aliases
-    (`tf1 = tf.compat.v1`), star imports, and whether a bare `tensorflow` is TF 1.x there.
-
-    Scopes are ignored: an alias made anywhere in the file counts everywhere, as it does in practice.
-    """
-
-    def __init__(self, tree: ast.Module):
-        self.aliases: dict[str, str] = {}
-        self.star_modules: list[str] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self._bind(alias.asname, alias.name)
-                    else:
-                        self._bind(catalogue.root(alias.name), catalogue.root(alias.name))
-            elif isinstance(node, ast.ImportFrom):
-                module = node.module or ''
-                if node.level:
-                    module = '.' * node.level + module  # a local module: never TensorFlow
-                for alias in node.names:
-                    if alias.name == '*':
-                        self.star_modules.append(module)
-                    else:
-                        self._bind(alias.asname or alias.name, f'{module}.{alias.name}')
-        self.uses_tensorflow = any(catalogue.root(path) in ('tensorflow', 'compat_mts')
-                                   for path in (*self.aliases.values(), *self.star_modules))
-        self._bind_module_aliases(tree)
-        self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(tree)
-
-    def _bind(self, name: str, path: str) -> None:
-        # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
-        # binding is what the script means.
-        if (self.aliases.get(name, '').startswith(catalogue.V1_ROOT[:-1])
-                and catalogue.root(path) == 'tensorflow'):
-            return
-        self.aliases[name] = path
-
-    def _bind_module_aliases(self, tree: ast.Module) -> None:
-        statements = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Assign)),
-                            key=lambda node: (node.lineno, node.col_offset))
-        for node in statements:
-            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-                continue
-            path = self.resolve(node.value)
-            if path and catalogue.root(path) in ('tensorflow', 'compat_mts') and (
-                    catalogue.lookup(path, v1_style=True) is None or catalogue.gone_module(path)):
-                self.aliases[node.targets[0].id] = path
-
-    def _bare_tensorflow_is_v1(self, tree: ast.Module) -> bool:
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Attribute, ast.Name)):
-                path = self.resolve(node)
-                if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
-                    relative = path[len('tensorflow.'):]
-                    if ((relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2)
-                            or any(relative == prefix or relative.startswith(prefix + '.')
-                                   for prefix in catalogue.TF1_ONLY_PREFIXES)):
-                        return True
-        return False
-
-    def resolve(self, node: ast.AST) -> str | None:
-        """The full dotted path `node` names (`tensorflow.compat.v1.train.Saver`), or None."""
-        parts = _dotted(node)
-        if parts is None:
-            return None
-        head, rest = parts[0], parts[1:]
-        if head in self.aliases:
-            return '.'.join([self.aliases[head], *rest])
-        for module in self.star_modules:
-            candidate = '.'.join([module, head, *rest])
-            if catalogue.lookup(candidate, v1_style=True) is not None:
-                return candidate
-        return None
-
-    def rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
-        """(canonical construct, rule) when `node` names a catalogued construct."""
-        path = self.resolve(node)
-        return catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
-
-    def through_gone_module_alias(self, node: ast.AST, rule: catalogue.Rule) -> bool:
-        """Whether `node` is a use, through an alias of a module TensorFlow 2.21 no longer has, that the
-        finding at that alias (its import or assignment) already covers: the imported name itself, or a name
-        that the module's replacement also has (`slim.conv2d` once `import tf_slim as slim`)."""
-        parts = _dotted(node)
-        bound = self.aliases.get(parts[0]) if parts else None
-        gone = catalogue.gone_module(bound) if bound else None
-        if gone is None:
-            return False
-        return len(parts) == 1 or gone == rule.module
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The checker.
 
 _GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensorflow.python.framework.ops.Graph')
 _CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
@@ -246,8 +69,8 @@ class _Checker(ast.NodeVisitor):
 
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
-        self.names = _Names(tree)
-        self.findings: dict[tuple[int, int, str], Finding] = {}
+        self.names = names.Names(tree)
+        self.findings: dict[tuple[int, int, str], report.Finding] = {}
         self._functions = {node.name for node in ast.walk(tree)
                            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
@@ -313,13 +136,13 @@ class _Checker(ast.NodeVisitor):
 
     def _wrapped_graph_functions(self, tree: ast.Module) -> set[str]:
         """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
-        names = set()
+        functions = set()
         for node in ast.walk(tree):
             found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
             if found is not None and found[0] == 'compat_mts.wrap_graph':
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
-                names.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
-        return names
+                functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
+        return functions
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
         found = self.names.rule_for(call.func)
@@ -382,7 +205,7 @@ class _Checker(ast.NodeVisitor):
         if rule.unless is not None and rule.unless[0] in self._settings:
             rule = rule.unless[1]
         line, col = position
-        self.findings.setdefault((line, col, construct), Finding(
+        self.findings.setdefault((line, col, construct), report.Finding(
                 self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks))
 
     # Visitors.
@@ -520,10 +343,7 @@ class _Checker(ast.NodeVisitor):
         self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Public API.
-
-def check_source(text: str | bytes, filename: str = '<string>') -> list[Finding]:
+def check_source(text: str | bytes, filename: str = '<string>') -> list[report.Finding]:
     """The constructs to migrate in the Python source `text`, in line order. The source is parsed, never run.
 
     Raises:
@@ -535,13 +355,13 @@ def check_source(text: str | bytes, filename: str = '<string>') -> list[Finding]
         line = getattr(error, 'lineno', None) or 0
         col = getattr(error, 'offset', None) or 0
         message = getattr(error, 'msg', None) or str(error)
-        raise CheckError(filename, f'syntax error: {message}', line, col) from None
+        raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
     checker = _Checker(filename, tree)
     checker.visit(tree)
     return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
 
 
-def check_file(path: str | pathlib.Path) -> list[Finding]:
+def check_file(path: str | pathlib.Path) -> list[report.Finding]:
     """The constructs to migrate in the Python file at `path` (see `check_source`).
 
     Raises:
@@ -551,123 +371,5 @@ def check_file(path: str | pathlib.Path) -> list[Finding]:
     try:
         source = pathlib.Path(path).read_bytes()
     except OSError as error:
-        raise CheckError(filename, f'cannot read: {error.strerror or error}') from None
+        raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
     return check_source(source, filename)
-
-
-def format_text(findings: Sequence[Finding], files_checked: int | None = None, files_failed: int = 0) -> str:
-    """Findings for people: `file:line:col: stage N: construct -> replacement` (`blocks stage 1:` in place of
-    `stage 1:` for what must change before the script runs), the note indented below, then a one-line count
-    by stage (over `files_checked` files, when given) and, when some findings block stage 1, a line counting
-    them. `files_failed` files could not be read or parsed: a last line says so, and when no file was
-    checked at all there is nothing to summarize (''), only the errors the caller prints."""
-    if files_failed and not files_checked:
-        return ''
-    lines = []
-    for finding in findings:
-        stage = 'blocks stage 1' if finding.blocks else f'stage {finding.stage}'
-        lines.append(f'{finding.file}:{finding.line}:{finding.col}: {stage}: '
-                     f'{finding.construct} -> {finding.replacement}')
-        lines.append(textwrap.fill(finding.note, width=110, initial_indent='    ', subsequent_indent='    '))
-    in_files = ''
-    if files_checked is not None:
-        files = f'{files_checked} file{"s" if files_checked != 1 else ""}'
-        in_files = f' in the {files} checked' if files_failed else f' in {files}'
-    if not findings:
-        lines.append(f'No constructs found{in_files}.' if files_failed else f'Nothing to migrate{in_files}.')
-    else:
-        stages = sorted({finding.stage for finding in findings})
-        counts = ', '.join(f'stage {stage}: {sum(f.stage == stage for f in findings)}' for stage in stages)
-        plural = 's' if len(findings) != 1 else ''
-        lines.append(f'{len(findings)} construct{plural} to migrate{in_files} ({counts}).')
-        blocking = sum(finding.blocks for finding in findings)
-        if blocking == 1:
-            lines.append('1 construct blocks stage 1: the script cannot run on compat_mts until it changes.')
-        elif blocking:
-            lines.append(f'{blocking} constructs block stage 1: the script cannot run on compat_mts until they '
-                         'change.')
-    if files_failed:
-        files, were = ('files', 'they were') if files_failed != 1 else ('file', 'it was')
-        lines.append(f'{files_failed} {files} could not be read or parsed, so {were} not checked.')
-    return '\n'.join(lines) + '\n'
-
-
-def format_json(findings: Sequence[Finding], errors: Sequence[CheckError] = ()) -> str:
-    """Findings for tools: `{"findings": [{file, line, col, construct, replacement, stage, note, blocks}, ...],
-    "errors": [{file, line, col, message}, ...]}`; `blocks` is true for what must change before stage 1 runs."""
-    document = {
-            'findings': [dataclasses.asdict(finding) for finding in findings],
-            'errors': [{'file': error.file, 'line': error.line, 'col': error.col, 'message': error.message}
-                       for error in errors],
-    }
-    return json.dumps(document, indent=2) + '\n'
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The command.
-
-def _python_files(paths: Iterable[str]) -> list[pathlib.Path]:
-    files = []
-    for path in map(pathlib.Path, paths):
-        files.extend(sorted(path.rglob('*.py')) if path.is_dir() else [path])
-    return files
-
-
-_DESCRIPTION = ('List the v1 training-loop constructs of Python scripts (read, never run), with the compat_mts '
-                'or TF2 replacement of each and the migration stage (1-4) that changes it; "blocks stage 1" marks '
-                'what fails on TensorFlow 2.21 as written, with the edit that makes it run. Exit status: 0 '
-                'nothing found, 1 constructs found, 2 a file could not be read or parsed.')
-
-
-def _configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument('files', nargs='+', metavar='FILE',
-                        help='Python files to check (a directory means every *.py file below it)')
-    parser.add_argument('--json', action='store_true', help='print the findings as JSON, for tools')
-    parser.add_argument('--max-stage', type=int, choices=sorted(STAGES), default=4, metavar='N',
-                        help='list only what stages 1..N change (default: 4, everything); the stages: ' +
-                             '; '.join(f'{stage} = {text}' for stage, text in STAGES.items()))
-    parser.add_argument('--fail-on', choices=('any', 'blocking', 'none'), default='any',
-                        help='exit with status 1 when anything is found (any, the default), only when something '
-                             'blocks stage 1 (blocking), or never (none)')
-    parser.set_defaults(run=run)
-    return parser
-
-
-def add_check_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Adds `check` to the `add_subparsers()` object of the `compat-mts` parser; it dispatches on `args.run`."""
-    return _configure_parser(subparsers.add_parser(
-            'check', help='list the v1 constructs of scripts, their replacement and migration stage',
-            description=_DESCRIPTION))
-
-
-def run(args: argparse.Namespace) -> int:
-    """Checks `args.files` and prints the findings; returns the exit status (0, 1 or 2)."""
-    findings, errors = [], []
-    files = _python_files(args.files)
-    for path in files:
-        try:
-            findings.extend(f for f in check_file(path) if f.stage <= args.max_stage)
-        except CheckError as error:
-            errors.append(error)
-    if args.json:
-        sys.stdout.write(format_json(findings, errors))
-    else:
-        for error in errors:
-            print(f'{error}', file=sys.stderr)
-        sys.stdout.write(format_text(findings, files_checked=len(files) - len(errors), files_failed=len(errors)))
-    if errors:
-        return 2
-    if args.fail_on == 'blocking':
-        return 1 if any(finding.blocks for finding in findings) else 0
-    return 1 if findings and args.fail_on == 'any' else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m compat_mts.check FILE...`: the `compat-mts check` command on its own."""
-    parser = _configure_parser(argparse.ArgumentParser(prog='compat-mts check', description=_DESCRIPTION))
-    args = parser.parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == '__main__':
-    sys.exit(main())

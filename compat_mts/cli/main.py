@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Iterator, Sequence
 
-from compat_mts import check
+from compat_mts.cli import check
 
 DEFAULT_DEMO_DIRECTORY = 'compat-mts-demo'
 DEFAULT_DEMO_STEPS = 400
@@ -57,7 +57,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     with _tensorflow_start_up_quiet(args.verbose):
         import tensorflow as tf
 
-        from compat_mts import checkpoints, demo, summary  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts import checkpoints, summary  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts.cli import demo
 
     try:
         summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')

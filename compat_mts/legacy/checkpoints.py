@@ -28,6 +28,7 @@ from tensorflow.python.trackable import data_structures
 from tensorflow.python.training import py_checkpoint_reader
 
 from compat_mts import checkpoints, summary
+from compat_mts import global_step as global_step_lib
 from compat_mts.checkpoints import CheckpointMismatchError
 
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
@@ -46,16 +47,11 @@ class _Entry:
     variable: Any
 
 
-def _variable_name(variable: Any) -> str:
-    name = getattr(variable, 'path', None) or variable.name  # Keras 3 variables name their path.
-    return name[:-2] if name.endswith(':0') else name
-
-
 def _entries(var_list: Mapping[str, Any] | Iterable[Any]) -> list[_Entry]:
     if isinstance(var_list, Mapping):
         items = list(var_list.items())
     else:
-        items = [(_variable_name(variable), variable) for variable in var_list]
+        items = [(global_step_lib.variable_name(variable), variable) for variable in var_list]
     entries, seen = [], set()
     for name, variable in items:
         if not isinstance(name, str) or not name:
@@ -112,7 +108,8 @@ class CheckpointNames:
 
     def __init__(self, path: str):
         self.path = path
-        # The reader itself: `tf.train.load_checkpoint` takes a `ram://` prefix (the session's snapshot) for a directory.
+        # The reader itself: `tf.train.load_checkpoint` takes a `ram://` prefix (the session's snapshot) for a
+        # directory.
         reader = py_checkpoint_reader.NewCheckpointReader(path)
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
@@ -237,7 +234,7 @@ class NameBasedCheckpoint(tf.train.Checkpoint):
         entries = list(self._v1_entries)
         step = getattr(self, 'global_step', None)
         if step is not None and not any(entry.variable is step for entry in entries):
-            entries.append(_Entry(_variable_name(step), '', step))
+            entries.append(_Entry(global_step_lib.variable_name(step), '', step))
         return entries
 
     def _write(self, file_prefix, options=None):

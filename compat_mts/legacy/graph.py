@@ -1,4 +1,4 @@
-"""Legacy graph code run eagerly: `wrap_graph(build_fn)`, and v1 name-based checkpoints.
+"""Legacy graph code run eagerly: `wrap_graph(build_fn)`, and the program's own graphs a session adopts.
 
 Stage 1 of a migration keeps the v1 graph code as it is. `wrap_graph` builds it once in a plain
 `tf.Graph` and imports that graph into a `tf.compat.v1.wrap_function`, which owns the variables in the
@@ -11,7 +11,7 @@ returned). Tensors of a *function* graph are unhashable in TF2, which would brea
 a plain graph's are hashable, and the runner maps them to the wrapped function by name.
 
 The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`, `convert_checkpoint`) live in
-`compat_mts.legacy_checkpoints` and are re-exported here.
+`compat_mts.legacy.checkpoints`; `compat_mts.legacy` re-exports both modules' names.
 """
 
 from __future__ import annotations
@@ -24,21 +24,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.eager import context
-from tensorflow.python.framework import meta_graph as meta_graph_lib
-from tensorflow.python.framework import ops
-from tensorflow.python.ops import resource_variable_ops
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts.legacy_checkpoints import (CheckpointMismatchError, CheckpointNames, NameBasedCheckpoint,
-                                           NameBasedRestoreStatus, RestoreReport, _Entry, convert_checkpoint,
-                                           restore_from_v1)
+from compat_mts.legacy.checkpoints import NameBasedCheckpoint, _Entry
 
-__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint', 'NameBasedRestoreStatus', 'RestoreReport',
-           'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1', 'convert_checkpoint',
-           'wrapped_graph_of_global_step', 'forget_graph']
+__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'wrapped_graph_of_global_step',
+           'forget_graph']
 
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
@@ -49,7 +43,6 @@ _KERAS_SETUP = ("before TensorFlow is first imported: in the environment "
                 "very top of the script")
 _KERAS_GUIDE = 'migration_guide/legacy.md, "v1 layers, losses and metrics (Keras 3)"'
 _graph_ids = itertools.count()
-_wrapped_graphs: list['WrappedGraph'] = []
 
 
 def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
@@ -172,7 +165,7 @@ def adopt_graph(graph: tf.Graph) -> 'WrappedGraph':
     did. The graph is finalized while the session is open (as v1 finalized it); the caller unfinalizes it.
     """
     summary_op = _merged_summaries(graph, collection=tf.compat.v1.GraphKeys.SUMMARY_OP)
-    for earlier in [wrapped for wrapped in _wrapped_graphs if wrapped.graph is graph]:
+    for earlier in [wrapped for wrapped in _wrapped_graphs() if wrapped.graph is graph]:
         forget_graph(earlier)
     with global_step_lib.outside_graph_mode():
         return _register(WrappedGraph(graph, None, summary_op))
@@ -193,7 +186,6 @@ def _merged_summaries(graph: tf.Graph, collection: str | None = None) -> tf.Tens
 
 def _register(wrapped: 'WrappedGraph') -> 'WrappedGraph':
     fetches_lib.register_graph_runner(wrapped)
-    _wrapped_graphs.append(wrapped)
     if wrapped.global_step is not None:
         global_step_lib.set_global_step(wrapped.global_step)
     return wrapped
@@ -206,23 +198,22 @@ def forget_graph(wrapped: 'WrappedGraph') -> None:
     per `train`, `evaluate` and `predict` call). Restoring the global step registration is the caller's.
     """
     fetches_lib.unregister_graph_runner(wrapped)
-    if wrapped in _wrapped_graphs:
-        _wrapped_graphs.remove(wrapped)
 
 
 def wrapped_graph_of_global_step() -> 'WrappedGraph | None':
     """The wrapped graph whose global step is the registered one: the graph of the current program.
 
-    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from. Tied to the global step,
-    so that `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
+    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from, through the `GraphRunner`
+    seam (`compat_mts.fetches.graph_runner_of_global_step`). Tied to the global step, so that
+    `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
     """
-    step = global_step_lib.get_global_step()
-    if step is None:
-        return None
-    for wrapped in reversed(_wrapped_graphs):
-        if wrapped.global_step is step:
-            return wrapped
-    return None
+    runner = fetches_lib.graph_runner_of_global_step()
+    return runner if isinstance(runner, WrappedGraph) else None
+
+
+def _wrapped_graphs() -> list['WrappedGraph']:
+    """The registered wrapped graphs, most recent last (the fetch model's registry holds them)."""
+    return [runner for runner in fetches_lib.graph_runners() if isinstance(runner, WrappedGraph)]
 
 
 class _Feed:
@@ -241,7 +232,7 @@ class _Feed:
         """`value` as the tensor to feed, converted and checked as v1's `Session.run` did."""
         if type(value) is np.ndarray and value.dtype == self.numpy_dtype:  # pylint: disable=unidiomatic-typecheck
             array = value  # The common case, checked cheaply.
-        elif isinstance(value, tf.__internal__.EagerTensor) and value.dtype == self.dtype:
+        elif isinstance(value, tf_internals.EAGER_TENSOR) and value.dtype == self.dtype:
             array = value
         elif isinstance(value, (tf.Tensor, tf.Variable)):
             raise TypeError(
@@ -260,7 +251,7 @@ class _Feed:
         if array is value and not isinstance(value, np.ndarray):
             return value
         # The eager tensor constructor, without tf.convert_to_tensor's dispatch: this runs on every step.
-        return ops.EagerTensor(array, context.context().device_name, self.dtype.as_datatype_enum)
+        return tf_internals.eager_tensor(array, self.dtype)
 
 
 class _Plan:
@@ -305,15 +296,15 @@ class WrappedGraph(fetches_lib.GraphRunner):
         _check_supported(graph, global_variables + local_variables)
         self.function = self._import(graph)
         imported = self.function.graph
-        eager = {_op_name(v): v for v in (
+        eager = {global_step_lib.op_name(v.name): v for v in (
             imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
             + imported.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))}
         self._eager_by_name = eager
-        self.variables = [eager[_op_name(v)] for v in global_variables + local_variables]
+        self.variables = [eager[global_step_lib.op_name(v.name)] for v in global_variables + local_variables]
         self._lift_resources(imported)
         self._initialize(imported)
         plain_step = tf.compat.v1.train.get_global_step(graph)
-        self.global_step = eager[_op_name(plain_step)] if plain_step is not None else None
+        self.global_step = eager[global_step_lib.op_name(plain_step.name)] if plain_step is not None else None
         self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables}
         self.checkpoint = self._default_checkpoint(global_variables)
         self._targets: dict[Any, tuple[Any, tuple[str, Any] | None]] = {}
@@ -339,10 +330,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         with graph.as_default():
             # `graph_def` is passed in so that no shapes are added to its functions: they must stay equal
             # to the ones already registered with the eager context.
-            meta_graph, _ = meta_graph_lib.export_scoped_meta_graph(graph=graph, graph_def=graph_def)
+            meta_graph = tf_internals.export_meta_graph(graph, graph_def)
 
         def import_graph():
-            meta_graph_lib.import_scoped_meta_graph(meta_graph)
+            tf_internals.import_meta_graph(meta_graph)
 
         return tf.compat.v1.wrap_function(import_graph, signature=[])
 
@@ -365,7 +356,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             imported.add_capture(value, handle)
 
     def _initialize(self, imported) -> None:
-        initializers = [variable._initializer_op for variable in self._eager_by_name.values()]  # pylint: disable=protected-access
+        initializers = [tf_internals.variable_initializer(variable) for variable in self._eager_by_name.values()]
         initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
         if initializers:
             self.function.prune([], initializers)()
@@ -377,6 +368,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
                             'only variables are.', ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)))
         return self._checkpoint_of([(None, variable) for variable in global_variables])
 
+    def graph_def(self):
+        """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph."""
+        return self.graph.as_graph_def(add_shapes=True)
+
     def checkpoint_of_saver(self, saver: tf.compat.v1.train.Saver) -> NameBasedCheckpoint:
         """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names, and the global step.
 
@@ -385,7 +380,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         Raises:
           TypeError: `var_list` holds something that is not a variable of this graph.
         """
-        var_list = saver._var_list  # pylint: disable=protected-access  # v1's Saver keeps no public copy.
+        var_list = tf_internals.saver_var_list(saver)
         if var_list is None:
             return self.checkpoint
         named = list(var_list.items()) if isinstance(var_list, dict) else [(None, item) for item in var_list]
@@ -399,12 +394,12 @@ class WrappedGraph(fetches_lib.GraphRunner):
         """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs."""
         whole, partitions = {}, []
         for name, variable in named:
-            eager = self._eager_by_name[_op_name(variable)]
+            eager = self._eager_by_name[global_step_lib.op_name(variable.name)]
             slice_info = getattr(variable, '_save_slice_info', None)
             if slice_info is not None:
                 partitions.append(_Entry(slice_info.full_name, slice_info.spec, eager))
             else:
-                whole[name or _op_name(variable)] = eager
+                whole[name or global_step_lib.op_name(variable.name)] = eager
         checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
         if self.global_step is not None:
             checkpoint.global_step = self.global_step
@@ -444,11 +439,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
             results[position] = global_step_lib.read_value(variable)
         if plan.function is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
-            # The function by name, as `ConcreteFunction` calls it in the end: its Python layers (tape and
-            # structure handling) cost as much as running a small graph, and a graph run records no gradient.
-            outputs = context.context().call_function(plan.name, args + plan.captures, plan.output_count)
+            # A graph run records no gradient: the function is called by name, without the tape.
+            outputs = tf_internals.call_function(plan.function, plan.name, args, plan.captures, plan.output_count)
             for position, index in plan.outputs:
-                results[position] = outputs[index]._numpy()  # pylint: disable=protected-access
+                results[position] = tf_internals.tensor_numpy(outputs[index])
         return results
 
     # Planning a fetch/feed set.
@@ -465,7 +459,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if known is not None:
             return known[1]
         if id(fetch) in self._plain_variable_ids:
-            target = ('variable', self._eager_by_name[_op_name(fetch)])
+            target = ('variable', self._eager_by_name[global_step_lib.op_name(fetch.name)])
         else:  # Also what an `assign` returns: a variable whose read runs after the assignment.
             element = self.graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
             if isinstance(element, tf.Operation):
@@ -529,12 +523,12 @@ class WrappedGraph(fetches_lib.GraphRunner):
             try:
                 tensor = self.graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
             except (KeyError, ValueError, TypeError) as error:
-                if any(other.owns_name(key) for other in _wrapped_graphs if other is not self):
+                if any(other.owns_name(key) for other in _wrapped_graphs() if other is not self):
                     return None
                 raise TypeError(f'Cannot interpret feed_dict key as Tensor: {error.args[0]}') from None
         elif self.owns(key):
             tensor = key
-        elif any(other.owns(key) for other in _wrapped_graphs if other is not self):
+        elif any(other.owns(key) for other in _wrapped_graphs() if other is not self):
             return None
         else:
             raise TypeError(f'Cannot interpret feed_dict key as Tensor: {key!r} is not an element of '
@@ -550,11 +544,6 @@ def _identity(value: Any) -> Any:
     return value if type(value) is str else id(value)  # pylint: disable=unidiomatic-typecheck
 
 
-def _op_name(variable: Any) -> str:
-    name = variable.name
-    return name[:-2] if name.endswith(':0') else name
-
-
 def _check_supported(graph: tf.Graph, variables: list) -> None:
     jobs = sorted({tf.DeviceSpec.from_string(op.device).job for op in graph.get_operations() if op.device}
                   - {None, 'localhost', 'worker', 'chief'})
@@ -562,7 +551,7 @@ def _check_supported(graph: tf.Graph, variables: list) -> None:
         raise ValueError(
             f'The graph places ops on the job(s) {jobs} (tf.compat.v1.train.replica_device_setter, or tf.device): '
             f'v1\'s parameter-server placement. {distribute.PS_CLUSTERS_NOT_SUPPORTED}')
-    references = [v.name for v in variables if not resource_variable_ops.is_resource_variable(v)]
+    references = [v.name for v in variables if not tf_internals.is_resource_variable(v)]
     if references:
         raise TypeError(
             f'wrap_graph supports resource variables only; the graph holds reference variables {references}. '
