@@ -69,7 +69,7 @@ READ_ALONE = 'the eager global-step read alone (what STALE_GLOBAL_STEP costs)'
 # A tf.function call, a call of its concrete function, or of its atomic function by name (how compat_mts calls a
 # step from its second run on); per run, compat_mts calls none but the step.
 _STEP_FRAMES = ('polymorphic_function.py', 'concrete_function.py')
-_STEP_FUNCTION = '_call_atomic'  # compat_mts's call of a step's atomic function (fetches._ConcreteCall).
+_STEP_FUNCTION = '_call_atomic'  # compat_mts's call of a step's atomic function (_tf_internals.ConcreteCall).
 _PY_SPY_FRAME = re.compile(r'^(?P<function>.*) \((?P<path>[^()]*?)(?::(?P<line>\d+))?\)$')
 
 
