@@ -38,7 +38,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +45,9 @@ import time
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is imported: no C++ info on stderr.
 
 BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCHMARKS_DIR)
+
+import workload  # noqa: E402  # pylint: disable=wrong-import-position
 PROGRAMS_DIR = os.path.join(os.path.dirname(BENCHMARKS_DIR), 'tests', 'v1_programs')
 TRAINERS = ('cifar10', 'mnist')
 SIDES = ('v1', 'compat')
@@ -219,41 +221,16 @@ def profile(trainer: str, variant: str, warmup_steps: int, steps: int, rows: int
 
 # The parent.
 
-class Child:
+class Child(workload.ServedChild):
     """One side of one trainer, in its own process."""
 
     def __init__(self, trainer: str, side: str, warmup_steps: int, steps: int, stderr_path: str):
-        self.name = f'{trainer} {side}'
-        self._stderr = open(stderr_path, 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
-        self._process = subprocess.Popen(  # pylint: disable=consider-using-with
-            [sys.executable, os.path.abspath(__file__), '--child', trainer, side,
-             '--warmup', str(warmup_steps), '--steps', str(steps)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        self.tensorflow_version: str | None = None
-
-    def wait_until_ready(self) -> None:
-        self.tensorflow_version = self._read()['tensorflow']
+        super().__init__(f'{trainer} {side}', [os.path.abspath(__file__), '--child', trainer, side, '--warmup',
+                                               str(warmup_steps), '--steps', str(steps)], stderr_path,
+                         close_timeout_s=120)
 
     def run_repeat(self, variant: str) -> dict:
-        self._process.stdin.write(f'run {variant}\n')
-        self._process.stdin.flush()
-        return self._read()
-
-    def _read(self) -> dict:
-        line = self._process.stdout.readline()
-        if not line:
-            self._process.wait()
-            self._stderr.seek(0)
-            raise RuntimeError(f'{self.name} exited with status {self._process.returncode}:\n'
-                               f'{self._stderr.read()[-4000:]}')
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self._process.poll() is None:
-            self._process.stdin.write('quit\n')
-            self._process.stdin.close()
-            self._process.wait(timeout=120)
-        self._stderr.close()
+        return self.request(f'run {variant}')
 
 
 def _median(values: list[float]) -> float:
