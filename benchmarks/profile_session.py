@@ -2,13 +2,21 @@
 
 On `session_overhead.py`'s model and its `compat_mts` variant (v1 default hooks):
 
-1. **Breakdown**, timed in short interleaved blocks (so that load drift is shared), inside one open session:
-   - `bare step`: the train step traced without a summary writer, called directly;
+1. **Breakdown**, timed in short interleaved blocks (so that load drift is shared), inside one open session,
+   layer by layer; each row says which row it adds to, and the difference is what its layer costs:
+   - `bare step`: the train step traced without a summary writer, called as a `tf.function`;
    - `session's step`: the same step traced inside the session (its `tf.summary.scalar` is now a
-     recording-gated write), called directly, without `session.run`;
+     recording-gated write), called as a `tf.function`, without `session.run`;
+   - `session's step, concrete function`: its `get_concrete_function()` called (no `tf.function` dispatch);
+   - `direct call`: how compat_mts calls a step from its second run on (`fetches._DirectStep.call`: the
+     atomic function by name, its inputs and output packing worked out once);
+   - `direct call with the global-step read`: the same, in the function that also returns the global step
+     read before the step (what the hooks' `STALE_GLOBAL_STEP` costs);
+   - `fetch model`: `fetches.Run` of the step and three `STALE_GLOBAL_STEP` requests, as the default hooks
+     make them, without a session (what resolving the fetches costs);
    - `run, no hooks`: `session.run(step)` on a second `MonitoredSession` that has no hooks;
-   - `run, default hooks`: `session.run(step)` on the `MonitoredTrainingSession`.
-   Each difference is one layer: summary recording in the graph, `run()` dispatch, the default hooks.
+   - `run, default hooks`: `session.run(step)` on the `MonitoredTrainingSession` (what the hooks and the
+     session's own dispatch add to the fetch model).
    Then, on the bare step alone, what host work *between* steps costs: the step with an eager read of
    the global step before it (what the built-in hooks' `STALE_GLOBAL_STEP` costs), with a 30 µs
    busy-wait before it, and inside a `tf.function` that also reads the global step and returns it (the
@@ -58,9 +66,10 @@ from compat_mts import global_step as global_step_lib  # pylint: disable=wrong-i
 
 COMPAT_MTS_DIR = os.path.dirname(os.path.abspath(mts.__file__)) + os.sep
 READ_ALONE = 'the eager global-step read alone (what STALE_GLOBAL_STEP costs)'
-# A tf.function call, or a call of its concrete function (how compat_mts calls a step from its second run on);
-# per run, compat_mts calls none but the step.
+# A tf.function call, a call of its concrete function, or of its atomic function by name (how compat_mts calls a
+# step from its second run on); per run, compat_mts calls none but the step.
 _STEP_FRAMES = ('polymorphic_function.py', 'concrete_function.py')
+_STEP_FUNCTION = '_call_atomic'  # compat_mts's call of a step's atomic function (_tf_internals.ConcreteCall).
 _PY_SPY_FRAME = re.compile(r'^(?P<function>.*) \((?P<path>[^()]*?)(?::(?P<line>\d+))?\)$')
 
 
@@ -73,16 +82,40 @@ def _label(path: str, name: str) -> str:
     return f'compat_mts/{relative}:{name}'
 
 
+# Each layer of a run, and the layer it adds to: the difference between the two is what that layer costs.
+LAYERS = (
+    ('bare step', None),
+    ("session's step", 'bare step'),
+    ("session's step, concrete function", "session's step"),
+    ('direct call (how compat_mts calls a step)', "session's step, concrete function"),
+    ('direct call with the global-step read', 'direct call (how compat_mts calls a step)'),
+    ("fetch model: the step and three hooks' STALE_GLOBAL_STEP", 'direct call with the global-step read'),
+    ('run, no hooks', 'direct call (how compat_mts calls a step)'),
+    ('run, default hooks', "fetch model: the step and three hooks' STALE_GLOBAL_STEP"),
+)
+
+
 def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[float, float]]:
-    """Median over `blocks` rounds of each configuration's mean wall and main-thread CPU µs per step."""
+    """Median over `blocks` rounds of each layer's mean wall and main-thread CPU µs per step (see `LAYERS`)."""
+    from compat_mts import fetches as fetches_lib  # pylint: disable=import-outside-toplevel
     bare = session_overhead.BareLoop('')
     hookless = mts.MonitoredSession(hooks=[])
     try:
         with model_session.session() as session:
             step = model_session.model.train_step
+            global_step = model_session.model.global_step
+            session.run(step)
+            session.run(step)
+            direct = fetches_lib._direct_step(step)  # pylint: disable=protected-access  # The session's own.
+            stale = fetches_lib.STALE_GLOBAL_STEP
             configurations = {
                 'bare step': bare.model.train_step,
                 "session's step": step,
+                "session's step, concrete function": step.get_concrete_function(),
+                'direct call (how compat_mts calls a step)': direct.call,
+                'direct call with the global-step read': functools.partial(direct.call_after_read, global_step, {}),
+                "fetch model: the step and three hooks' STALE_GLOBAL_STEP": lambda: fetches_lib.Run(
+                    [step, stale, stale, stale], None, global_step, session_step=True).execute(),
                 'run, no hooks': functools.partial(hookless.run, step),
                 'run, default hooks': functools.partial(session.run, step),
             }
@@ -159,7 +192,7 @@ def cprofile_ranking(model_session, steps: int) -> tuple[list[tuple[str, float, 
         for caller, (_, _, _, edge_cumulative) in callers.items():
             if not _is_compat_mts(caller):
                 continue
-            if caller[2] in ('_call_callables', '_call') and function[0] != '~':  # The step (builtins are not).
+            if caller[2] in ('_call_callables', '_call', '_call_atomic') and function[0] != '~':  # The step.
                 step_total += edge_cumulative
             else:
                 costs[caller] += edge_cumulative
@@ -244,7 +277,8 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
             path = match.group('path') if match else ''
             # The step's call: its tf.function, or TensorFlow's traceback filter around it (which the
             # bare loop pays too), entered straight from the loop or from the fetch model.
-            if any(frame in path for frame in _STEP_FRAMES) or ('traceback_utils' in path and (
+            if any(frame in path for frame in _STEP_FRAMES) or (match and match.group('function').endswith(
+                    _STEP_FUNCTION)) or ('traceback_utils' in path and (
                     loop == 'bare' and owner == 'loop' or previous_path.endswith('compat_mts/fetches.py'))):
                 owner = 'step'
                 break
@@ -296,13 +330,15 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f'Breakdown: median of {args.blocks} interleaved blocks of {args.block_steps} steps; load average '
           f'{load_before:.2f} before, {os.getloadavg()[0]:.2f} after')
-    print('| configuration | wall µs/step | Δ wall µs | main-thread CPU µs/step | Δ CPU µs |')
-    print('|---|---:|---:|---:|---:|')
-    previous = None
-    for name, (wall, cpu) in timings.items():
-        delta = ('', '') if previous is None else (f'{wall - previous[0]:+.1f}', f'{cpu - previous[1]:+.1f}')
-        print(f'| {name} | {wall:.1f} | {delta[0]} | {cpu:.1f} | {delta[1]} |')
-        previous = (wall, cpu)
+    print('| layer | wall µs/step | main-thread CPU µs/step | on top of | Δ wall µs | Δ CPU µs |')
+    print('|---|---:|---:|---|---:|---:|')
+    for name, reference in LAYERS:
+        wall, cpu = timings[name]
+        if reference is None:
+            print(f'| {name} | {wall:.1f} | {cpu:.1f} |  |  |  |')
+            continue
+        print(f'| {name} | {wall:.1f} | {cpu:.1f} | {reference} | {wall - timings[reference][0]:+.1f} '
+              f'| {cpu - timings[reference][1]:+.1f} |')
     print()
     bare_step_us = gaps['bare step']
     print('| host work between steps (bare step) | wall µs/step | Δ from the bare step |')

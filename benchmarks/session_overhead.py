@@ -7,8 +7,9 @@ global step:
 1. `bare_loop`: `for _ in range(n): train_step()`. No default summary writer, so the step's
    `tf.summary.scalar` is inert. The issue's baseline.
 1b. `bare_concrete`: the same loop calling `train_step.get_concrete_function()` instead, which skips the
-   `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts calls a step
-   that way (see `compat_mts.fetches`), so this row shows how much of its speed comes from that alone.
+   `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts goes one layer
+   further, to the concrete function's atomic function (see `compat_mts.fetches`), so this row shows how
+   much skipping the dispatch alone is worth.
 2. `hand_written_tf2`: what people write in TF2 instead of v1's default hooks: each call inside
    `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 == 0)`, `gs.numpy()` read
    after every step to write `global_step/sec` every 100 steps, and a `tf.train.CheckpointManager` save
@@ -41,7 +42,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -221,42 +221,17 @@ class CompatMTS:
         return per_run
 
 
-class V1GraphModeChild:
+class V1GraphModeChild(workload.ServedChild):
     """Variant 4, driven in a child process: one `run` line on its stdin, one timed repeat back."""
 
     def __init__(self, warmup_steps: int, steps: int, stderr_path: str):
-        self._stderr = open(stderr_path, 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
-        self._process = subprocess.Popen(  # pylint: disable=consider-using-with
-            [sys.executable, os.path.join(BENCHMARKS_DIR, 'v1_graph_mode.py'), '--serve',
-             '--warmup', str(warmup_steps), '--steps', str(steps)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        self.tensorflow_version: str | None = None
-
-    def wait_until_ready(self) -> None:
-        self.tensorflow_version = self._read()['tensorflow']
+        super().__init__('v1_graph_mode.py', [os.path.join(BENCHMARKS_DIR, 'v1_graph_mode.py'), '--serve',
+                                              '--warmup', str(warmup_steps), '--steps', str(steps)], stderr_path)
 
     def run_repeat(self, warmup_steps: int, steps: int) -> dict:
         del warmup_steps, steps  # Fixed when the child was started.
-        self._process.stdin.write('run\n')
-        self._process.stdin.flush()
-        result = self._read()
+        result = self.request('run')
         return {**result, 'step_times_s': np.asarray(result['step_times_s'])}
-
-    def _read(self) -> dict:
-        line = self._process.stdout.readline()
-        if not line:
-            self._process.wait()
-            self._stderr.seek(0)
-            raise RuntimeError(f'v1_graph_mode.py exited with status {self._process.returncode}:\n'
-                               f'{self._stderr.read()[-4000:]}')
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self._process.poll() is None:
-            self._process.stdin.write('quit\n')
-            self._process.stdin.close()
-            self._process.wait(timeout=60)
-        self._stderr.close()
 
 
 def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int) -> dict:

@@ -4,11 +4,15 @@ The model (32 -> 64 -> 1, batch 32, SGD) is deliberately small, so that a step c
 microseconds on a CPU and the per-step host work of the training loop around it shows. Both benchmark
 processes (the eager one and the v1 graph-mode child) build it from the same NumPy arrays, so every
 variant trains the same model from the same starting weights on the same data. This module imports
-NumPy only: the v1 child must be able to import it before it turns eager execution off.
+NumPy only (and the standard library): the v1 child must be able to import it before it turns eager
+execution off.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -87,3 +91,45 @@ def time_steps_with_cpu(run_one_step: Callable[[], object], steps: int) -> dict:
     mean_step_s, step_times = time_steps(run_one_step, steps)
     return {'mean_step_s': mean_step_s, 'cpu_step_s': (time.process_time() - cpu_start) / steps,
             'step_times_s': step_times}
+
+
+class ServedChild:
+    """A benchmark side in a child process of its own, which answers one JSON line per request line.
+
+    The protocol of `v1_graph_mode.py --serve` and `trainers_overhead.py --child`: the child prints one JSON
+    line when it is ready (with its `tensorflow` version), then one per request line read on its stdin, until
+    `quit`. Its stderr goes to `stderr_path`, whose end is shown if the child dies.
+    """
+
+    def __init__(self, name: str, argv: list[str], stderr_path: str, close_timeout_s: float = 60):
+        self.name = name
+        self._close_timeout_s = close_timeout_s
+        self._stderr = open(stderr_path, 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
+        self._process = subprocess.Popen(  # pylint: disable=consider-using-with
+            [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.tensorflow_version: str | None = None
+
+    def wait_until_ready(self) -> None:
+        self.tensorflow_version = self._read()['tensorflow']
+
+    def request(self, line: str) -> dict:
+        """Sends `line`; returns the child's answer."""
+        self._process.stdin.write(line + '\n')
+        self._process.stdin.flush()
+        return self._read()
+
+    def _read(self) -> dict:
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.wait()
+            self._stderr.seek(0)
+            raise RuntimeError(f'{self.name} exited with status {self._process.returncode}:\n'
+                               f'{self._stderr.read()[-4000:]}')
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.write('quit\n')
+            self._process.stdin.close()
+            self._process.wait(timeout=self._close_timeout_s)
+        self._stderr.close()

@@ -159,6 +159,100 @@ def call_function(function: Any, name: str, args: list, captures: list, output_c
     return [output for output in tf.nest.flatten(function(*args)) if output is not None]
 
 
+_record = _probe(lambda: __import__('tensorflow.python.eager.record', fromlist=['x']))
+_interpolate_errors = _probe(lambda: __import__(
+    'tensorflow.python.eager.polymorphic_function.atomic_function', fromlist=['x']).InterpolateRuntimeError)
+
+
+class ConcreteCall:
+    """Calls a concrete function without parameters as `ConcreteFunction.__call__` does, with less Python.
+
+    In plain eager execution with no gradient tape recording, such a call comes down to calling the concrete
+    function's atomic function by name with the captured inputs, then packing the flat outputs into the traced
+    structure; the layers above (argument binding, tape checks, the captures flattened again, nested structure
+    packing) cost more than the call itself on a tiny step. So those two things only are done, with the inputs
+    and the packing worked out once. Errors get the function's node names and traceback as `AtomicFunction`
+    gives them (`InterpolateRuntimeError`).
+
+    Anything out of the ordinary goes through `ConcreteFunction.__call__`: a tape recording, the profiler
+    tracing (as the step's own call, named `name`), a capture resolved at call time, outputs with resource
+    handle data, control captures, or a TensorFlow without the private attributes used here (and
+    `COMPAT_MTS_NO_PRIVATE_TF=1`).
+    """
+
+    __slots__ = ('_concrete', '_name', '_atomic', '_call_function', '_function_name', '_inputs', '_count', '_pack')
+
+    def __init__(self, concrete: Any, name: str):
+        self._concrete = concrete
+        self._name = name
+        self._atomic = None
+        self._pack = None
+        if _call_function is not None and _record is not None and _interpolate_errors is not None:
+            try:
+                self._plan()
+            except AttributeError:  # Another TensorFlow's internals: the public call only.
+                self._atomic = None
+
+    def _plan(self) -> None:
+        concrete = self._concrete
+        atomic = concrete._inference_function  # pylint: disable=protected-access
+        flat_outputs = atomic.function_type.flat_outputs
+        if any(callable(capture) for capture in concrete._captured_inputs) or any(  # pylint: disable=protected-access
+                output.dtype._handle_data for output in flat_outputs):  # pylint: disable=protected-access
+            return
+        function_type = concrete.function_type
+        if function_type is None or function_type.parameters or atomic._call_options.control_captures:  # pylint: disable=protected-access
+            return
+        inputs = list(concrete.captured_inputs)
+        if len(inputs) != len(atomic.cached_definition.signature.input_arg):
+            return
+        self._call_function = _private_context.context().call_function
+        self._function_name, self._inputs, self._count = atomic.name, inputs, len(flat_outputs)
+        self._pack = _output_packer(concrete.structured_outputs, self._count) or atomic.function_type.pack_output
+        self._atomic = atomic
+
+    def __call__(self) -> Any:
+        atomic = self._atomic
+        if atomic is None or _record.could_possibly_record() or trace_enabled() or (
+                self._concrete._inference_function is not atomic):  # pylint: disable=protected-access
+            if trace_enabled():
+                with Trace(self._name, tf_function_call='concrete'):
+                    return self._concrete()
+            return self._concrete()
+        with _interpolate_errors(atomic):
+            outputs = self._call_atomic()
+        return self._pack(outputs)
+
+    def _call_atomic(self) -> list:
+        """The step itself: its atomic function, called by name with the captured inputs."""
+        return self._call_function(self._function_name, self._inputs, self._count)
+
+
+def _output_packer(structure: Any, count: int) -> Callable | None:
+    """A packer of `count` flat outputs into `structure` for the common step outputs, else None.
+
+    The step's own output (`structure`, or the second of `(stale global step, output)`) is None, a tensor,
+    or a flat dict of tensors; anything else is packed by the function type.
+    """
+    def leaf_packer(value, start):
+        if value is None:
+            return (lambda outputs: None), start
+        if isinstance(value, tf.Tensor):
+            return (lambda outputs: outputs[start]), start + 1
+        if type(value) is dict and all(isinstance(v, tf.Tensor) for v in value.values()):
+            keys = sorted(value)  # tf.nest's order.
+            return (lambda outputs: dict(zip(keys, outputs[start:start + len(keys)]))), start + len(keys)
+        return None, start
+
+    if type(structure) is tuple and len(structure) == 2 and isinstance(structure[0], tf.Tensor):
+        packer, end = leaf_packer(structure[1], 1)  # The direct step's read, then the step's output.
+        if packer is None or end != count:
+            return None
+        return lambda outputs: (outputs[0], packer(outputs))
+    packer, end = leaf_packer(structure, 0)
+    return packer if packer is not None and end == count else None
+
+
 def _fn_args():
     from tensorflow.python.util import function_utils  # pylint: disable=import-outside-toplevel
     return function_utils.fn_args

@@ -272,6 +272,10 @@ class Run:
         results = self._execute_step_only()
         if results is not None:
             return results
+        if _graph_runners and not self._kwargs:
+            results = self._execute_graph_only()
+            if results is not None:
+                return results
         flat = []
         needs_stale = False
         for request in self._requests:
@@ -312,6 +316,38 @@ class Run:
             return None  # No global step given, or a distributed one: the general path.
         stale, output = self._call_direct(step, direct, self._global_step)
         return [to_numpy(output)] + [int(stale)] * (len(requests) - 1)
+
+    def _execute_graph_only(self) -> list | None:
+        """The usual run of a legacy graph program, quickly: graph fetches and `STALE_GLOBAL_STEP`s; else None.
+
+        Every request is one of those, or a flat list, tuple or dict of them, and one runner (the newest)
+        owns every graph fetch. What the general path would work out on every run (which leaf goes to the
+        runner, where each result comes from) is worked out once per shape of the requests
+        (`_GraphOnlyPlan`); the runner gets the same fetches in the same order as from the general path.
+        """
+        requests = self._requests
+        key = tuple(_request_key(request) for request in requests)
+        plan = _graph_only_plans.get(key)
+        runner = _graph_runners[-1]
+        if plan is _NO_PLAN:
+            return None
+        if plan is None or plan.runner is not runner:  # New, or planned for a runner since replaced.
+            plan = _GraphOnlyPlan.build(requests, runner)
+            if len(_graph_only_plans) >= _MAX_GRAPH_ONLY_PLANS:
+                _graph_only_plans.clear()
+            # Requests that do not fit are remembered too, so that they are not looked at again. (Their key's
+            # ids may come back as other objects', which then take the general path, as correct.)
+            _graph_only_plans[key] = _NO_PLAN if plan is None else plan
+            if plan is None:
+                return None
+        stale = None
+        if plan.needs_stale:
+            global_step = self._global_step
+            if global_step is None:
+                return None
+            stale = int(global_step_lib.read_value(global_step))
+        values = runner.run(plan.fetches, self._graph_feeds)
+        return [pack(values, stale) for pack in plan.packers]
 
     def _call_direct(self, step: Any, direct: '_DirectStep', global_step: tf.Variable | None = None) -> Any:
         """Calls the caller's `step` through `direct`, after reading `global_step` into the result if given."""
@@ -442,6 +478,93 @@ class Run:
 
 _PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
 _EAGER_TENSOR = tf_internals.EAGER_TENSOR
+_MAX_GRAPH_ONLY_PLANS = 64
+
+
+def _request_key(request: Any) -> Any:
+    """What identifies a request's shape and leaves: the leaves' ids (a program builds its fetch list anew per run)."""
+    kind = type(request)
+    if kind is list or kind is tuple:
+        return (kind, *map(id, request))
+    if kind is dict:
+        return (kind, *request, *map(id, request.values()))
+    return id(request)
+
+
+class _GraphOnlyPlan:
+    """How to resolve flat requests of graph fetches, `STALE_GLOBAL_STEP`s and None (`Run._execute_graph_only`).
+
+    `fetches` is what the runner runs (every graph leaf, in request order, as the general path hands them
+    over); `packers` rebuild each request's result from the runner's values and the stale step. The plan
+    keeps the leaves, so that the ids in its key stay theirs.
+    """
+
+    __slots__ = ('runner', 'fetches', 'packers', 'needs_stale', 'leaves')
+
+    def __init__(self, runner: GraphRunner, fetches: list, packers: list, needs_stale: bool, leaves: list):
+        self.runner = runner
+        self.fetches = fetches
+        self.packers = packers
+        self.needs_stale = needs_stale
+        self.leaves = leaves
+
+    @classmethod
+    def build(cls, requests: Sequence[Any], runner: GraphRunner) -> '_GraphOnlyPlan | None':
+        fetches: list = []
+        leaves: list = []
+        needs_stale = False
+
+        def leaf_getter(leaf: Any):
+            nonlocal needs_stale
+            leaves.append(leaf)
+            if leaf is STALE_GLOBAL_STEP:
+                needs_stale = True
+                return lambda values, stale: stale
+            if leaf is None:
+                return lambda values, stale: None
+            if not _is_graph_object(leaf) or not runner.owns(leaf):
+                return None
+            position = len(fetches)
+            fetches.append(leaf)
+            return lambda values, stale: values[position]
+
+        packers = []
+        for request in requests:
+            kind = type(request)
+            if kind is list or kind is tuple or kind is dict:
+                if kind is dict:
+                    try:  # In tf.nest's order (sorted keys), as the general path hands the leaves over.
+                        items = sorted(request.items(), key=lambda item: item[0])
+                    except TypeError:
+                        return None
+                else:
+                    items = list(enumerate(request))
+                getters = {key: leaf_getter(leaf) for key, leaf in items}
+                if any(getter is None for getter in getters.values()):
+                    return None
+                packers.append(_structure_packer(kind, [(key, getters[key]) for key in (
+                    request if kind is dict else range(len(request)))]))
+            else:
+                getter = leaf_getter(request)
+                if getter is None:
+                    return None
+                packers.append(getter)
+        if not fetches:
+            return None
+        return cls(runner, fetches, packers, needs_stale, leaves)
+
+
+def _structure_packer(kind: type, getters: list):
+    if kind is dict:
+        return lambda values, stale: {key: getter(values, stale) for key, getter in getters}
+    only_getters = [getter for _, getter in getters]
+    return lambda values, stale: kind([getter(values, stale) for getter in only_getters])
+
+
+_NO_PLAN = object()
+# Request key -> `_GraphOnlyPlan`, or `_NO_PLAN`. Process-wide, as `_graph_runners` is: a plan is a property of the
+# fetch objects and the runner that owns them, whichever session runs them.
+_graph_only_plans: dict[tuple, Any] = {}
 
 
 def _only_callable(leaves: list) -> Any:
@@ -498,10 +621,7 @@ class _DirectStep:
         if not _plain_eager_context():
             return function()
         if concrete is None:
-            concrete = entry[1] = function.get_concrete_function()
-        if _trace_enabled():  # As the step's own call, for the profiler (`ProfilerHook`, TensorBoard).
-            with _Trace(function.name, tf_function_call='concrete'):
-                return concrete()
+            concrete = entry[1] = tf_internals.ConcreteCall(function.get_concrete_function(), function.name)
         return concrete()
 
     def _trace(self, global_step: tf.Variable | None) -> Any:
@@ -548,8 +668,6 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
 _has_strategy = tf.distribute.has_strategy
 _in_save_context = tf_internals.in_save_context
-_trace_enabled = tf_internals.trace_enabled
-_Trace = tf_internals.Trace
 
 
 def _plain_eager_context() -> bool:

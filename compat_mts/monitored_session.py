@@ -98,7 +98,7 @@ def _outside_graph_mode(method: Callable) -> Callable:
     def eagerly(self, *args, **kwargs):
         if self._graph is None:
             return method(self, *args, **kwargs)
-        with global_step_lib.outside_graph_mode():
+        with global_step_lib.outside_graph(self._graph):
             return method(self, *args, **kwargs)
     return eagerly
 

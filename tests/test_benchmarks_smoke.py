@@ -1,4 +1,4 @@
-"""`benchmarks/session_overhead.py` runs end to end, v1 graph-mode child included. No timing is asserted."""
+"""The benchmark scripts run end to end at tiny sizes, their v1 graph-mode children included. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -50,3 +50,32 @@ def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
     assert report['tensorflow_v1_child'] == report['tensorflow']
     executions = report['compat_mts_executions_per_run']
     assert sum(executions.values()) == 5 and all(int(count) >= 1 for count in executions)
+
+
+TRAINERS_SCRIPT = REPO / 'benchmarks' / 'trainers_overhead.py'
+
+
+def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_path):
+    """The CIFAR-10 trainer only: each side is a process of its own, and the MNIST one adds two more."""
+    out = tmp_path / 'trainers.json'
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
+    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    result = subprocess.run(
+        [sys.executable, str(TRAINERS_SCRIPT), '--steps', '3', '--warmup', '2', '--repeats', '1',
+         '--trainers', 'cifar10', '--variants', 'default_frequencies', '--out', str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=170, check=False)
+
+    assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
+    rows = [line for line in result.stdout.splitlines() if line.startswith('| ') and 'trainer' in line.lower()]
+    assert any('CIFAR-10' in row for row in rows), result.stdout
+    report = json.loads(out.read_text())
+    assert set(report['trainers']) == {'cifar10'}
+    for trainer in report['trainers'].values():
+        result_of_variant = trainer['variants']['default_frequencies']
+        for side in ('v1', 'compat'):
+            timing = result_of_variant['sides'][side]
+            assert len(timing['repeat_means_s']) == 1
+            assert all(math.isfinite(timing[key]) and timing[key] > 0
+                       for key in ('median_step_s', 'median_cpu_step_s', 'p50_step_s', 'median_program_s'))
+        assert all(math.isfinite(result_of_variant[key]) for key in ('ratio_wall', 'ratio_cpu', 'ratio_p50'))

@@ -245,3 +245,37 @@ def test_python_numbers_fed_to_a_tf_function_step_do_not_trace_it_again():
                   for run in range(20)]
     assert len(traces) <= 2  # The step's own trace, and the session's call of it with the stale step read.
     np.testing.assert_allclose(values, [0.1 * 0.9 ** run for run in range(20)], rtol=1e-6)
+
+
+
+def test_a_failing_op_in_a_step_that_has_run_before_names_the_node_as_a_tf_function_call_does():
+    global_step = mts.get_or_create_global_step()
+    value = tf.Variable(1.0)
+
+    @tf.function
+    def step():
+        global_step.assign_add(1)
+        return {'checked': tf.debugging.check_numerics(tf.math.log(value), 'log of value')}
+
+    stale = Recorder('stale', [], fetches=mts.STALE_GLOBAL_STEP)
+    with mts.MonitoredSession(hooks=[stale]) as session:
+        assert [float(session.run(step)['checked']) for _ in range(3)] == [0.0, 0.0, 0.0]
+        value.assign(-1.0)
+        with pytest.raises(tf.errors.InvalidArgumentError, match='log of value') as raised:
+            session.run(step)
+    assert 'Detected at node CheckNumerics defined at' in raised.value.message
+    assert stale.results == [0, 1, 2]
+
+
+def test_a_step_run_while_a_gradient_tape_records_is_seen_by_the_tape():
+    weight = tf.Variable(3.0)
+
+    @tf.function
+    def step():
+        return weight * weight
+
+    with mts.MonitoredSession() as session:
+        assert [float(session.run(step)) for _ in range(2)] == [9.0, 9.0]
+        with tf.GradientTape() as tape:
+            assert float(session.run(step)) == 9.0
+        assert tape.watched_variables() == (weight,)

@@ -117,6 +117,32 @@ def test_fetch_names_resolve_to_batch_logs_then_model_variables_then_global_step
     np.testing.assert_array_equal(last['bias'], model.get_layer('dense').bias.numpy())
 
 
+def test_stale_global_step_follows_every_move_of_iterations_across_batches_and_epochs():
+    model = compiled_model()
+    stale = Recorder('stale', [], fetches=mts.STALE_GLOBAL_STEP)
+
+    class JumpAtTheThirdBatch(mts.SessionRunHook):
+        """Moves the global step through the session, as a hook may: the next stale step must show it."""
+
+        def begin(self):
+            self.batches = 0
+
+        def after_run(self, run_context, run_values):
+            self.batches += 1
+            if self.batches == 3:
+                run_context.session.run(lambda: model.optimizer.iterations.assign_add(100))
+
+    class JumpAtEpochBegin(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1:
+                self.model.optimizer.iterations.assign_add(1000)
+
+    model.fit(FEATURES, TARGETS, batch_size=8, epochs=2, shuffle=False, verbose=0,
+              callbacks=[HooksCallback([stale, JumpAtTheThirdBatch()]), JumpAtEpochBegin()])
+    assert stale.results == [0, 1, 2, 103, 104, 105, 106, 107] + list(range(1108, 1116))
+    assert iterations(model) == 1116
+
+
 def test_unknown_fetch_name_raises_a_key_error_listing_what_is_available():
     with pytest.raises(KeyError) as raised:
         fit(compiled_model(), [Recorder('unknown', [], fetches='accuracy')])

@@ -96,6 +96,26 @@ def test_hook_fetches_and_feeds_go_into_the_same_single_call(graph):
     assert graph.pruned_functions == 1  # One fetch/feed set, pruned once and reused.
 
 
+def test_graph_fetches_built_anew_each_run_resolve_in_the_same_shapes_and_one_call_every_run(graph):
+    x, y, loss, train_op, kernel = (graph.outputs[name] for name in ('x', 'y', 'loss', 'train_op', 'kernel'))
+    stale_hook = RecordingHook({'step': mts.STALE_GLOBAL_STEP, 'loss': loss, 'none': None, 'kernel': kernel})
+    pair_hook = RecordingHook((loss, mts.STALE_GLOBAL_STEP))
+    results = []
+    with mts.MonitoredSession(hooks=[stale_hook, pair_hook]) as session:
+        for _ in range(3):  # A new list per run, as programs write it.
+            results.append(session.run([train_op, loss, None], feed_dict={x: FEATURES, y: TARGETS}))
+    assert [type(result) for result in results] == [list] * 3
+    assert [result[0] for result in results] == [None] * 3 and [result[2] for result in results] == [None] * 3
+    assert [list(result) for result in stale_hook.results] == [['step', 'loss', 'none', 'kernel']] * 3
+    assert [result['step'] for result in stale_hook.results] == [0, 1, 2]
+    assert [result['loss'] for result in stale_hook.results] == [result[1] for result in results]
+    assert stale_hook.results[0]['none'] is None
+    np.testing.assert_array_equal(stale_hook.results[0]['kernel'], [[1.0], [2.0]])  # Read before the step.
+    assert [type(result) for result in pair_hook.results] == [tuple] * 3
+    assert [result[1] for result in pair_hook.results] == [0, 1, 2]
+    assert graph.pruned_functions == 1
+
+
 def test_an_iterator_advances_once_per_run_and_is_shared_by_every_fetch_set():
     def build():
         tf.compat.v1.train.get_or_create_global_step()

@@ -19,7 +19,8 @@ STARTING_PROGRAMS = ('sigkill or real_v1_session or data_runs_out or import_no_l
                      'or no_tensorflow_runtime')
 
 _PRIVATE_PATHS = ['_private_context', '_eager_mode', '_read_op', '_tensor_numpy', '_eager_tensor', '_call_function',
-                  '_private_fn_args', '_save_context', '_trace', '_unfinalize', '_meta_graph_lib']
+                  '_private_fn_args', '_save_context', '_trace', '_unfinalize', '_meta_graph_lib', '_record',
+                  '_interpolate_errors']
 
 
 @pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='COMPAT_MTS_NO_PRIVATE_TF is set')

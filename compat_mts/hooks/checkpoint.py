@@ -161,7 +161,8 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
 
     def after_create_session(self, session, coord):
         global_step = int(session.run(self._global_step))
-        self._graph_pending = self._writes_files
+        # Inside `model.fit` (HooksCallback) there is no step graph to write.
+        self._graph_pending = self._writes_files and getattr(session, 'has_step_graph', True)
         self._save(session, global_step, restored_path=getattr(session, 'restored_path', None))
         self._timer.update_last_triggered_step(global_step)
 

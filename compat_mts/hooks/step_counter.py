@@ -65,6 +65,10 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         # global step read after it may not have moved yet: no warning there.
         self._warn_when_stuck = parameter_server.current() is None
 
+    def after_create_session(self, session, coord):
+        if not getattr(session, 'has_step_graph', True):  # Inside `model.fit` (HooksCallback): no graph to write.
+            self._graph_pending = False
+
     def before_run(self, run_context):
         return STALE_GLOBAL_STEP_REQUEST
 

@@ -70,6 +70,10 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
             self._recorder = summary_lib.recorder_for(self._summary_writer)
             summary_lib.request_recording(self._recorder)
 
+    def after_create_session(self, session, coord):
+        if not getattr(session, 'has_step_graph', True):  # Inside `model.fit` (HooksCallback): no graph to write.
+            self._graph_pending = False
+
     def _summary_fetch(self):
         if self._summary_op is not None:
             return self._summary_op

@@ -39,11 +39,13 @@ class FitSession:
     """
 
     graph = None
+    has_step_graph = False  # The fit loop's step is Keras's: the hooks write no `graph.pbtxt` or graph events.
 
     def __init__(self, variables: dict[str, tf.Variable]):
         self._variables = variables
         self.logs: dict = {}
         self.stale_step: int | None = None
+        self.ran_callable = False  # Whether a hook ran a callable (which may move the global step) since reset.
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None) -> Any:
         """Returns the values of `fetches` (same structure, NumPy values).
@@ -71,12 +73,14 @@ class FitSession:
             if name in self._variables:
                 return global_step_lib.read_value(self._variables[name])
             try:
-                return fetches_lib.run_fetches(fetch)
+                return fetches_lib.run_fetches(fetch)  # A registered variable, or a wrapped graph's name.
             except KeyError:
                 raise KeyError(
                     f'Fetch name {fetch!r} is neither a log of the batch, a variable of the model nor a '
                     f'registered variable. Logs: {sorted(self.logs)}. Model variables: {sorted(self._variables)}. '
                     f'Global step: {global_step_lib.GLOBAL_STEP_NAME!r}.') from None
+        if not isinstance(fetch, (tf.Variable, tf.Tensor)) and fetch is not None:
+            self.ran_callable = True
         return fetches_lib.run_fetches(fetch)
 
 
@@ -121,8 +125,12 @@ class HooksCallback(tf.keras.callbacks.Callback):
     (and their log conversion) when no callback implements them, and Keras 3 keeps its asynchronous
     batch-end dispatch (on backends that have it) when none overrides them. So this callback overrides
     them only when a hook needs them (overrides `before_run` or `after_run`): a hook set that does nothing
-    per batch costs nothing per batch. Per-batch hooks cost one host read of the global step per
-    execution, as they cost one per run in a session.
+    per batch costs nothing per batch. The global step before an execution (`STALE_GLOBAL_STEP`) is read
+    from the host at the first batch of each epoch, after a hook has run a callable, and before every
+    execution of `steps_per_execution > 1` steps; otherwise it is the previous one plus one, because an
+    execution of one step moves `iterations` by one. A read between two steps costs a tiny model's step
+    several percent (benchmarks/RESULTS_keras.md). Something other than the train function that moves
+    `iterations` in the middle of an epoch (another callback, at a batch) is seen at the next epoch.
 
     Differences from a session, because Keras decides: `end()` is not called when `fit` raises (Keras
     calls no `on_train_end` then, as v1's `with` block skipped `end()`); a `feed_dict` from a hook
@@ -160,6 +168,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
             self.on_train_batch_begin = self._before_run
             self.on_train_batch_end = self._after_run
         self._session: FitSession | None = None
+        self._next_stale_step: int | None = None
 
     def on_train_begin(self, logs=None):
         if not self._hooks:
@@ -210,6 +219,9 @@ class HooksCallback(tf.keras.callbacks.Callback):
             hook.after_create_session(session, self._coord)
         self._session = session
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._next_stale_step = None  # Read at the first batch: the last epoch's data may have run out mid-step.
+
     def _restore_latest_checkpoint(self) -> None:
         """Restores the newest checkpoint of the first `CheckpointSaverHook` directory that has one."""
         for hook in self._checkpoint_hooks:
@@ -219,8 +231,12 @@ class HooksCallback(tf.keras.callbacks.Callback):
     def _before_run(self, batch, logs=None):
         del batch, logs
         session = self._session
-        session.stale_step = self._read_step()
-        self._shorten_execution_to_last_step(session.stale_step)
+        step = self._next_stale_step
+        if step is None or session.ran_callable:
+            session.ran_callable = False
+            step = self._read_step()
+        session.stale_step = step
+        self._shorten_execution_to_last_step(step)
         context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
         requests = []
         for hook in self._batch_hooks:
@@ -245,12 +261,16 @@ class HooksCallback(tf.keras.callbacks.Callback):
         del batch
         session = self._session
         session.logs = logs or {}
-        self._execution.restore()
-        results = [None if fetches is None else session.run(fetches) for fetches in self._requests]
-        context = self._context
+        if self._steps_per_execution != 1:
+            self._execution.restore()
+        stale = session.stale_step
+        # An execution of one step moves the global step by one; the next batch's stale step needs no read.
+        self._next_stale_step = stale + 1 if self._steps_per_execution == 1 else None
+        results = [None if fetches is None else stale if fetches is STALE_GLOBAL_STEP else session.run(fetches)
+                   for fetches in self._requests]
+        context, options, run_metadata = self._context, self._options, self._run_metadata
         for hook, result in zip(self._batch_hooks, results):
-            hook.after_run(context, SessionRunValues(
-                results=result, options=self._options, run_metadata=self._run_metadata))
+            hook.after_run(context, SessionRunValues(results=result, options=options, run_metadata=run_metadata))
         if context.stop_requested:
             self.model.stop_training = True
 
