@@ -52,8 +52,14 @@ from compat_mts.keras import HooksCallback  # pylint: disable=wrong-import-posit
 import workload  # pylint: disable=wrong-import-position
 
 keras = tf.keras
-VARIANTS = ('bare_fit', 'bare_fit_control', 'quiet_hooks', 'v1_default_hooks', 'bare_fit_spe10',
-            'v1_default_hooks_spe10')
+VARIANTS = (
+    'bare_fit',
+    'bare_fit_control',
+    'quiet_hooks',
+    'v1_default_hooks',
+    'bare_fit_spe10',
+    'v1_default_hooks_spe10',
+)
 LABELS = {
     'bare_fit': 'bare model.fit',
     'bare_fit_control': 'bare model.fit again (noise control)',
@@ -62,9 +68,14 @@ LABELS = {
     'bare_fit_spe10': 'bare model.fit, steps_per_execution=10',
     'v1_default_hooks_spe10': 'HooksCallback, v1 default hooks, steps_per_execution=10',
 }
-BASELINE = {'bare_fit': 'bare_fit', 'bare_fit_control': 'bare_fit', 'quiet_hooks': 'bare_fit',
-            'v1_default_hooks': 'bare_fit',
-            'bare_fit_spe10': 'bare_fit_spe10', 'v1_default_hooks_spe10': 'bare_fit_spe10'}
+BASELINE = {
+    'bare_fit': 'bare_fit',
+    'bare_fit_control': 'bare_fit',
+    'quiet_hooks': 'bare_fit',
+    'v1_default_hooks': 'bare_fit',
+    'bare_fit_spe10': 'bare_fit_spe10',
+    'v1_default_hooks_spe10': 'bare_fit_spe10',
+}
 BATCH_METHODS = ('on_batch_begin', 'on_batch_end', 'on_train_batch_begin', 'on_train_batch_end')
 
 
@@ -96,21 +107,27 @@ class EpochTimer(keras.callbacks.Callback):
 
 
 def _model(steps_per_execution: int) -> keras.Model:
-    model = keras.Sequential([keras.Input((workload.INPUT_SIZE,)),
-                              keras.layers.Dense(workload.HIDDEN_SIZE, activation='relu'),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((workload.INPUT_SIZE,)),
+            keras.layers.Dense(workload.HIDDEN_SIZE, activation='relu'),
+            keras.layers.Dense(1),
+        ]
+    )
     weights = workload.initial_weights()
     model.set_weights([weights['kernel_1'], weights['bias_1'], weights['kernel_2'], weights['bias_2']])
-    model.compile(optimizer=keras.optimizers.SGD(workload.LEARNING_RATE), loss='mse',
-                  steps_per_execution=steps_per_execution)
+    model.compile(
+        optimizer=keras.optimizers.SGD(workload.LEARNING_RATE), loss='mse', steps_per_execution=steps_per_execution
+    )
     return model
 
 
 def _v1_default_hooks(directory: str) -> list:
-    return [mts.StepCounterHook(every_n_steps=workload.STEP_RATE_EVERY_STEPS, output_dir=directory),
-            mts.SummarySaverHook(save_steps=workload.SUMMARY_EVERY_STEPS, output_dir=directory,
-                                 scaffold=mts.Scaffold()),
-            mts.CheckpointSaverHook(directory, save_secs=workload.CHECKPOINT_EVERY_SECS)]
+    return [
+        mts.StepCounterHook(every_n_steps=workload.STEP_RATE_EVERY_STEPS, output_dir=directory),
+        mts.SummarySaverHook(save_steps=workload.SUMMARY_EVERY_STEPS, output_dir=directory, scaffold=mts.Scaffold()),
+        mts.CheckpointSaverHook(directory, save_secs=workload.CHECKPOINT_EVERY_SECS),
+    ]
 
 
 class Variant:
@@ -133,8 +150,9 @@ class Variant:
     def run_repeat(self, dataset: tf.data.Dataset, steps: int, epochs: int) -> tuple[np.ndarray, np.ndarray]:
         """Fits `1 + epochs` epochs of `steps` steps; returns the per-step wall and CPU time of each timed epoch."""
         timer = EpochTimer()
-        self.model.fit(dataset, epochs=1 + epochs, steps_per_epoch=steps, shuffle=False, verbose=0,
-                       callbacks=self.callbacks(timer))
+        self.model.fit(
+            dataset, epochs=1 + epochs, steps_per_epoch=steps, shuffle=False, verbose=0, callbacks=self.callbacks(timer)
+        )
         return np.asarray(timer.wall[1:]) / steps, np.asarray(timer.cpu[1:]) / steps
 
 
@@ -152,16 +170,21 @@ def run_benchmark(steps: int, epochs: int, repeats: int) -> dict:
         repeat_cpu_means: dict[str, list[float]] = {name: [] for name in VARIANTS}
         epoch_times: dict[str, list[np.ndarray]] = {name: [] for name in VARIANTS}
         for round_index in range(repeats):
-            order = VARIANTS[round_index % len(VARIANTS):] + VARIANTS[:round_index % len(VARIANTS)]
+            order = VARIANTS[round_index % len(VARIANTS) :] + VARIANTS[: round_index % len(VARIANTS)]
             for name in order:
                 mts.reset_global_step()
                 wall, cpu = variants[name].run_repeat(dataset, steps, epochs)
                 repeat_means[name].append(float(wall.mean()))
                 repeat_cpu_means[name].append(float(cpu.mean()))
                 epoch_times[name].append(wall)
-            print(f'round {round_index + 1}/{repeats}: ' + ', '.join(
-                f'{name} {repeat_means[name][-1] * 1e6:.0f} us ({repeat_cpu_means[name][-1] * 1e6:.0f} us CPU)'
-                for name in VARIANTS), file=sys.stderr)
+            print(
+                f'round {round_index + 1}/{repeats}: '
+                + ', '.join(
+                    f'{name} {repeat_means[name][-1] * 1e6:.0f} us ({repeat_cpu_means[name][-1] * 1e6:.0f} us CPU)'
+                    for name in VARIANTS
+                ),
+                file=sys.stderr,
+            )
         elapsed_s = time.perf_counter() - started
         load_after = os.getloadavg()
     finally:
@@ -183,8 +206,9 @@ def run_benchmark(steps: int, epochs: int, repeats: int) -> dict:
             'baseline': baseline,
             'ratio_to_baseline': float(np.median(np.asarray(repeat_means[name]) / np.asarray(repeat_means[baseline]))),
             'fast_epoch_ratio_to_baseline': fast_epoch[name] / fast_epoch[baseline],
-            'cpu_ratio_to_baseline': float(np.median(
-                np.asarray(repeat_cpu_means[name]) / np.asarray(repeat_cpu_means[baseline]))),
+            'cpu_ratio_to_baseline': float(
+                np.median(np.asarray(repeat_cpu_means[name]) / np.asarray(repeat_cpu_means[baseline]))
+            ),
         }
     return {
         'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
@@ -196,11 +220,15 @@ def run_benchmark(steps: int, epochs: int, repeats: int) -> dict:
         'load_average_before': load_before,
         'load_average_after': load_after,
         'timed_loop_seconds': elapsed_s,
-        'steps_per_epoch': steps, 'timed_epochs': epochs, 'repeats': repeats,
-        'quiet_hooks_batch_methods_default': {method: bool(getattr(getattr(quiet, method), '_is_default', False))
-                                              for method in BATCH_METHODS},
-        'v1_hooks_batch_methods_default': {method: bool(getattr(getattr(busy, method), '_is_default', False))
-                                           for method in BATCH_METHODS},
+        'steps_per_epoch': steps,
+        'timed_epochs': epochs,
+        'repeats': repeats,
+        'quiet_hooks_batch_methods_default': {
+            method: bool(getattr(getattr(quiet, method), '_is_default', False)) for method in BATCH_METHODS
+        },
+        'v1_hooks_batch_methods_default': {
+            method: bool(getattr(getattr(busy, method), '_is_default', False)) for method in BATCH_METHODS
+        },
         'variants': results,
     }
 
@@ -215,14 +243,17 @@ def format_table(report: dict) -> str:
     for name in VARIANTS:
         result = report['variants'][name]
         lines.append(
-            f"| {LABELS[name]} | {result['median_of_repeat_means_s'] * 1e6:.1f} "
-            f"| {min(result['repeat_means_s']) * 1e6:.0f}-{max(result['repeat_means_s']) * 1e6:.0f} "
-            f"| {result['p10_epoch_step_s'] * 1e6:.1f} | {result['median_of_repeat_cpu_means_s'] * 1e6:.1f} "
-            f"| {result['ratio_to_baseline']:.3f} | {result['fast_epoch_ratio_to_baseline']:.3f} "
-            f"| {result['cpu_ratio_to_baseline']:.3f} |")
+            f'| {LABELS[name]} | {result["median_of_repeat_means_s"] * 1e6:.1f} '
+            f'| {min(result["repeat_means_s"]) * 1e6:.0f}-{max(result["repeat_means_s"]) * 1e6:.0f} '
+            f'| {result["p10_epoch_step_s"] * 1e6:.1f} | {result["median_of_repeat_cpu_means_s"] * 1e6:.1f} '
+            f'| {result["ratio_to_baseline"]:.3f} | {result["fast_epoch_ratio_to_baseline"]:.3f} '
+            f'| {result["cpu_ratio_to_baseline"]:.3f} |'
+        )
     quiet_default = all(report['quiet_hooks_batch_methods_default'].values())
-    lines += ['', f'HooksCallback without per-batch hooks leaves Keras\'s batch methods at their defaults: '
-                  f'{quiet_default}']
+    lines += [
+        '',
+        f"HooksCallback without per-batch hooks leaves Keras's batch methods at their defaults: {quiet_default}",
+    ]
     return '\n'.join(lines)
 
 
@@ -237,10 +268,15 @@ def _check_finite(report: dict) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--steps', type=int, default=100, help='steps per epoch (default: %(default)s)')
-    parser.add_argument('--epochs', type=int, default=3,
-                        help='timed epochs per repeat, after one untimed epoch (default: %(default)s)')
-    parser.add_argument('--repeats', type=int, default=25,
-                        help='interleaved rounds, each fitting every variant once (default: %(default)s)')
+    parser.add_argument(
+        '--epochs', type=int, default=3, help='timed epochs per repeat, after one untimed epoch (default: %(default)s)'
+    )
+    parser.add_argument(
+        '--repeats',
+        type=int,
+        default=25,
+        help='interleaved rounds, each fitting every variant once (default: %(default)s)',
+    )
     parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
     args = parser.parse_args(argv)
     if args.steps < 10 or args.epochs < 1 or args.repeats < 1:
@@ -248,11 +284,15 @@ def main(argv: list[str] | None = None) -> None:
 
     report = run_benchmark(args.steps, args.epochs, args.repeats)
     _check_finite(report)
-    print(f"{report['date']}  TensorFlow {report['tensorflow']}  {report['keras']}  Python {report['python']}  "
-          f"{report['machine']}")
-    print(f"{args.repeats} interleaved repeats x {args.epochs} timed epochs of {args.steps} steps (+1 untimed epoch) "
-          f"per variant; load average {report['load_average_before'][0]:.2f} before, "
-          f"{report['load_average_after'][0]:.2f} after")
+    print(
+        f'{report["date"]}  TensorFlow {report["tensorflow"]}  {report["keras"]}  Python {report["python"]}  '
+        f'{report["machine"]}'
+    )
+    print(
+        f'{args.repeats} interleaved repeats x {args.epochs} timed epochs of {args.steps} steps (+1 untimed epoch) '
+        f'per variant; load average {report["load_average_before"][0]:.2f} before, '
+        f'{report["load_average_after"][0]:.2f} after'
+    )
     print()
     print(format_table(report))
     if args.out:

@@ -52,14 +52,16 @@ def build_fed_graph():
     global_step = tf.compat.v1.train.get_or_create_global_step()
     x = tf.compat.v1.placeholder(tf.float32, [None, workload.INPUT_SIZE], name='x')
     y = tf.compat.v1.placeholder(tf.float32, [None, 1], name='y')
-    weights = {name: tf.compat.v1.get_variable(name, initializer=value)
-               for name, value in workload.initial_weights().items()}
+    weights = {
+        name: tf.compat.v1.get_variable(name, initializer=value) for name, value in workload.initial_weights().items()
+    }
     hidden = tf.nn.relu(tf.matmul(x, weights['kernel_1']) + weights['bias_1'])
     predictions = tf.matmul(hidden, weights['kernel_2']) + weights['bias_2']
     loss = tf.reduce_mean(tf.square(predictions - y), name='loss')
     tf.compat.v1.summary.scalar('loss', loss)
     train_op = tf.compat.v1.train.GradientDescentOptimizer(workload.LEARNING_RATE).minimize(
-        loss, global_step=global_step)
+        loss, global_step=global_step
+    )
     return x, y, loss, train_op
 
 
@@ -101,8 +103,13 @@ def main(argv: list[str] | None = None) -> dict:
 
     import compat_mts as mts  # pylint: disable=import-outside-toplevel
 
-    results = {'tensorflow': tf.__version__, 'block': args.block, 'blocks': args.blocks, 'warmup': args.warmup,
-               'graphs': {}}
+    results = {
+        'tensorflow': tf.__version__,
+        'block': args.block,
+        'blocks': args.blocks,
+        'warmup': args.warmup,
+        'graphs': {},
+    }
     for graph_name in GRAPHS:
         directories = [tempfile.mkdtemp(prefix=f'legacy_overhead_{side}_{graph_name}_') for side in ('v1', 'compat')]
         graph, v1_outputs = build_v1(graph_name)
@@ -145,8 +152,10 @@ def main(argv: list[str] | None = None) -> dict:
             'compat_median_step_cpu_us': float(np.median(compat_cpu) * 1e6),
             'median_ratio_cpu': float(np.median(compat_cpu / v1_cpu)),
         }
-        print(f'{graph_name}: ' + ', '.join(f'{key} {value:.3f}' for key, value in
-                                            results['graphs'][graph_name].items()), flush=True)
+        print(
+            f'{graph_name}: ' + ', '.join(f'{key} {value:.3f}' for key, value in results['graphs'][graph_name].items()),
+            flush=True,
+        )
     print(json.dumps(results, indent=2))
     if args.out:
         with open(args.out, 'w', encoding='utf-8') as out:

@@ -42,6 +42,7 @@ def free_ports(count: int) -> list[int]:
 
 def serve(cluster: dict, job: str, index: int) -> None:
     import tensorflow as tf
+
     server = tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=index, protocol='grpc')
     print('serving', flush=True)
     server.join()
@@ -82,8 +83,10 @@ def chief(cluster: dict, steps_per_run: int, warmup: int, seconds: float) -> Non
             with global_step_lib.outside_graph_mode():
                 scheduler.finish()
                 elapsed, after = time.perf_counter() - started, int(step_variable.numpy())
-    print(json.dumps({'steps': after - before, 'seconds': elapsed, 'steps_per_sec': (after - before) / elapsed}),
-          flush=True)
+    print(
+        json.dumps({'steps': after - before, 'seconds': elapsed, 'steps_per_sec': (after - before) / elapsed}),
+        flush=True,
+    )
 
 
 def measure(workers: int, args) -> float:
@@ -91,17 +94,39 @@ def measure(workers: int, args) -> float:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
     for _ in range(3):  # Again on other ports if one was taken before its task could bind it.
         ports = free_ports(2 + workers)
-        cluster = {'chief': [f'localhost:{ports[0]}'], 'ps': [f'localhost:{ports[1]}'],
-                   'worker': [f'localhost:{port}' for port in ports[2:]]}
-        tasks = [subprocess.Popen([sys.executable, __file__, '--serve', json.dumps(cluster), job, str(index)],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                 for job, index in [('ps', 0)] + [('worker', index) for index in range(workers)]]
+        cluster = {
+            'chief': [f'localhost:{ports[0]}'],
+            'ps': [f'localhost:{ports[1]}'],
+            'worker': [f'localhost:{port}' for port in ports[2:]],
+        }
+        tasks = [
+            subprocess.Popen(
+                [sys.executable, __file__, '--serve', json.dumps(cluster), job, str(index)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            for job, index in [('ps', 0)] + [('worker', index) for index in range(workers)]
+        ]
         try:
             if not all(task.stdout.readline().strip() == 'serving' for task in tasks):
                 continue
             result = subprocess.run(
-                [sys.executable, __file__, '--chief', json.dumps(cluster), str(args.steps_per_run), str(args.warmup),
-                 str(args.seconds)], env=env, capture_output=True, text=True, timeout=600)
+                [
+                    sys.executable,
+                    __file__,
+                    '--chief',
+                    json.dumps(cluster),
+                    str(args.steps_per_run),
+                    str(args.warmup),
+                    str(args.seconds),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             lines = [line for line in result.stdout.splitlines() if line.startswith('{')]
             if lines:
                 return json.loads(lines[-1])['steps_per_sec']
@@ -128,7 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[int, list[float]] = {1: [], 2: []}
     for round_index in range(args.rounds):
-        for workers in ((1, 2) if round_index % 2 == 0 else (2, 1)):
+        for workers in (1, 2) if round_index % 2 == 0 else (2, 1):
             results[workers].append(measure(workers, args))
             print(f'round {round_index + 1}: {workers} worker(s): {results[workers][-1]:.1f} steps/s', flush=True)
     print(f'\ncpu cores: {os.cpu_count()}, load average before the end: {os.getloadavg()[0]:.2f}')

@@ -78,7 +78,7 @@ def _is_compat_mts(function_key: tuple) -> bool:
 
 
 def _label(path: str, name: str) -> str:
-    relative = path[len(COMPAT_MTS_DIR):] if path.startswith(COMPAT_MTS_DIR) else path.split('compat_mts/', 1)[-1]
+    relative = path[len(COMPAT_MTS_DIR) :] if path.startswith(COMPAT_MTS_DIR) else path.split('compat_mts/', 1)[-1]
     return f'compat_mts/{relative}:{name}'
 
 
@@ -98,6 +98,7 @@ LAYERS = (
 def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[float, float]]:
     """Median over `blocks` rounds of each layer's mean wall and main-thread CPU µs per step (see `LAYERS`)."""
     from compat_mts import fetches as fetches_lib  # pylint: disable=import-outside-toplevel
+
     bare = session_overhead.BareLoop('')
     hookless = mts.MonitoredSession(hooks=[])
     try:
@@ -115,7 +116,8 @@ def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[f
                 'direct call (how compat_mts calls a step)': direct.call,
                 'direct call with the global-step read': functools.partial(direct.call_after_read, global_step, {}),
                 "fetch model: the step and three hooks' STALE_GLOBAL_STEP": lambda: fetches_lib.Run(
-                    [step, stale, stale, stale], None, global_step, session_step=True).execute(),
+                    [step, stale, stale, stale], None, global_step, session_step=True
+                ).execute(),
                 'run, no hooks': functools.partial(hookless.run, step),
                 'run, default hooks': functools.partial(session.run, step),
             }
@@ -130,8 +132,10 @@ def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[f
                     samples[name].append((mean_s, (time.thread_time() - cpu_start) / block_steps))
     finally:
         hookless.close()
-    return {name: tuple(float(value) * 1e6 for value in np.median(np.asarray(values), axis=0))
-            for name, values in samples.items()}
+    return {
+        name: tuple(float(value) * 1e6 for value in np.median(np.asarray(values), axis=0))
+        for name, values in samples.items()
+    }
 
 
 def _busy_wait(seconds: float) -> None:
@@ -156,7 +160,7 @@ def between_steps(blocks: int, block_steps: int) -> dict[str, float]:
         READ_ALONE: lambda: global_step_lib.read_value(global_step),
         'read, then the step': lambda: (global_step_lib.read_value(global_step), train_step()),
         '30 µs busy-wait, then the step': lambda: (_busy_wait(30e-6), train_step()),
-        'the read inside the step\'s tf.function, returned': lambda: step_reading_global_step()._numpy(),
+        "the read inside the step's tf.function, returned": lambda: step_reading_global_step()._numpy(),
     }
     for run_one in configurations.values():
         for _ in range(50):
@@ -196,8 +200,13 @@ def cprofile_ranking(model_session, steps: int) -> tuple[list[tuple[str, float, 
                 step_total += edge_cumulative
             else:
                 costs[caller] += edge_cumulative
-    ranked = sorted(((_label(path, name), cost / steps * 1e6, calls.get((path, line, name), 0) / steps)
-                     for (path, line, name), cost in costs.items()), key=lambda row: -row[1])
+    ranked = sorted(
+        (
+            (_label(path, name), cost / steps * 1e6, calls.get((path, line, name), 0) / steps)
+            for (path, line, name), cost in costs.items()
+        ),
+        key=lambda row: -row[1],
+    )
     return ranked, step_total / steps * 1e6
 
 
@@ -250,9 +259,23 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
     """
     with tempfile.TemporaryDirectory(prefix='profile_session_') as directory:
         raw_path = os.path.join(directory, 'samples.txt')
-        command = ['py-spy', 'record', '--idle', '--nonblocking', '--rate', str(rate), '--format', 'raw',
-                   '--output', raw_path, '--', sys.executable, os.path.abspath(__file__),
-                   '--sampled-loop-seconds', str(seconds)]
+        command = [
+            'py-spy',
+            'record',
+            '--idle',
+            '--nonblocking',
+            '--rate',
+            str(rate),
+            '--format',
+            'raw',
+            '--output',
+            raw_path,
+            '--',
+            sys.executable,
+            os.path.abspath(__file__),
+            '--sampled-loop-seconds',
+            str(seconds),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0 or not os.path.exists(raw_path):
             raise RuntimeError(f'py-spy failed ({result.returncode}):\n{result.stderr[-3000:]}')
@@ -272,14 +295,19 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
             continue
         owner = 'loop'
         previous_path = ''
-        for frame in frames[starts[0] + 1:]:
+        for frame in frames[starts[0] + 1 :]:
             match = _PY_SPY_FRAME.match(frame)
             path = match.group('path') if match else ''
             # The step's call: its tf.function, or TensorFlow's traceback filter around it (which the
             # bare loop pays too), entered straight from the loop or from the fetch model.
-            if any(frame in path for frame in _STEP_FRAMES) or (match and match.group('function').endswith(
-                    _STEP_FUNCTION)) or ('traceback_utils' in path and (
-                    loop == 'bare' and owner == 'loop' or previous_path.endswith('compat_mts/fetches.py'))):
+            if (
+                any(frame in path for frame in _STEP_FRAMES)
+                or (match and match.group('function').endswith(_STEP_FUNCTION))
+                or (
+                    'traceback_utils' in path
+                    and (loop == 'bare' and owner == 'loop' or previous_path.endswith('compat_mts/fetches.py'))
+                )
+            ):
                 owner = 'step'
                 break
             if 'compat_mts/' in path:
@@ -293,23 +321,31 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
         return charged[loop][owner] / sum(charged[loop].values()) * measured[loop]
 
     return {
-        'session': measured['session'], 'bare': measured['bare'],
-        'step_in_session': us('session', 'step'), 'step_in_bare': us('bare', 'step'),
-        'compat_mts': [(owner, us('session', owner)) for owner, _ in charged['session'].most_common()
-                       if owner.startswith('compat_mts/')],
+        'session': measured['session'],
+        'bare': measured['bare'],
+        'step_in_session': us('session', 'step'),
+        'step_in_bare': us('bare', 'step'),
+        'compat_mts': [
+            (owner, us('session', owner))
+            for owner, _ in charged['session'].most_common()
+            if owner.startswith('compat_mts/')
+        ],
         'samples': sum(charged['session'].values()) + sum(charged['bare'].values()),
     }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--blocks', type=int, default=30,
-                        help='interleaved rounds of the breakdown (default: %(default)s)')
+    parser.add_argument(
+        '--blocks', type=int, default=30, help='interleaved rounds of the breakdown (default: %(default)s)'
+    )
     parser.add_argument('--block-steps', type=int, default=200, help='steps per block (default: %(default)s)')
-    parser.add_argument('--profile-steps', type=int, default=3000,
-                        help='runs profiled by cProfile, 0 to skip (default: %(default)s)')
-    parser.add_argument('--py-spy-seconds', type=float, default=30,
-                        help='seconds sampled by py-spy, 0 to skip (default: %(default)s)')
+    parser.add_argument(
+        '--profile-steps', type=int, default=3000, help='runs profiled by cProfile, 0 to skip (default: %(default)s)'
+    )
+    parser.add_argument(
+        '--py-spy-seconds', type=float, default=30, help='seconds sampled by py-spy, 0 to skip (default: %(default)s)'
+    )
     parser.add_argument('--py-spy-rate', type=int, default=500, help='py-spy samples per second (default: %(default)s)')
     parser.add_argument('--top', type=int, default=20, help='profile rows to print (default: %(default)s)')
     parser.add_argument('--sampled-loop-seconds', type=float, help=argparse.SUPPRESS)  # py-spy's child.
@@ -328,8 +364,10 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f'Breakdown: median of {args.blocks} interleaved blocks of {args.block_steps} steps; load average '
-          f'{load_before:.2f} before, {os.getloadavg()[0]:.2f} after')
+    print(
+        f'Breakdown: median of {args.blocks} interleaved blocks of {args.block_steps} steps; load average '
+        f'{load_before:.2f} before, {os.getloadavg()[0]:.2f} after'
+    )
     print('| layer | wall µs/step | main-thread CPU µs/step | on top of | Δ wall µs | Δ CPU µs |')
     print('|---|---:|---:|---|---:|---:|')
     for name, reference in LAYERS:
@@ -337,8 +375,10 @@ def main(argv: list[str] | None = None) -> None:
         if reference is None:
             print(f'| {name} | {wall:.1f} | {cpu:.1f} |  |  |  |')
             continue
-        print(f'| {name} | {wall:.1f} | {cpu:.1f} | {reference} | {wall - timings[reference][0]:+.1f} '
-              f'| {cpu - timings[reference][1]:+.1f} |')
+        print(
+            f'| {name} | {wall:.1f} | {cpu:.1f} | {reference} | {wall - timings[reference][0]:+.1f} '
+            f'| {cpu - timings[reference][1]:+.1f} |'
+        )
     print()
     bare_step_us = gaps['bare step']
     print('| host work between steps (bare step) | wall µs/step | Δ from the bare step |')
@@ -350,11 +390,13 @@ def main(argv: list[str] | None = None) -> None:
 
     if cprofile_rows:
         ranked, step_us = cprofile_rows
-        print(f'\ncProfile of {args.profile_steps} runs: compat_mts code and what it calls, step excluded: '
-              f'{sum(cost for _, cost, _ in ranked):.1f} µs/run in all (the step: {step_us:.1f} µs/run)')
+        print(
+            f'\ncProfile of {args.profile_steps} runs: compat_mts code and what it calls, step excluded: '
+            f'{sum(cost for _, cost, _ in ranked):.1f} µs/run in all (the step: {step_us:.1f} µs/run)'
+        )
         print('| function | µs/run | calls/run |')
         print('|---|---:|---:|')
-        for label, cost, count in ranked[:args.top]:
+        for label, cost, count in ranked[: args.top]:
             print(f'| {label} | {cost:.1f} | {count:.2f} |')
         sys.stdout.flush()
 
@@ -365,18 +407,25 @@ def main(argv: list[str] | None = None) -> None:
         load_before = os.getloadavg()[0]
         sampled = py_spy_ranking(args.py_spy_seconds, args.py_spy_rate)
         compat_total = sum(cost for _, cost in sampled['compat_mts'])
-        print(f"\npy-spy: {sampled['samples']} samples over {args.py_spy_seconds:g} s of alternating blocks; load "
-              f'average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after')
+        print(
+            f'\npy-spy: {sampled["samples"]} samples over {args.py_spy_seconds:g} s of alternating blocks; load '
+            f'average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after'
+        )
         print("| loop | µs/run (measured) | the step's tf.function call | compat_mts code | the rest (loop, Python) |")
         print('|---|---:|---:|---:|---:|')
-        print(f"| bare step | {sampled['bare']:.1f} | {sampled['step_in_bare']:.1f} | 0 "
-              f"| {sampled['bare'] - sampled['step_in_bare']:.1f} |")
-        print(f"| session.run(step) | {sampled['session']:.1f} | {sampled['step_in_session']:.1f} | {compat_total:.1f} "
-              f"| {sampled['session'] - sampled['step_in_session'] - compat_total:.1f} |")
+        print(
+            f'| bare step | {sampled["bare"]:.1f} | {sampled["step_in_bare"]:.1f} | 0 '
+            f'| {sampled["bare"] - sampled["step_in_bare"]:.1f} |'
+        )
+        print(
+            f'| session.run(step) | {sampled["session"]:.1f} | {sampled["step_in_session"]:.1f} | {compat_total:.1f} '
+            f'| {sampled["session"] - sampled["step_in_session"] - compat_total:.1f} |'
+        )
         print('\n| compat_mts function (innermost compat_mts frame; TensorFlow calls below it included) | µs/run |')
         print('|---|---:|')
-        for label, cost in sampled['compat_mts'][:args.top]:
+        for label, cost in sampled['compat_mts'][: args.top]:
             print(f'| {label} | {cost:.1f} |')
+
 
 if __name__ == '__main__':
     main()

@@ -141,7 +141,8 @@ class HandWrittenTF2:
         self.model = Model(_new_global_step())
         self.directory = os.path.join(workdir, 'hand_written_tf2')
         self.manager = tf.train.CheckpointManager(
-            self.model.checkpoint(global_step=self.model.global_step), self.directory, max_to_keep=5)
+            self.model.checkpoint(global_step=self.model.global_step), self.directory, max_to_keep=5
+        )
         self.writer = tf.summary.create_file_writer(self.directory)
 
     def run_repeat(self, warmup_steps: int, steps: int) -> dict:
@@ -151,8 +152,10 @@ class HandWrittenTF2:
         state = {'last_save_time': time.time(), 'rate_time': time.time(), 'rate_step': int(global_step.numpy())}
 
         def one_step():
-            with writer.as_default(step=global_step), tf.summary.record_if(
-                    lambda: global_step % workload.SUMMARY_EVERY_STEPS == 0):
+            with (
+                writer.as_default(step=global_step),
+                tf.summary.record_if(lambda: global_step % workload.SUMMARY_EVERY_STEPS == 0),
+            ):
                 train_step()
             step = int(global_step.numpy())
             if step % workload.STEP_RATE_EVERY_STEPS == 0:
@@ -206,6 +209,7 @@ class CompatMTS:
             def wrapper(*args, **kwargs):
                 executions[0] += 1
                 return function(*args, **kwargs)
+
             return wrapper
 
         per_run = collections.Counter()
@@ -225,8 +229,18 @@ class V1GraphModeChild(workload.ServedChild):
     """Variant 4, driven in a child process: one `run` line on its stdin, one timed repeat back."""
 
     def __init__(self, warmup_steps: int, steps: int, stderr_path: str):
-        super().__init__('v1_graph_mode.py', [os.path.join(BENCHMARKS_DIR, 'v1_graph_mode.py'), '--serve',
-                                              '--warmup', str(warmup_steps), '--steps', str(steps)], stderr_path)
+        super().__init__(
+            'v1_graph_mode.py',
+            [
+                os.path.join(BENCHMARKS_DIR, 'v1_graph_mode.py'),
+                '--serve',
+                '--warmup',
+                str(warmup_steps),
+                '--steps',
+                str(steps),
+            ],
+            stderr_path,
+        )
 
     def run_repeat(self, warmup_steps: int, steps: int) -> dict:
         del warmup_steps, steps  # Fixed when the child was started.
@@ -239,9 +253,13 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
     workdir = tempfile.mkdtemp(prefix='session_overhead_')
     child = V1GraphModeChild(warmup_steps, steps, os.path.join(workdir, 'v1_graph_mode.stderr'))
     try:
-        variants: dict[str, object] = {'bare_loop': BareLoop(workdir), 'bare_concrete': BareConcreteLoop(workdir),
-                                       'hand_written_tf2': HandWrittenTF2(workdir),
-                                       'compat_mts': CompatMTS(workdir), 'v1_graph_mode': child}
+        variants: dict[str, object] = {
+            'bare_loop': BareLoop(workdir),
+            'bare_concrete': BareConcreteLoop(workdir),
+            'hand_written_tf2': HandWrittenTF2(workdir),
+            'compat_mts': CompatMTS(workdir),
+            'v1_graph_mode': child,
+        }
         child.wait_until_ready()
         load_before = os.getloadavg()
         repeat_means: dict[str, list[float]] = {name: [] for name in VARIANTS}
@@ -256,8 +274,11 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
                 repeat_means[name].append(timing['mean_step_s'])
                 repeat_cpu_means[name].append(timing['cpu_step_s'])
                 step_times[name].append(timing['step_times_s'])
-            print(f'round {round_index + 1}/{repeats}: ' + ', '.join(
-                f'{name} {repeat_means[name][-1] * 1e6:.0f} us' for name in VARIANTS), file=sys.stderr)
+            print(
+                f'round {round_index + 1}/{repeats}: '
+                + ', '.join(f'{name} {repeat_means[name][-1] * 1e6:.0f} us' for name in VARIANTS),
+                file=sys.stderr,
+            )
         elapsed_s = time.perf_counter() - started
         load_after = os.getloadavg()
         executions_per_run = variants['compat_mts'].count_executions(count_steps) if count_steps else None
@@ -266,9 +287,12 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
         child.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    results = {name: workload.summarize_step_times(repeat_means[name], np.concatenate(step_times[name]),
-                                                   repeat_cpu_means[name])
-               for name in VARIANTS}
+    results = {
+        name: workload.summarize_step_times(
+            repeat_means[name], np.concatenate(step_times[name]), repeat_cpu_means[name]
+        )
+        for name in VARIANTS
+    }
 
     def ratios(name: str, baseline: str) -> dict[str, float]:
         """`name` over `baseline`: medians of the per-round ratios of means and CPU, and the ratio of p50s."""
@@ -290,13 +314,16 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
         'load_average_before': load_before,
         'load_average_after': load_after,
         'timed_loop_seconds': elapsed_s,
-        'steps': steps, 'repeats': repeats, 'warmup_steps': warmup_steps,
+        'steps': steps,
+        'repeats': repeats,
+        'warmup_steps': warmup_steps,
         'variants': results,
         'compat_mts_over_hand_written_tf2': ratios('compat_mts', 'hand_written_tf2'),
         'compat_mts_over_v1_graph_mode': ratios('compat_mts', 'v1_graph_mode'),
         'compat_mts_over_bare_concrete': ratios('compat_mts', 'bare_concrete'),
         'compat_mts_executions_per_run': (
-            {str(count): runs for count, runs in sorted(executions_per_run.items())} if executions_per_run else None),
+            {str(count): runs for count, runs in sorted(executions_per_run.items())} if executions_per_run else None
+        ),
         'compat_mts_executions_counted_over_runs': count_steps,
     }
 
@@ -313,22 +340,27 @@ def format_table(report: dict) -> str:
         median = result['median_of_repeat_means_s']
         ratios = result['ratios_to_bare_loop']
         lines.append(
-            f"| {LABELS[name]} | {median * 1e6:.1f} | {min(result['repeat_means_s']) * 1e6:.0f}-"
-            f"{max(result['repeat_means_s']) * 1e6:.0f} | {result['p50_step_s'] * 1e6:.1f} "
-            f"| {result['p99_step_s'] * 1e6:.1f} | {1 / median:.0f} | {ratios['mean']:.3f} | {ratios['p50']:.3f} "
-            f"| {result['median_cpu_per_step_s'] * 1e6:.1f} | {ratios['cpu']:.3f} |")
+            f'| {LABELS[name]} | {median * 1e6:.1f} | {min(result["repeat_means_s"]) * 1e6:.0f}-'
+            f'{max(result["repeat_means_s"]) * 1e6:.0f} | {result["p50_step_s"] * 1e6:.1f} '
+            f'| {result["p99_step_s"] * 1e6:.1f} | {1 / median:.0f} | {ratios["mean"]:.3f} | {ratios["p50"]:.3f} '
+            f'| {result["median_cpu_per_step_s"] * 1e6:.1f} | {ratios["cpu"]:.3f} |'
+        )
     lines.append('')
-    for key, label in (('compat_mts_over_hand_written_tf2', 'compat_mts / hand-written TF2:       '),
-                       ('compat_mts_over_v1_graph_mode', 'compat_mts / v1 graph mode:          '),
-                       ('compat_mts_over_bare_concrete', 'compat_mts / bare concrete function: ')):
+    for key, label in (
+        ('compat_mts_over_hand_written_tf2', 'compat_mts / hand-written TF2:       '),
+        ('compat_mts_over_v1_graph_mode', 'compat_mts / v1 graph mode:          '),
+        ('compat_mts_over_bare_concrete', 'compat_mts / bare concrete function: '),
+    ):
         ratios = report[key]
-        lines.append(f"{label} {ratios['mean']:.3f}   (p50: {ratios['p50']:.3f}, CPU: {ratios['cpu']:.3f})")
+        lines.append(f'{label} {ratios["mean"]:.3f}   (p50: {ratios["p50"]:.3f}, CPU: {ratios["cpu"]:.3f})')
     executions = report['compat_mts_executions_per_run']
     if executions:
         counted = report['compat_mts_executions_counted_over_runs']
         usual = max(executions, key=executions.get)
-        lines.append(f'compat_mts TensorFlow executions (ops and function calls) per run: {usual} on most runs '
-                     f'(executions: runs over {counted} runs = {executions})')
+        lines.append(
+            f'compat_mts TensorFlow executions (ops and function calls) per run: {usual} on most runs '
+            f'(executions: runs over {counted} runs = {executions})'
+        )
     return '\n'.join(lines)
 
 
@@ -342,15 +374,24 @@ def _check_finite(report: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--steps', type=int, default=2000,
-                        help='timed steps per repeat of each variant (default: %(default)s)')
-    parser.add_argument('--repeats', type=int, default=15,
-                        help='interleaved rounds, each timing every variant once (default: %(default)s)')
-    parser.add_argument('--warmup', type=int, default=100,
-                        help='untimed steps at the start of each repeat (default: %(default)s)')
-    parser.add_argument('--count-steps', type=int, default=300,
-                        help='runs over which compat_mts\'s TensorFlow executions are counted, '
-                             '0 to skip (default: %(default)s)')
+    parser.add_argument(
+        '--steps', type=int, default=2000, help='timed steps per repeat of each variant (default: %(default)s)'
+    )
+    parser.add_argument(
+        '--repeats',
+        type=int,
+        default=15,
+        help='interleaved rounds, each timing every variant once (default: %(default)s)',
+    )
+    parser.add_argument(
+        '--warmup', type=int, default=100, help='untimed steps at the start of each repeat (default: %(default)s)'
+    )
+    parser.add_argument(
+        '--count-steps',
+        type=int,
+        default=300,
+        help="runs over which compat_mts's TensorFlow executions are counted, 0 to skip (default: %(default)s)",
+    )
     parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
     args = parser.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.count_steps < 0:
@@ -358,9 +399,11 @@ def main(argv: list[str] | None = None) -> None:
 
     report = run_benchmark(args.steps, args.repeats, args.warmup, args.count_steps)
     _check_finite(report)
-    print(f"{report['date']}  TensorFlow {report['tensorflow']}  Python {report['python']}  {report['machine']}")
-    print(f"{args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up) per variant; "
-          f"load average {report['load_average_before'][0]:.2f} before, {report['load_average_after'][0]:.2f} after")
+    print(f'{report["date"]}  TensorFlow {report["tensorflow"]}  Python {report["python"]}  {report["machine"]}')
+    print(
+        f'{args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up) per variant; '
+        f'load average {report["load_average_before"][0]:.2f} before, {report["load_average_after"][0]:.2f} after'
+    )
     print()
     print(format_table(report))
     if args.out:

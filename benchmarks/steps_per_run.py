@@ -10,6 +10,7 @@ the process's CPU time (which waiting for a busy CPU does not inflate).
 
 Run: `PYTHONPATH=. python benchmarks/steps_per_run.py`
 """
+
 import statistics
 import time
 

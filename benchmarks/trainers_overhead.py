@@ -48,16 +48,20 @@ BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCHMARKS_DIR)
 
 import workload  # noqa: E402  # pylint: disable=wrong-import-position
+
 PROGRAMS_DIR = os.path.join(os.path.dirname(BENCHMARKS_DIR), 'tests', 'v1_programs')
 TRAINERS = ('cifar10', 'mnist')
 SIDES = ('v1', 'compat')
 VARIANTS = ('as_written', 'default_frequencies')
 VARIANT_LABELS = {'as_written': 'as written', 'default_frequencies': "v1's default save frequencies"}
-LABELS = {'cifar10': 'CIFAR-10 tutorial trainer (cifar10_train.py)',
-          'mnist': 'Horovod-style MNIST trainer (mnist_layers_*.py)'}
+LABELS = {
+    'cifar10': 'CIFAR-10 tutorial trainer (cifar10_train.py)',
+    'mnist': 'Horovod-style MNIST trainer (mnist_layers_*.py)',
+}
 
 
 # The child: one trainer on one side, timed on request.
+
 
 class _ClockHook:
     """Appended to the program's hooks: records both clocks after every run, and nothing else.
@@ -109,24 +113,29 @@ def _child_runner(trainer: str, side: str):
         os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Both programs need tf-keras's tf.layers.
     sys.path.insert(0, PROGRAMS_DIR)
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
     if side == 'v1':
         tf.compat.v1.disable_eager_execution()
     if trainer == 'cifar10':
         import cifar10_train  # pylint: disable=import-outside-toplevel
+
         if side == 'v1':
             train_lib, hook_base = tf.compat.v1.train, tf.compat.v1.train.SessionRunHook
         else:
             import compat_mts  # pylint: disable=import-outside-toplevel
+
             train_lib, hook_base = compat_mts, compat_mts.SessionRunHook
 
         def run(directory: str, last_step: int, variant: str):
             proxy, hook = _with_clock(train_lib, hook_base, variant)
             cifar10_train.train(proxy, directory, last_step)
             return hook
+
         return run
 
     if side == 'v1':
         import mnist_layers_v1 as program  # pylint: disable=import-outside-toplevel
+
         v1 = program.tf
 
         def run(directory: str, last_step: int, variant: str):
@@ -138,9 +147,11 @@ def _child_runner(trainer: str, side: str):
             finally:
                 program.tf = v1
             return hook
+
         return run
 
     import mnist_layers_compat as program  # pylint: disable=import-outside-toplevel
+
     mts = program.mts
 
     def run(directory: str, last_step: int, variant: str):
@@ -151,6 +162,7 @@ def _child_runner(trainer: str, side: str):
         finally:
             program.mts = mts
         return hook
+
     return run
 
 
@@ -159,6 +171,7 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
     protocol = sys.stdout
     run = _child_runner(trainer, side)
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
     protocol.write(json.dumps({'ready': True, 'tensorflow': tf.__version__}) + '\n')
     protocol.flush()
     for line in sys.stdin:
@@ -166,8 +179,10 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
         if command == ['quit']:
             return
         if len(command) != 2 or command[0] != 'run' or command[1] not in VARIANTS:
-            raise SystemExit(f'trainers_overhead.py --child: unknown command {line!r} '
-                             f'(expected quit, or run and one of {", ".join(VARIANTS)}).')
+            raise SystemExit(
+                f'trainers_overhead.py --child: unknown command {line!r} '
+                f'(expected quit, or run and one of {", ".join(VARIANTS)}).'
+            )
         directory = tempfile.mkdtemp(prefix=f'trainers_overhead_{trainer}_{side}_')
         program_start = time.perf_counter()
         try:
@@ -180,12 +195,17 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
             raise SystemExit(f'{trainer} {side}: {len(hook.wall)} runs, expected {warmup_steps + steps}.')
         start = warmup_steps - 1 if warmup_steps else 0
         timed = len(hook.wall) - 1 - start
-        protocol.write(json.dumps({
-            'mean_step_s': (hook.wall[-1] - hook.wall[start]) / timed,
-            'cpu_step_s': (hook.cpu[-1] - hook.cpu[start]) / timed,
-            'step_times_s': [b - a for a, b in zip(hook.wall[start:], hook.wall[start + 1:])],
-            'program_s': program_s,
-        }) + '\n')
+        protocol.write(
+            json.dumps(
+                {
+                    'mean_step_s': (hook.wall[-1] - hook.wall[start]) / timed,
+                    'cpu_step_s': (hook.cpu[-1] - hook.cpu[start]) / timed,
+                    'step_times_s': [b - a for a, b in zip(hook.wall[start:], hook.wall[start + 1 :])],
+                    'program_s': program_s,
+                }
+            )
+            + '\n'
+        )
         protocol.flush()
 
 
@@ -194,6 +214,7 @@ def profile(trainer: str, variant: str, warmup_steps: int, steps: int, rows: int
     global _ClockHook  # pylint: disable=global-statement  # `_with_clock` makes its hook from this class.
     import cProfile  # pylint: disable=import-outside-toplevel
     import pstats  # pylint: disable=import-outside-toplevel
+
     profiler = cProfile.Profile()
 
     class ProfilingClock(_ClockHook):
@@ -214,20 +235,26 @@ def profile(trainer: str, variant: str, warmup_steps: int, steps: int, rows: int
             shutil.rmtree(directory, ignore_errors=True)
     finally:
         _ClockHook = plain_clock
-    print(f'cProfile of {trainer} ({variant}) on compat_mts, runs {warmup_steps + 1}-{warmup_steps + steps}; '
-          f'divide by {steps} for per-run figures')
+    print(
+        f'cProfile of {trainer} ({variant}) on compat_mts, runs {warmup_steps + 1}-{warmup_steps + steps}; '
+        f'divide by {steps} for per-run figures'
+    )
     pstats.Stats(profiler).sort_stats('cumulative').print_stats(rows)
 
 
 # The parent.
 
+
 class Child(workload.ServedChild):
     """One side of one trainer, in its own process."""
 
     def __init__(self, trainer: str, side: str, warmup_steps: int, steps: int, stderr_path: str):
-        super().__init__(f'{trainer} {side}', [os.path.abspath(__file__), '--child', trainer, side, '--warmup',
-                                               str(warmup_steps), '--steps', str(steps)], stderr_path,
-                         close_timeout_s=120)
+        super().__init__(
+            f'{trainer} {side}',
+            [os.path.abspath(__file__), '--child', trainer, side, '--warmup', str(warmup_steps), '--steps', str(steps)],
+            stderr_path,
+            close_timeout_s=120,
+        )
 
     def run_repeat(self, variant: str) -> dict:
         return self.request(f'run {variant}')
@@ -245,19 +272,29 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 
 def _summary(means: list[float], cpus: list[float], step_times: list[float], programs: list[float]) -> dict:
-    return {'median_step_s': _median(means), 'repeat_means_s': means, 'steps_per_s': 1 / _median(means),
-            'median_cpu_step_s': _median(cpus), 'repeat_cpu_means_s': cpus,
-            'p50_step_s': _percentile(step_times, 0.5), 'p90_step_s': _percentile(step_times, 0.9),
-            'median_program_s': _median(programs)}
+    return {
+        'median_step_s': _median(means),
+        'repeat_means_s': means,
+        'steps_per_s': 1 / _median(means),
+        'median_cpu_step_s': _median(cpus),
+        'repeat_cpu_means_s': cpus,
+        'p50_step_s': _percentile(step_times, 0.5),
+        'p90_step_s': _percentile(step_times, 0.9),
+        'median_program_s': _median(programs),
+    }
 
 
-def run_trainer(trainer: str, variants: list[str], steps: int, warmup_steps: int, repeats: int,
-                workdir: str) -> dict:
+def run_trainer(trainer: str, variants: list[str], steps: int, warmup_steps: int, repeats: int, workdir: str) -> dict:
     """Both sides of `trainer` in every variant, `repeats` interleaved rounds; per-side timings and ratios."""
-    children = {side: Child(trainer, side, warmup_steps, steps, os.path.join(workdir, f'{trainer}_{side}.stderr'))
-                for side in SIDES}
-    timings = {(variant, side): {'means': [], 'cpus': [], 'steps': [], 'programs': []}
-               for variant in variants for side in SIDES}
+    children = {
+        side: Child(trainer, side, warmup_steps, steps, os.path.join(workdir, f'{trainer}_{side}.stderr'))
+        for side in SIDES
+    }
+    timings = {
+        (variant, side): {'means': [], 'cpus': [], 'steps': [], 'programs': []}
+        for variant in variants
+        for side in SIDES
+    }
     try:
         for child in children.values():
             child.wait_until_ready()
@@ -270,10 +307,16 @@ def run_trainer(trainer: str, variants: list[str], steps: int, warmup_steps: int
                     timing['cpus'].append(result['cpu_step_s'])
                     timing['steps'].extend(result['step_times_s'])
                     timing['programs'].append(result['program_s'])
-            print(f'{trainer} round {round_index + 1}/{repeats}: ' + '; '.join(
-                f'{variant}: '
-                + ', '.join(f"{side} {timings[variant, side]['means'][-1] * 1e6:.0f} us" for side in SIDES)
-                for variant in variants), file=sys.stderr, flush=True)
+            print(
+                f'{trainer} round {round_index + 1}/{repeats}: '
+                + '; '.join(
+                    f'{variant}: '
+                    + ', '.join(f'{side} {timings[variant, side]["means"][-1] * 1e6:.0f} us' for side in SIDES)
+                    for variant in variants
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
         version = children['v1'].tensorflow_version
     finally:
         for child in children.values():
@@ -281,9 +324,20 @@ def run_trainer(trainer: str, variants: list[str], steps: int, warmup_steps: int
     results = {}
     for variant in variants:
         v1, compat = timings[variant, 'v1'], timings[variant, 'compat']
-        sides = {side: _summary(**{key: timings[variant, side][name] for key, name in (
-            ('means', 'means'), ('cpus', 'cpus'), ('step_times', 'steps'), ('programs', 'programs'))})
-            for side in SIDES}
+        sides = {
+            side: _summary(
+                **{
+                    key: timings[variant, side][name]
+                    for key, name in (
+                        ('means', 'means'),
+                        ('cpus', 'cpus'),
+                        ('step_times', 'steps'),
+                        ('programs', 'programs'),
+                    )
+                }
+            )
+            for side in SIDES
+        }
         results[variant] = {
             'sides': sides,
             'ratio_wall': _median([c / v for c, v in zip(compat['means'], v1['means'])]),
@@ -295,18 +349,21 @@ def run_trainer(trainer: str, variants: list[str], steps: int, warmup_steps: int
 
 
 def format_table(report: dict) -> str:
-    lines = ['| trainer | save frequencies | v1 graph mode µs/step | compat_mts µs/step | v1 steps/s '
-             '| compat_mts steps/s | **compat / v1 (wall)** | compat / v1 (CPU) | compat / v1 (p50 step) '
-             '| compat / v1 (whole program) |',
-             '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+    lines = [
+        '| trainer | save frequencies | v1 graph mode µs/step | compat_mts µs/step | v1 steps/s '
+        '| compat_mts steps/s | **compat / v1 (wall)** | compat / v1 (CPU) | compat / v1 (p50 step) '
+        '| compat / v1 (whole program) |',
+        '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ]
     for trainer, trainer_result in report['trainers'].items():
         for variant, result in trainer_result['variants'].items():
             v1, compat = result['sides']['v1'], result['sides']['compat']
             lines.append(
-                f"| {LABELS[trainer]} | {VARIANT_LABELS[variant]} | {v1['median_step_s'] * 1e6:.0f} "
-                f"| {compat['median_step_s'] * 1e6:.0f} | {v1['steps_per_s']:.0f} | {compat['steps_per_s']:.0f} "
-                f"| **{result['ratio_wall']:.3f}** | {result['ratio_cpu']:.3f} | {result['ratio_p50']:.3f} "
-                f"| {result['ratio_program']:.3f} |")
+                f'| {LABELS[trainer]} | {VARIANT_LABELS[variant]} | {v1["median_step_s"] * 1e6:.0f} '
+                f'| {compat["median_step_s"] * 1e6:.0f} | {v1["steps_per_s"]:.0f} | {compat["steps_per_s"]:.0f} '
+                f'| **{result["ratio_wall"]:.3f}** | {result["ratio_cpu"]:.3f} | {result["ratio_p50"]:.3f} '
+                f'| {result["ratio_program"]:.3f} |'
+            )
     return '\n'.join(lines)
 
 
@@ -314,8 +371,11 @@ def _check_finite(report: dict) -> None:
     for trainer, trainer_result in report['trainers'].items():
         for variant, result in trainer_result['variants'].items():
             values = [result[key] for key in ('ratio_wall', 'ratio_cpu', 'ratio_p50', 'ratio_program')]
-            values += [side[key] for side in result['sides'].values()
-                       for key in ('median_step_s', 'median_cpu_step_s', 'p50_step_s', 'median_program_s')]
+            values += [
+                side[key]
+                for side in result['sides'].values()
+                for key in ('median_step_s', 'median_cpu_step_s', 'p50_step_s', 'median_program_s')
+            ]
             if not all(math.isfinite(value) and value > 0 for value in values):
                 raise RuntimeError(f'{trainer} {variant}: a result is not a positive finite number: {result!r}')
 
@@ -323,18 +383,25 @@ def _check_finite(report: dict) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--steps', type=int, default=150, help='timed runs per repeat (default: %(default)s)')
-    parser.add_argument('--warmup', type=int, default=20,
-                        help='untimed runs at the start of each repeat (default: %(default)s)')
-    parser.add_argument('--repeats', type=int, default=5,
-                        help='interleaved rounds, each running both sides once (default: %(default)s)')
-    parser.add_argument('--trainers', default=','.join(TRAINERS),
-                        help='comma-separated, of %s (default: all)' % ', '.join(TRAINERS))
-    parser.add_argument('--variants', default=','.join(VARIANTS),
-                        help='comma-separated, of %s (default: all)' % ', '.join(VARIANTS))
+    parser.add_argument(
+        '--warmup', type=int, default=20, help='untimed runs at the start of each repeat (default: %(default)s)'
+    )
+    parser.add_argument(
+        '--repeats', type=int, default=5, help='interleaved rounds, each running both sides once (default: %(default)s)'
+    )
+    parser.add_argument(
+        '--trainers', default=','.join(TRAINERS), help='comma-separated, of %s (default: all)' % ', '.join(TRAINERS)
+    )
+    parser.add_argument(
+        '--variants', default=','.join(VARIANTS), help='comma-separated, of %s (default: all)' % ', '.join(VARIANTS)
+    )
     parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
-    parser.add_argument('--profile', metavar='TRAINER',
-                        help='instead: cProfile --steps runs of TRAINER on compat_mts in this process, in the first '
-                             'of --variants, and print the functions by cumulative time')
+    parser.add_argument(
+        '--profile',
+        metavar='TRAINER',
+        help='instead: cProfile --steps runs of TRAINER on compat_mts in this process, in the first '
+        'of --variants, and print the functions by cumulative time',
+    )
     parser.add_argument('--child', nargs=2, metavar=('TRAINER', 'SIDE'), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0:
@@ -358,8 +425,10 @@ def main(argv: list[str] | None = None) -> None:
     load_before = os.getloadavg()
     started = time.perf_counter()
     try:
-        results = {trainer: run_trainer(trainer, variants, args.steps, args.warmup, args.repeats, workdir)
-                   for trainer in trainers}
+        results = {
+            trainer: run_trainer(trainer, variants, args.steps, args.warmup, args.repeats, workdir)
+            for trainer in trainers
+        }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     report = {
@@ -370,15 +439,21 @@ def main(argv: list[str] | None = None) -> None:
         'load_average_before': load_before,
         'load_average_after': os.getloadavg(),
         'seconds': time.perf_counter() - started,
-        'steps': args.steps, 'warmup': args.warmup, 'repeats': args.repeats,
+        'steps': args.steps,
+        'warmup': args.warmup,
+        'repeats': args.repeats,
         'trainers': results,
     }
     _check_finite(report)
-    print(f"{report['date']}  TensorFlow {results[trainers[0]]['tensorflow']}  Python "
-          f"{report['python']}  {report['machine']}")
-    print(f"{args.repeats} interleaved rounds x {args.steps} timed runs (+{args.warmup} untimed) per side; load "
-          f"average {load_before[0]:.2f} before, {report['load_average_after'][0]:.2f} after; "
-          f"{report['seconds']:.0f} s")
+    print(
+        f'{report["date"]}  TensorFlow {results[trainers[0]]["tensorflow"]}  Python '
+        f'{report["python"]}  {report["machine"]}'
+    )
+    print(
+        f'{args.repeats} interleaved rounds x {args.steps} timed runs (+{args.warmup} untimed) per side; load '
+        f'average {load_before[0]:.2f} before, {report["load_average_after"][0]:.2f} after; '
+        f'{report["seconds"]:.0f} s'
+    )
     print()
     print(format_table(report))
     if args.out:

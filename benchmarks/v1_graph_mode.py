@@ -37,8 +37,9 @@ def build_train_op() -> tf.Operation:
     """Builds the workload in the default graph, v1 style; returns `train_op`."""
     global_step = tf.compat.v1.train.get_or_create_global_step()
     features, targets = (tf.constant(array) for array in workload.synthetic_batch())
-    weights = {name: tf.compat.v1.get_variable(name, initializer=value)
-               for name, value in workload.initial_weights().items()}
+    weights = {
+        name: tf.compat.v1.get_variable(name, initializer=value) for name, value in workload.initial_weights().items()
+    }
     hidden = tf.nn.relu(tf.matmul(features, weights['kernel_1']) + weights['bias_1'])
     predictions = tf.matmul(hidden, weights['kernel_2']) + weights['bias_2']
     loss = tf.reduce_mean(tf.square(predictions - targets))
@@ -77,11 +78,13 @@ def serve(train_op: tf.Operation, checkpoint_dir: str, warmup_steps: int, steps:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--steps', type=int, default=2000, help='timed steps per repeat (default: %(default)s)')
-    parser.add_argument('--warmup', type=int, default=100,
-                        help='untimed steps at the start of each repeat (default: %(default)s)')
+    parser.add_argument(
+        '--warmup', type=int, default=100, help='untimed steps at the start of each repeat (default: %(default)s)'
+    )
     parser.add_argument('--repeats', type=int, default=5, help='repeats when run alone (default: %(default)s)')
-    parser.add_argument('--serve', action='store_true',
-                        help="time one repeat per 'run' line on stdin (session_overhead.py's protocol)")
+    parser.add_argument(
+        '--serve', action='store_true', help="time one repeat per 'run' line on stdin (session_overhead.py's protocol)"
+    )
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.repeats < 1:
         parser.error('--steps and --repeats must be positive and --warmup non-negative.')
@@ -95,9 +98,17 @@ def main(argv: list[str] | None = None) -> None:
             return
         repeats = [run_repeat(train_op, checkpoint_dir, args.warmup, args.steps) for _ in range(args.repeats)]
         step_times = np.concatenate([repeat['step_times_s'] for repeat in repeats])
-        _print_json({'variant': 'v1_graph_mode', 'tensorflow': tf.__version__,
-                     **workload.summarize_step_times([repeat['mean_step_s'] for repeat in repeats], step_times,
-                                                     [repeat['cpu_step_s'] for repeat in repeats])})
+        _print_json(
+            {
+                'variant': 'v1_graph_mode',
+                'tensorflow': tf.__version__,
+                **workload.summarize_step_times(
+                    [repeat['mean_step_s'] for repeat in repeats],
+                    step_times,
+                    [repeat['cpu_step_s'] for repeat in repeats],
+                ),
+            }
+        )
     finally:
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
 

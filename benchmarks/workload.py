@@ -89,8 +89,11 @@ def time_steps_with_cpu(run_one_step: Callable[[], object], steps: int) -> dict:
     """
     cpu_start = time.process_time()
     mean_step_s, step_times = time_steps(run_one_step, steps)
-    return {'mean_step_s': mean_step_s, 'cpu_step_s': (time.process_time() - cpu_start) / steps,
-            'step_times_s': step_times}
+    return {
+        'mean_step_s': mean_step_s,
+        'cpu_step_s': (time.process_time() - cpu_start) / steps,
+        'step_times_s': step_times,
+    }
 
 
 class ServedChild:
@@ -106,7 +109,8 @@ class ServedChild:
         self._close_timeout_s = close_timeout_s
         self._stderr = open(stderr_path, 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
         self._process = subprocess.Popen(  # pylint: disable=consider-using-with
-            [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+            [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True
+        )
         self.tensorflow_version: str | None = None
 
     def wait_until_ready(self) -> None:
@@ -123,8 +127,9 @@ class ServedChild:
         if not line:
             self._process.wait()
             self._stderr.seek(0)
-            raise RuntimeError(f'{self.name} exited with status {self._process.returncode}:\n'
-                               f'{self._stderr.read()[-4000:]}')
+            raise RuntimeError(
+                f'{self.name} exited with status {self._process.returncode}:\n{self._stderr.read()[-4000:]}'
+            )
         return json.loads(line)
 
     def close(self) -> None:

@@ -72,8 +72,13 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     from compat_mts.checkpoints import CheckpointDirectoryInUseError, CheckpointMismatchError, DamagedCheckpointsError
     from compat_mts.distribute import ClusterError
     from compat_mts.fetches import STALE_GLOBAL_STEP
-    from compat_mts.global_step import (create_global_step, get_global_step, get_or_create_global_step,
-                                        reset_global_step, set_global_step)
+    from compat_mts.global_step import (
+        create_global_step,
+        get_global_step,
+        get_or_create_global_step,
+        reset_global_step,
+        set_global_step,
+    )
     from compat_mts.hooks.checkpoint import CheckpointSaverHook, CheckpointSaverListener
     from compat_mts.hooks.feed_fn import FeedFnHook
     from compat_mts.hooks.final_ops import FinalOpsHook

@@ -36,6 +36,7 @@ def _probe(get: Callable[[], Any]) -> Any:
 
 def _context():
     from tensorflow.python.eager import context  # pylint: disable=import-outside-toplevel
+
     return context
 
 
@@ -43,7 +44,8 @@ _private_context = _probe(_context)
 
 # Leaving a v1 graph for the eager context.
 _eager_mode = _probe(lambda: _private_context.eager_mode) or getattr(
-    getattr(tf.__internal__, 'eager_context', None), 'eager_mode', None)
+    getattr(tf.__internal__, 'eager_context', None), 'eager_mode', None
+)
 
 
 def eager_mode():
@@ -58,6 +60,7 @@ def eager_mode():
 
 def _plain_variable_types() -> tuple:
     from tensorflow.python.ops import resource_variable_ops  # pylint: disable=import-outside-toplevel
+
     return resource_variable_ops.ResourceVariable, resource_variable_ops.UninitializedVariable
 
 
@@ -76,8 +79,9 @@ def _subclasses_named(base: type, names: tuple) -> tuple:
     return tuple(found[name] for name in names if name in found)
 
 
-PLAIN_VARIABLE_TYPES: tuple = (_probe(_plain_variable_types)
-                               or _subclasses_named(tf.Variable, ('ResourceVariable', 'UninitializedVariable')))
+PLAIN_VARIABLE_TYPES: tuple = _probe(_plain_variable_types) or _subclasses_named(
+    tf.Variable, ('ResourceVariable', 'UninitializedVariable')
+)
 """The classes of a plain eager variable (not distributed, not a Keras wrapper): the fast paths' test."""
 
 RESOURCE_VARIABLE = PLAIN_VARIABLE_TYPES[0]
@@ -98,6 +102,7 @@ def is_graph_variable(value: Any) -> bool:
 
 def _read_variable_op():
     from tensorflow.python.ops import gen_resource_variable_ops  # pylint: disable=import-outside-toplevel
+
     return gen_resource_variable_ops.read_variable_op
 
 
@@ -122,6 +127,7 @@ def tensor_numpy(tensor: Any) -> np.ndarray:
 
 def _eager_tensor_constructor():
     from tensorflow.python.framework import ops  # pylint: disable=import-outside-toplevel
+
     constructor = ops.EagerTensor
     device_name = _private_context.context
     return lambda array, dtype: constructor(array, device_name().device_name, dtype.as_datatype_enum)
@@ -160,8 +166,13 @@ def call_function(function: Any, name: str, args: list, captures: list, output_c
 
 
 _record = _probe(lambda: __import__('tensorflow.python.eager.record', fromlist=['x']))
-_interpolate_errors = _probe(lambda: __import__(
-    'tensorflow.python.eager.polymorphic_function.atomic_function', fromlist=['x']).InterpolateRuntimeError)
+_interpolate_errors = _probe(
+    lambda: (
+        __import__(
+            'tensorflow.python.eager.polymorphic_function.atomic_function', fromlist=['x']
+        ).InterpolateRuntimeError
+    )
+)
 
 
 class ConcreteCall:
@@ -198,7 +209,8 @@ class ConcreteCall:
         atomic = concrete._inference_function  # pylint: disable=protected-access
         flat_outputs = atomic.function_type.flat_outputs
         if any(callable(capture) for capture in concrete._captured_inputs) or any(  # pylint: disable=protected-access
-                output.dtype._handle_data for output in flat_outputs):  # pylint: disable=protected-access
+            output.dtype._handle_data for output in flat_outputs
+        ):  # pylint: disable=protected-access
             return
         function_type = concrete.function_type
         if function_type is None or function_type.parameters or atomic._call_options.control_captures:  # pylint: disable=protected-access
@@ -213,8 +225,12 @@ class ConcreteCall:
 
     def __call__(self) -> Any:
         atomic = self._atomic
-        if atomic is None or _record.could_possibly_record() or trace_enabled() or (
-                self._concrete._inference_function is not atomic):  # pylint: disable=protected-access
+        if (
+            atomic is None
+            or _record.could_possibly_record()
+            or trace_enabled()
+            or (self._concrete._inference_function is not atomic)
+        ):  # pylint: disable=protected-access
             if trace_enabled():
                 with Trace(self._name, tf_function_call='concrete'):
                     return self._concrete()
@@ -234,6 +250,7 @@ def _output_packer(structure: Any, count: int) -> Callable | None:
     The step's own output (`structure`, or the second of `(stale global step, output)`) is None, a tensor,
     or a flat dict of tensors; anything else is packed by the function type.
     """
+
     def leaf_packer(value, start):
         if value is None:
             return (lambda outputs: None), start
@@ -241,7 +258,7 @@ def _output_packer(structure: Any, count: int) -> Callable | None:
             return (lambda outputs: outputs[start]), start + 1
         if type(value) is dict and all(isinstance(v, tf.Tensor) for v in value.values()):
             keys = sorted(value)  # tf.nest's order.
-            return (lambda outputs: dict(zip(keys, outputs[start:start + len(keys)]))), start + len(keys)
+            return (lambda outputs: dict(zip(keys, outputs[start : start + len(keys)]))), start + len(keys)
         return None, start
 
     if type(structure) is tuple and len(structure) == 2 and isinstance(structure[0], tf.Tensor):
@@ -255,6 +272,7 @@ def _output_packer(structure: Any, count: int) -> Callable | None:
 
 def _fn_args():
     from tensorflow.python.util import function_utils  # pylint: disable=import-outside-toplevel
+
     return function_utils.fn_args
 
 
@@ -347,6 +365,7 @@ def variable_initializer(variable: Any) -> Any:
 
 def _meta_graph():
     from tensorflow.python.framework import meta_graph  # pylint: disable=import-outside-toplevel
+
     return meta_graph
 
 

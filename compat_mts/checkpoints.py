@@ -98,11 +98,15 @@ def lock_directory(directory: str) -> None:
             if holder is not None and not _gone(holder):
                 raise CheckpointDirectoryInUseError(
                     f'Another process (pid {holder["pid"]} on {holder["host"]}) is saving checkpoints into '
-                    f'{directory}: two writers would delete each other\'s checkpoints. Give this session its own '
+                    f"{directory}: two writers would delete each other's checkpoints. Give this session its own "
                     f'checkpoint_dir; if that process is gone, delete {path}. To share the directory anyway, '
-                    'pass CheckpointSaverHook(..., allow_other_writers=True).')
-            logging.warning('Taking over the lock of %s from %s, whose process is gone.', directory,
-                            holder or 'an unreadable lock file')
+                    'pass CheckpointSaverHook(..., allow_other_writers=True).'
+                )
+            logging.warning(
+                'Taking over the lock of %s from %s, whose process is gone.',
+                directory,
+                holder or 'an unreadable lock file',
+            )
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
             continue
@@ -168,8 +172,11 @@ def checkpoint_paths(directory: str) -> list[str]:
     if state is None:
         found = _numbered_on_disk(directory)
         if found:
-            logging.warning('%s has no readable `checkpoint` state file, but holds the checkpoints %s; '
-                            'restoring from them.', directory, ', '.join(os.path.basename(p) for p in found))
+            logging.warning(
+                '%s has no readable `checkpoint` state file, but holds the checkpoints %s; restoring from them.',
+                directory,
+                ', '.join(os.path.basename(p) for p in found),
+            )
         return list(reversed(found))
     paths = [_in_directory(path, directory) for path in state.all_model_checkpoint_paths]
     newest = _in_directory(state.model_checkpoint_path, directory)
@@ -187,8 +194,12 @@ def _read_state(directory: str):
     try:
         return tf.train.get_checkpoint_state(directory)
     except _STATE_ERRORS as error:
-        logging.warning('The checkpoint state file %s cannot be read (%s: %s).', state_file, type(error).__name__,
-                        _first_lines(str(error), 1))
+        logging.warning(
+            'The checkpoint state file %s cannot be read (%s: %s).',
+            state_file,
+            type(error).__name__,
+            _first_lines(str(error), 1),
+        )
         return None
 
 
@@ -212,7 +223,7 @@ def _numbered_on_disk(directory: str) -> list[str]:
     for index in glob.glob(os.path.join(glob.escape(directory), '*.index')):
         match = _NUMBERED_INDEX.match(os.path.basename(index))
         if match:
-            found.append((int(match.group('step')), os.path.getmtime(index), index[:-len('.index')]))
+            found.append((int(match.group('step')), os.path.getmtime(index), index[: -len('.index')]))
     return [path for _, _, path in sorted(found)]
 
 
@@ -237,8 +248,9 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, allow_partial: bool =
         if not any(message in str(error) for message in _MISMATCH_MESSAGES):
             raise
         raise CheckpointMismatchError(
-            f'The checkpoint {path} does not fit the program\'s variables ({_first_lines(str(error), 1)}); it was '
-            'written by another program. Give the session an empty checkpoint_dir or the program\'s own.') from None
+            f"The checkpoint {path} does not fit the program's variables ({_first_lines(str(error), 1)}); it was "
+            "written by another program. Give the session an empty checkpoint_dir or the program's own."
+        ) from None
     _check_matched(status, path, allow_partial)
 
 
@@ -251,17 +263,26 @@ def _check_matched(status, path: str, allow_partial: bool) -> None:
             raise CheckpointMismatchError(
                 f'The checkpoint {path} does not hold these variables of the program: {_listed(names)}. It was '
                 f'written by another program (it holds {_listed(_names_in(path))}). Give the session an empty '
-                'checkpoint_dir or the program\'s own, or, to restore what matches and keep the rest as it is, '
-                'pass compat_mts.Scaffold(..., allow_partial_restore=True).') from None
+                "checkpoint_dir or the program's own, or, to restore what matches and keep the rest as it is, "
+                'pass compat_mts.Scaffold(..., allow_partial_restore=True).'
+            ) from None
         if names and allow_partial:
-            logging.warning('Restoring %s left these variables of the program unmatched; they keep their current '
-                            'values (allow_partial_restore=True): %s.', path, _listed(names))
+            logging.warning(
+                'Restoring %s left these variables of the program unmatched; they keep their current '
+                'values (allow_partial_restore=True): %s.',
+                path,
+                _listed(names),
+            )
     try:
         status.assert_consumed()
     except AssertionError as unused:
-        logging.info('Some values in %s have no object of the program yet: those of objects created later (such '
-                     'as optimizer slots before the first step) are restored when they are created; others (a '
-                     'graph that does not train has no slots) stay unused: %s', path, _first_lines(str(unused), 3))
+        logging.info(
+            'Some values in %s have no object of the program yet: those of objects created later (such '
+            'as optimizer slots before the first step) are restored when they are created; others (a '
+            'graph that does not train has no slots) stay unused: %s',
+            path,
+            _first_lines(str(unused), 3),
+        )
     status.expect_partial()
 
 
@@ -283,6 +304,7 @@ def _unmatched_names(status, message: str) -> list[str]:
 def _names_in(path: str) -> list[str]:
     """The variable names a checkpoint holds, whatever its format."""
     from compat_mts.legacy.checkpoints import CheckpointNames  # Imports this module; read the names lazily.
+
     try:
         return sorted(CheckpointNames(path).keys)
     except _RESTORE_ERRORS:
@@ -315,15 +337,20 @@ def restore_latest(checkpoint: tf.train.Checkpoint, directory: str, *, allow_par
         try:
             restore(checkpoint, path, allow_partial=allow_partial)
         except _RESTORE_ERRORS as error:
-            logging.warning('Could not restore checkpoint %s (%s: %s); trying the previous one.',
-                            path, type(error).__name__, _first_lines(str(error), 2))
+            logging.warning(
+                'Could not restore checkpoint %s (%s: %s); trying the previous one.',
+                path,
+                type(error).__name__,
+                _first_lines(str(error), 2),
+            )
             failures.append(f'{os.path.basename(path)} ({type(error).__name__})')
             continue
         return path
     if failures:
         raise DamagedCheckpointsError(
             f'No checkpoint of {directory} could be restored: {", ".join(failures)}. The session does not start '
-            'afresh over them; repair the files, or move them away to start training from the beginning.')
+            'afresh over them; repair the files, or move them away to start training from the beginning.'
+        )
     return None
 
 
@@ -358,8 +385,12 @@ def prepare_directory_state(directory: str) -> None:
             times = [_save_time(path) for path in paths]
     # Full paths: TensorFlow writes those of a relative `directory` relative to it, and keeps absolute ones.
     tf.compat.v1.train.update_checkpoint_state(
-        directory, paths[-1], all_model_checkpoint_paths=paths, all_model_checkpoint_timestamps=times,
-        last_preserved_timestamp=min(times) - 1)
+        directory,
+        paths[-1],
+        all_model_checkpoint_paths=paths,
+        all_model_checkpoint_timestamps=times,
+        last_preserved_timestamp=min(times) - 1,
+    )
 
 
 def _save_time(path: str) -> float:

@@ -72,7 +72,8 @@ def check_master(master) -> None:
         raise TypeError(f"`master` must be a string ('' or 'grpc://host:port'), got {type(master).__name__}.")
     if master and not _TARGET.match(master):
         raise ValueError(
-            f"`master` must be '' (in-process) or a TensorFlow server target 'grpc://host:port', got {master!r}.")
+            f"`master` must be '' (in-process) or a TensorFlow server target 'grpc://host:port', got {master!r}."
+        )
 
 
 def check_not_between_graph(master: str) -> None:
@@ -89,12 +90,13 @@ def check_not_between_graph(master: str) -> None:
 
 
 PS_CLUSTERS_NOT_SUPPORTED = (
-    'compat_mts runs a parameter-server cluster with a chief task that drives the session: add a \'chief\' job '
+    "compat_mts runs a parameter-server cluster with a chief task that drives the session: add a 'chief' job "
     'to the cluster, let the ps and worker tasks only start their server and join() it, and call '
     'compat_mts.parameter_server_strategy(cluster) in the chief before it builds the graph (drop master=). '
-    'Or run as one worker with master=\'\' (drop the server and tf.compat.v1.train.replica_device_setter), or '
+    "Or run as one worker with master='' (drop the server and tf.compat.v1.train.replica_device_setter), or "
     'as a multi-worker all-reduce cluster (tf.distribute.MultiWorkerMirroredStrategy with TF_CONFIG). See '
-    'migration_guide/distributed.md, "Parameter-server clusters".')
+    'migration_guide/distributed.md, "Parameter-server clusters".'
+)
 
 
 def check_config(config) -> None:
@@ -119,29 +121,37 @@ def connect(master: str) -> str | None:
     if not master:
         return None
     if tf.distribute.has_strategy():
-        logging.info('`master` %r is ignored inside the scope of %s, which decides where the steps run.',
-                     master, type(tf.distribute.get_strategy()).__name__)
+        logging.info(
+            '`master` %r is ignored inside the scope of %s, which decides where the steps run.',
+            master,
+            type(tf.distribute.get_strategy()).__name__,
+        )
         return None
     if parameter_server.current() is not None:
-        logging.info('`master` %r is ignored on the chief of a parameter-server cluster: the steps run on its '
-                     'workers.', master)
+        logging.info(
+            '`master` %r is ignored on the chief of a parameter-server cluster: the steps run on its workers.', master
+        )
         return None
     own_server = _own_server(master)
     if own_server is not None:
         _check_single_task(master, own_server)
-        logging.info('`master` %s is a tf.distribute.Server of this process, whose cluster is this task alone: the '
-                     'session runs in-process, as v1 ran it on that server.', master)
+        logging.info(
+            '`master` %s is a tf.distribute.Server of this process, whose cluster is this task alone: the '
+            'session runs in-process, as v1 ran it on that server.',
+            master,
+        )
         return None
     if not _connected_to_remote_task():
         if global_step_lib.get_global_step() is not None:
             raise ValueError(
                 f'`master` {master!r} runs the steps on that server, but this program created its variables '
-                '(the global step among them) before connecting to it, and connecting resets TensorFlow\'s '
+                "(the global step among them) before connecting to it, and connecting resets TensorFlow's "
                 'runtime: those variables cannot be used on the server. Connect first, at the start of the '
-                f'program: tf.config.experimental_connect_to_host({master[len("grpc://"):]!r}, '
-                "job_name='worker'), and create the model under tf.device('" + REMOTE_DEVICE + "').")
-        tf.config.experimental_connect_to_host(master[len('grpc://'):], job_name='worker')
-        logging.info('Connected to %s; the session\'s steps run on %s.', master, REMOTE_DEVICE)
+                f'program: tf.config.experimental_connect_to_host({master[len("grpc://") :]!r}, '
+                "job_name='worker'), and create the model under tf.device('" + REMOTE_DEVICE + "')."
+            )
+        tf.config.experimental_connect_to_host(master[len('grpc://') :], job_name='worker')
+        logging.info("Connected to %s; the session's steps run on %s.", master, REMOTE_DEVICE)
     return REMOTE_DEVICE
 
 
@@ -169,8 +179,9 @@ def _check_single_task(master: str, server: 'tf.distribute.Server') -> None:
     layout = ', '.join(f'{name}: {count} task{"s" * (count > 1)}' for name, count in sorted(jobs.items()))
     raise ValueError(
         f'`master` {master!r} is the tf.distribute.Server of this process in a cluster of several tasks ({layout}): '
-        'v1\'s between-graph replication, where ps tasks hold the variables and each worker runs its own session. '
-        + PS_CLUSTERS_NOT_SUPPORTED)
+        "v1's between-graph replication, where ps tasks hold the variables and each worker runs its own session. "
+        + PS_CLUSTERS_NOT_SUPPORTED
+    )
 
 
 def _connected_to_remote_task() -> bool:
@@ -208,11 +219,15 @@ def apply_config(config) -> None:
             too_late.append(field)
 
     if config.intra_op_parallelism_threads:
-        attempt('intra_op_parallelism_threads', lambda: tf.config.threading.set_intra_op_parallelism_threads(
-            config.intra_op_parallelism_threads))
+        attempt(
+            'intra_op_parallelism_threads',
+            lambda: tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_parallelism_threads),
+        )
     if config.inter_op_parallelism_threads:
-        attempt('inter_op_parallelism_threads', lambda: tf.config.threading.set_inter_op_parallelism_threads(
-            config.inter_op_parallelism_threads))
+        attempt(
+            'inter_op_parallelism_threads',
+            lambda: tf.config.threading.set_inter_op_parallelism_threads(config.inter_op_parallelism_threads),
+        )
     if config.allow_soft_placement:
         tf.config.set_soft_device_placement(True)
     if config.log_device_placement and not context.context().log_device_placement:
@@ -229,31 +244,44 @@ def apply_config(config) -> None:
         indices = [int(index) for index in config.gpu_options.visible_device_list.split(',')]
         visible_gpus = [gpus[index] for index in indices if index < len(gpus)]
     if 'GPU' in config.device_count:
-        visible_gpus = visible_gpus[:config.device_count['GPU']]
+        visible_gpus = visible_gpus[: config.device_count['GPU']]
     if visible_gpus != gpus:
-        attempt('device_count' if 'GPU' in config.device_count else 'gpu_options.visible_device_list',
-                lambda: tf.config.set_visible_devices(visible_gpus, 'GPU'))
+        attempt(
+            'device_count' if 'GPU' in config.device_count else 'gpu_options.visible_device_list',
+            lambda: tf.config.set_visible_devices(visible_gpus, 'GPU'),
+        )
     if config.device_count.get('CPU', 1) > 1:
         cpu = tf.config.list_physical_devices('CPU')[0]
         logical = [tf.config.LogicalDeviceConfiguration()] * config.device_count['CPU']
         attempt('device_count', lambda: tf.config.set_logical_device_configuration(cpu, logical))
     ignored = _ignored_fields(config)
     if ignored:
-        logging.warning('compat_mts cannot honour these ConfigProto fields eagerly and ignores them: %s.',
-                        ', '.join(ignored))
+        logging.warning(
+            'compat_mts cannot honour these ConfigProto fields eagerly and ignores them: %s.', ', '.join(ignored)
+        )
     if too_late:
-        logging.warning('These ConfigProto fields came after the TensorFlow runtime started (its first '
-                        'operation), too late to apply; set them before any TensorFlow operation runs: %s.%s',
-                        ', '.join(sorted(set(too_late))),
-                        _PLACEMENT_LOGGING_TOO_LATE if 'log_device_placement' in too_late else '')
+        logging.warning(
+            'These ConfigProto fields came after the TensorFlow runtime started (its first '
+            'operation), too late to apply; set them before any TensorFlow operation runs: %s.%s',
+            ', '.join(sorted(set(too_late))),
+            _PLACEMENT_LOGGING_TOO_LATE if 'log_device_placement' in too_late else '',
+        )
 
 
 _PLACEMENT_LOGGING_TOO_LATE = (
-    ' TensorFlow ignores log_device_placement set after that, so the step\'s ops are not logged; call '
+    " TensorFlow ignores log_device_placement set after that, so the step's ops are not logged; call "
     'tf.debugging.set_log_device_placement(True) right after importing TensorFlow, and TensorFlow prints '
-    'each op\'s device on stdout when the step first runs, as v1 did when the graph first ran.')
-_APPLIED = frozenset({'intra_op_parallelism_threads', 'inter_op_parallelism_threads', 'allow_soft_placement',
-                      'log_device_placement', 'device_count'})
+    "each op's device on stdout when the step first runs, as v1 did when the graph first ran."
+)
+_APPLIED = frozenset(
+    {
+        'intra_op_parallelism_threads',
+        'inter_op_parallelism_threads',
+        'allow_soft_placement',
+        'log_device_placement',
+        'device_count',
+    }
+)
 _APPLIED_GPU_OPTIONS = frozenset({'allow_growth', 'visible_device_list'})
 
 
@@ -261,8 +289,9 @@ def _ignored_fields(config) -> list[str]:
     ignored = []
     for field, value in config.ListFields():
         if field.name == 'gpu_options':
-            ignored.extend(f'gpu_options.{inner.name}' for inner, _ in value.ListFields()
-                           if inner.name not in _APPLIED_GPU_OPTIONS)
+            ignored.extend(
+                f'gpu_options.{inner.name}' for inner, _ in value.ListFields() if inner.name not in _APPLIED_GPU_OPTIONS
+            )
         elif field.name == 'device_count':
             ignored.extend(f"device_count['{kind}']" for kind in value if kind not in ('CPU', 'GPU'))
         elif field.name not in _APPLIED:
@@ -307,9 +336,11 @@ def _warn_about_a_cluster_without_strategy() -> None:
         return
     if len(jobs.get('chief', [])) + len(jobs.get('worker', [])) > 1:
         _warned_outside_scope = True
-        logging.warning('TF_CONFIG describes a cluster of several workers, but no MultiWorkerMirroredStrategy '
-                        'scope is active, so this session runs as a single process. Create the model and the '
-                        'session inside `with strategy.scope():`.')
+        logging.warning(
+            'TF_CONFIG describes a cluster of several workers, but no MultiWorkerMirroredStrategy '
+            'scope is active, so this session runs as a single process. Create the model and the '
+            'session inside `with strategy.scope():`.'
+        )
 
 
 _warned_outside_scope = False
@@ -332,8 +363,9 @@ class Cluster:
         self.name = f'{self.task_type}:{self.task_id}'
         self._sessions = 0  # Sessions created so far: numbers the coordination-service key of the next one.
         self._sum = tf.function(self._sum_over_workers)
-        self._flags = {(stop, preempted): tf.constant([stop, preempted], tf.int32)
-                       for stop in (0, 1) for preempted in (0, 1)}
+        self._flags = {
+            (stop, preempted): tf.constant([stop, preempted], tf.int32) for stop in (0, 1) for preempted in (0, 1)
+        }
 
     def _sum_over_workers(self, values: tf.Tensor) -> tf.Tensor:
         return self.strategy.reduce(tf.distribute.ReduceOp.SUM, self.strategy.run(lambda: values), axis=None)
@@ -381,7 +413,8 @@ class Cluster:
         return ClusterError(
             f'{self.name} cannot continue: another worker of the cluster failed or was lost, and TensorFlow '
             'has aborted every collective operation of this process. Restart all workers; they resume from '
-            f'the latest checkpoint. Cause: {_first_line(error)}')
+            f'the latest checkpoint. Cause: {_first_line(error)}'
+        )
 
     # Session creation.
 
@@ -412,7 +445,8 @@ class Cluster:
             except tf.errors.DeadlineExceededError:
                 if time.monotonic() >= deadline:
                     raise tf.errors.DeadlineExceededError(
-                        None, None, 'Session was not ready after waiting %d secs.' % max_wait_secs) from None
+                        None, None, 'Session was not ready after waiting %d secs.' % max_wait_secs
+                    ) from None
                 logging.info('%s is waiting for the chief to initialize or restore the model.', self.name)
         self._sessions += 1
         return path or None
@@ -430,8 +464,7 @@ class Cluster:
         """
         directory = tempfile.mkdtemp(prefix=f'compat_mts-{self.task_type}{self.task_id}-')
         try:
-            manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
-                                                 checkpoint_name=checkpoint_name)
+            manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1, checkpoint_name=checkpoint_name)
             checkpoints.save_numbered(manager, step)
         finally:
             shutil.rmtree(directory)
@@ -462,6 +495,10 @@ def resolve_is_chief(is_chief: bool, cluster: Cluster) -> bool:
     cluster's chief cannot be honoured (the chief's checkpoints are the cluster's) and is logged.
     """
     if not is_chief and cluster.is_chief:
-        logging.warning('`is_chief=False` is ignored on %s, the chief of the %s cluster: its checkpoints and '
-                        'summaries are the cluster\'s.', cluster.name, type(cluster.strategy).__name__)
+        logging.warning(
+            '`is_chief=False` is ignored on %s, the chief of the %s cluster: its checkpoints and '
+            "summaries are the cluster's.",
+            cluster.name,
+            type(cluster.strategy).__name__,
+        )
     return cluster.is_chief

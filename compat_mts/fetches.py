@@ -208,7 +208,8 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
         else:
             raise TypeError(
                 f'`feed_dict` keys must be strings (keyword arguments of the step callable) or '
-                f'placeholders of a `compat_mts.wrap_graph` graph, got {key!r} of type {type(key).__name__}.')
+                f'placeholders of a `compat_mts.wrap_graph` graph, got {key!r} of type {type(key).__name__}.'
+            )
     return kwargs, graph_feeds
 
 
@@ -223,8 +224,10 @@ def _as_feeds(kwargs: dict) -> dict:
     """
     if not any(type(value) in _PYTHON_SCALARS for value in kwargs.values()):  # pylint: disable=unidiomatic-typecheck
         return kwargs
-    return {key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value  # pylint: disable=unidiomatic-typecheck
-            for key, value in kwargs.items()}
+    return {
+        key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value  # pylint: disable=unidiomatic-typecheck
+        for key, value in kwargs.items()
+    }
 
 
 def _is_tf_function(value: Any) -> bool:
@@ -255,9 +258,14 @@ class Run:
       state: the state of the session the run belongs to; a run outside any session gets a fresh one.
     """
 
-    def __init__(self, requests: Sequence[Any], feed_dict: dict | None = None,
-                 global_step: tf.Variable | None = None, session_step: bool = False,
-                 state: SessionState | None = None):
+    def __init__(
+        self,
+        requests: Sequence[Any],
+        feed_dict: dict | None = None,
+        global_step: tf.Variable | None = None,
+        session_step: bool = False,
+        state: SessionState | None = None,
+    ):
         self._requests = requests
         self._state = state if state is not None else SessionState()
         self._kwargs, self._graph_feeds = _check_feed_keys(feed_dict)
@@ -402,7 +410,8 @@ class Run:
         if self._kwargs and not any(_is_callable_fetch(leaf) for leaf in flat[0]):
             raise ValueError(
                 f'`feed_dict` has string keys {sorted(self._kwargs)}, which are keyword arguments of '
-                'the step callable, but the fetches of this run hold no callable.')
+                'the step callable, but the fetches of this run hold no callable.'
+            )
 
     def _run_graph_fetches(self, flat: list) -> None:
         by_runner: dict[int, tuple[GraphRunner, list]] = {}
@@ -433,7 +442,8 @@ class Run:
             raise TypeError(
                 f'{leaf!r} is a graph-mode tensor or op of a graph compat_mts does not run. Build the '
                 'graph with `compat_mts.wrap_graph(build_fn)` and fetch its tensors, or fetch a '
-                'callable (a tf.function step), a tf.Variable or an eager tensor.')
+                'callable (a tf.function step), a tf.Variable or an eager tensor.'
+            )
         return runner
 
     def _resolve(self, leaf: Any, stale: int | None) -> Any:
@@ -460,7 +470,8 @@ class Run:
         raise TypeError(
             f'Fetch argument {leaf!r} has invalid type {type(leaf).__name__}: a fetch must be a callable '
             '(the step), a tf.Variable, an eager tf.Tensor, a string name, None, or a list, tuple or '
-            'dict of these.')
+            'dict of these.'
+        )
 
     def _resolve_name(self, name: str) -> Any:
         if name in self._named:
@@ -473,7 +484,8 @@ class Run:
         available = sorted(set(self._named) | set(_variable_names()))
         raise KeyError(
             f'Fetch name {name!r} is neither an output of the callables of this run nor a registered '
-            f'variable. Available names: {available}.')
+            f'variable. Available names: {available}.'
+        )
 
 
 _PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
@@ -542,8 +554,11 @@ class _GraphOnlyPlan:
                 getters = {key: leaf_getter(leaf) for key, leaf in items}
                 if any(getter is None for getter in getters.values()):
                     return None
-                packers.append(_structure_packer(kind, [(key, getters[key]) for key in (
-                    request if kind is dict else range(len(request)))]))
+                packers.append(
+                    _structure_packer(
+                        kind, [(key, getters[key]) for key in (request if kind is dict else range(len(request)))]
+                    )
+                )
             else:
                 getter = leaf_getter(request)
                 if getter is None:
@@ -627,13 +642,16 @@ class _DirectStep:
     def _trace(self, global_step: tf.Variable | None) -> Any:
         step_ref = self._step  # Weak: the cache of direct steps is keyed by the step.
         if global_step is None:
+
             def call_step(**kwargs):
                 return step_ref()(**kwargs)
         else:
+
             def call_step(**kwargs):
                 stale = global_step.read_value()
                 with tf.control_dependencies([stale]):
                     return stale, step_ref()(**kwargs)
+
         call_step.__name__ = self._step().name  # Profiles show the step's name.
         return tf.function(call_step, autograph=False)
 

@@ -91,11 +91,11 @@ def create_global_step(graph=None) -> tf.Variable:
     if _registered is not None:
         raise ValueError('"global_step" already exists.')
     _registered = tf.Variable(
-            0,
-            dtype=tf.int64,
-            trainable=False,
-            name=GLOBAL_STEP_NAME,
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        0,
+        dtype=tf.int64,
+        trainable=False,
+        name=GLOBAL_STEP_NAME,
+        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
     )
     return _registered
 
@@ -130,11 +130,11 @@ def set_global_step(variable, *, name: str | None = None) -> tf.Variable:
     global _registered, _registered_name
     variable = as_tf_variable(variable)
     if not isinstance(variable, tf.Variable):
-        raise TypeError(
-                f'`variable` must be a tf.Variable of an integer dtype, got {type(variable).__name__}.')
+        raise TypeError(f'`variable` must be a tf.Variable of an integer dtype, got {type(variable).__name__}.')
     if not variable.dtype.is_integer:
         raise TypeError(
-                f'`variable` must be a tf.Variable of an integer dtype (int32 or int64), got {variable.dtype.name}.')
+            f'`variable` must be a tf.Variable of an integer dtype (int32 or int64), got {variable.dtype.name}.'
+        )
     if variable.shape.rank != 0:
         raise ValueError(f'`variable` must be a scalar, got shape {variable.shape}.')
     if name is not None and (not isinstance(name, str) or not name):

@@ -38,11 +38,23 @@ from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_creators import ChiefSessionCreator, RawSession, SessionCreator, WorkerSessionCreator
-from compat_mts.session_run_hook import (STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunContext,
-                                         SessionRunValues, checkpoint_saving_hooks)
+from compat_mts.session_run_hook import (
+    STALE_GLOBAL_STEP_REQUEST,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunValues,
+    checkpoint_saving_hooks,
+)
 
-__all__ = ['MonitoredSession', 'SingularMonitoredSession', 'StepContext', 'SessionCreator', 'ChiefSessionCreator',
-           'WorkerSessionCreator', 'RawSession']
+__all__ = [
+    'MonitoredSession',
+    'SingularMonitoredSession',
+    'StepContext',
+    'SessionCreator',
+    'ChiefSessionCreator',
+    'WorkerSessionCreator',
+    'RawSession',
+]
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
 
@@ -87,19 +99,23 @@ def _merge_options(target, source) -> None:
     target.output_partition_graphs = max(target.output_partition_graphs, source.output_partition_graphs)
     target.debug_options.debug_tensor_watch_opts.extend(source.debug_options.debug_tensor_watch_opts)
     target.debug_options.reset_disk_byte_usage = (
-        target.debug_options.reset_disk_byte_usage or source.debug_options.reset_disk_byte_usage)
+        target.debug_options.reset_disk_byte_usage or source.debug_options.reset_disk_byte_usage
+    )
     target.report_tensor_allocations_upon_oom = (
-        target.report_tensor_allocations_upon_oom or source.report_tensor_allocations_upon_oom)
+        target.report_tensor_allocations_upon_oom or source.report_tensor_allocations_upon_oom
+    )
 
 
 def _outside_graph_mode(method: Callable) -> Callable:
     """Runs a session method eagerly also when the program calls it inside its `with tf.Graph().as_default():`."""
+
     @functools.wraps(method)
     def eagerly(self, *args, **kwargs):
         if self._graph is None:
             return method(self, *args, **kwargs)
         with global_step_lib.outside_graph(self._graph):
             return method(self, *args, **kwargs)
+
     return eagerly
 
 
@@ -111,8 +127,9 @@ class _MonitoredSession:
         validation.check_stop_grace_period_secs(stop_grace_period_secs)
         self._hooks = validation.check_hooks(hooks)
         self._parameter_servers = parameter_server.current()  # The chief of a parameter-server cluster.
-        self._steps_per_run = steps_lib.StepsPerRun(self._hooks, graph_steps_per_run=getattr(
-            self._parameter_servers, 'steps_per_run', 1))
+        self._steps_per_run = steps_lib.StepsPerRun(
+            self._hooks, graph_steps_per_run=getattr(self._parameter_servers, 'steps_per_run', 1)
+        )
         self._creator = session_creator or ChiefSessionCreator()
         self._cluster = distribute.current_cluster()
         # See compat_mts.distribute.ClusterError and compat_mts.parameter_server.ParameterServerError.
@@ -130,8 +147,9 @@ class _MonitoredSession:
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
         # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
         self._graph = legacy.graph_being_built()
-        self._unfinalize_at_close = (self._graph is not None and not self._graph.finalized
-                                     and tf_internals.CAN_UNFINALIZE)
+        self._unfinalize_at_close = (
+            self._graph is not None and not self._graph.finalized and tf_internals.CAN_UNFINALIZE
+        )
         self._summaries = summary_lib.SessionSummaries()  # Writers released (events files closed) at close.
         self._state = fetches_lib.SessionState()
         self._adopted_graph = None
@@ -203,9 +221,12 @@ class _MonitoredSession:
                 self._create()
                 return
             except _PREEMPTION_ERRORS as error:
-                logging.info('An error was raised while a session was being created. This may be due to a '
-                             'preemption of a connected worker or parameter server. A new session will be '
-                             'created. Error: %s', error)
+                logging.info(
+                    'An error was raised while a session was being created. This may be due to a '
+                    'preemption of a connected worker or parameter server. A new session will be '
+                    'created. Error: %s',
+                    error,
+                )
                 self._close_inner_quietly()
 
     def _close_inner(self) -> None:
@@ -230,9 +251,12 @@ class _MonitoredSession:
     def _report_stragglers(self, threads: list) -> None:
         stragglers = sorted(thread.name for thread in threads if thread.is_alive())
         if stragglers:
-            logging.warning('These threads of the session were still running %g secs (stop_grace_period_secs) '
-                            'after close() asked them to stop; they are left running: %s.',
-                            self._stop_grace_period_secs, ', '.join(stragglers))
+            logging.warning(
+                'These threads of the session were still running %g secs (stop_grace_period_secs) '
+                'after close() asked them to stop; they are left running: %s.',
+                self._stop_grace_period_secs,
+                ', '.join(stragglers),
+            )
 
     def _close_inner_quietly(self) -> None:
         try:
@@ -265,9 +289,12 @@ class _MonitoredSession:
                 self._log_and_close_for_recovery(error)
 
     def _log_and_close_for_recovery(self, error) -> None:
-        logging.info('An error was raised. This may be due to a preemption in a connected worker or '
-                     'parameter server. The current session will be closed and a new session will be '
-                     'created. Error: %s', error)
+        logging.info(
+            'An error was raised. This may be due to a preemption in a connected worker or '
+            'parameter server. The current session will be closed and a new session will be '
+            'created. Error: %s',
+            error,
+        )
         self._close_inner_quietly()
 
     def _coordinated_run(self, fetches, feed_dict, options, run_metadata) -> Any:
@@ -317,8 +344,9 @@ class _MonitoredSession:
             if request.options:
                 _merge_options(options, request.options)
         try:
-            results = fetches_lib.Run(requests, _merge_feeds(feed_dict, hook_feeds), self._global_step,
-                                      session_step=True, state=self._state).execute()
+            results = fetches_lib.Run(
+                requests, _merge_feeds(feed_dict, hook_feeds), self._global_step, session_step=True, state=self._state
+            ).execute()
         except (tf.errors.OutOfRangeError, StopIteration):
             self._take_back_the_increment_of_a_step_without_data()
             raise
@@ -345,8 +373,12 @@ class _MonitoredSession:
         the iterator raised. When the step before this run is known (read by the hooks in the previous run, one
         step per run) and the step moved once more, it is set back. Nothing is read on any other run.
         """
-        if (self._last_stale_step is None or self._global_step is None or self._cluster is not None
-                or self._steps_per_run.current != 1):
+        if (
+            self._last_stale_step is None
+            or self._global_step is None
+            or self._cluster is not None
+            or self._steps_per_run.current != 1
+        ):
             return
         before_this_run = self._last_stale_step + 1
         if int(global_step_lib.read_value(self._global_step)) == before_this_run + 1:
@@ -368,8 +400,7 @@ class _MonitoredSession:
             if cluster_error is None:
                 raise
             raise cluster_error from error
-        self._hooks_requested_stop, preempted = self._cluster.agree(self._hooks_requested_stop,
-                                                                    self._sigterm_received)
+        self._hooks_requested_stop, preempted = self._cluster.agree(self._hooks_requested_stop, self._sigterm_received)
         self._preempted = self._preempted or preempted
         return results
 
@@ -396,8 +427,9 @@ class _MonitoredSession:
         if arguments != ('step_context',) and arguments != ('self', 'step_context'):
             raise ValueError(
                 '`step_fn` may either have one `step_context` argument, or'
-                ' `self` and `step_context` arguments if it\'s an instance'
-                ' method. Got {} instead.'.format(arguments))
+                " `self` and `step_context` arguments if it's an instance"
+                ' method. Got {} instead.'.format(arguments)
+            )
         while True:
             try:
                 if self._raw is None:
@@ -427,9 +459,12 @@ class _MonitoredSession:
         except _PREEMPTION_ERRORS as error:
             if not self._should_recover:
                 raise
-            logging.info('An error was raised while considering whether the session is complete. This may '
-                         'be due to a preemption in a connected worker or parameter server. The current '
-                         'session will be closed and a new session will be created. Error: %s', error)
+            logging.info(
+                'An error was raised while considering whether the session is complete. This may '
+                'be due to a preemption in a connected worker or parameter server. The current '
+                'session will be closed and a new session will be created. Error: %s',
+                error,
+            )
             self._close_inner_quietly()
             self._create()
             return False
@@ -463,8 +498,10 @@ class _MonitoredSession:
                 self._release_graph()
                 self._summaries.release()
         if self._preempted and not exception_type:
-            logging.warning('Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
-                            preemption.PREEMPTION_EXIT_CODE)
+            logging.warning(
+                'Training was preempted (SIGTERM); its checkpoint is saved. Exiting with code %d.',
+                preemption.PREEMPTION_EXIT_CODE,
+            )
             raise SystemExit(preemption.PREEMPTION_EXIT_CODE)
 
     def __enter__(self):
@@ -495,8 +532,7 @@ class MonitoredSession(_MonitoredSession):
     """
 
     def __init__(self, session_creator=None, hooks: Sequence | None = None, stop_grace_period_secs: float = 120):
-        super().__init__(session_creator, hooks, should_recover=True,
-                         stop_grace_period_secs=stop_grace_period_secs)
+        super().__init__(session_creator, hooks, should_recover=True, stop_grace_period_secs=stop_grace_period_secs)
 
 
 class SingularMonitoredSession(_MonitoredSession):
@@ -511,12 +547,23 @@ class SingularMonitoredSession(_MonitoredSession):
     ```
     """
 
-    def __init__(self, hooks: Sequence | None = None, scaffold: Scaffold | None = None, master: str = '',
-                 config=None, checkpoint_dir: str | None = None, stop_grace_period_secs: float = 120,
-                 checkpoint_filename_with_path: str | None = None):
-        creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
-                                      checkpoint_dir=checkpoint_dir,
-                                      checkpoint_filename_with_path=checkpoint_filename_with_path)
+    def __init__(
+        self,
+        hooks: Sequence | None = None,
+        scaffold: Scaffold | None = None,
+        master: str = '',
+        config=None,
+        checkpoint_dir: str | None = None,
+        stop_grace_period_secs: float = 120,
+        checkpoint_filename_with_path: str | None = None,
+    ):
+        creator = ChiefSessionCreator(
+            scaffold=scaffold,
+            master=master,
+            config=config,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_filename_with_path=checkpoint_filename_with_path,
+        )
         super().__init__(creator, hooks, should_recover=False, stop_grace_period_secs=stop_grace_period_secs)
 
     def raw_session(self) -> RawSession | None:

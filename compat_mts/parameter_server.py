@@ -81,9 +81,9 @@ class ParameterServerError(RuntimeError):
     """
 
 
-def parameter_server_strategy(cluster: Any = None, *, steps_per_run: int = 1,
-                              step_timeout_secs: float = _DEFAULT_STEP_TIMEOUT_SECS
-                              ) -> tf.distribute.ParameterServerStrategy:
+def parameter_server_strategy(
+    cluster: Any = None, *, steps_per_run: int = 1, step_timeout_secs: float = _DEFAULT_STEP_TIMEOUT_SECS
+) -> tf.distribute.ParameterServerStrategy:
     """The chief's `tf.distribute.ParameterServerStrategy`, and the `ClusterCoordinator` its sessions schedule on.
 
     Call it once, in the chief's process, before building the graph: it connects this process to the
@@ -109,25 +109,33 @@ def parameter_server_strategy(cluster: Any = None, *, steps_per_run: int = 1,
         already running in this process (v1's chief worker started one: drop it).
     """
     if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
-        raise TypeError(f'`steps_per_run` must be a positive integer, got {steps_per_run!r} '
-                        f'({type(steps_per_run).__name__}).')
+        raise TypeError(
+            f'`steps_per_run` must be a positive integer, got {steps_per_run!r} ({type(steps_per_run).__name__}).'
+        )
     if steps_per_run < 1:
         raise ValueError(f'`steps_per_run` must be a positive integer, got {steps_per_run}.')
     if isinstance(step_timeout_secs, bool) or not isinstance(step_timeout_secs, numbers.Real):
-        raise TypeError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r} '
-                        f'({type(step_timeout_secs).__name__}).')
+        raise TypeError(
+            f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r} '
+            f'({type(step_timeout_secs).__name__}).'
+        )
     if not step_timeout_secs > 0:
         raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs}.')
     spec = _cluster_spec(cluster)
     _check_no_server_of_its_own()
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type='chief', task_id=0,
-                                                                    rpc_layer='grpc')
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        spec, task_type='chief', task_id=0, rpc_layer='grpc'
+    )
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     _schedulers[strategy] = Scheduler(strategy, int(steps_per_run), float(step_timeout_secs))
     _strategies.append(strategy)
-    logging.info('Parameter-server training: %d ps task(s), %d worker(s); the steps of this chief\'s sessions '
-                 'run on the workers, %d per run.', len(spec.as_dict()['ps']), len(spec.as_dict()['worker']),
-                 steps_per_run)
+    logging.info(
+        "Parameter-server training: %d ps task(s), %d worker(s); the steps of this chief's sessions "
+        'run on the workers, %d per run.',
+        len(spec.as_dict()['ps']),
+        len(spec.as_dict()['worker']),
+        steps_per_run,
+    )
     return strategy
 
 
@@ -142,23 +150,28 @@ def _cluster_spec(cluster: Any) -> tf.train.ClusterSpec:
             raise ValueError(
                 f"parameter_server_strategy() runs in the chief's process; TF_CONFIG names the task {task}. "
                 'The ps and worker tasks start a tf.distribute.Server and join() it (see '
-                'migration_guide/distributed.md).')
+                'migration_guide/distributed.md).'
+            )
         cluster = config.get('cluster')
         if not cluster:
-            raise ValueError('parameter_server_strategy() needs `cluster` (a tf.train.ClusterSpec or its dict) '
-                             'or TF_CONFIG with a cluster.')
+            raise ValueError(
+                'parameter_server_strategy() needs `cluster` (a tf.train.ClusterSpec or its dict) '
+                'or TF_CONFIG with a cluster.'
+            )
     if isinstance(cluster, dict):
         cluster = tf.train.ClusterSpec(cluster)
     if not isinstance(cluster, tf.train.ClusterSpec):
-        raise TypeError('`cluster` must be a tf.train.ClusterSpec, its dict or None (TF_CONFIG), '
-                        f'got {type(cluster).__name__}.')
+        raise TypeError(
+            f'`cluster` must be a tf.train.ClusterSpec, its dict or None (TF_CONFIG), got {type(cluster).__name__}.'
+        )
     jobs = cluster.as_dict()
     counts = {job: len(jobs.get(job, [])) for job in ('chief', 'ps', 'worker')}
     if counts['chief'] != 1 or not counts['ps'] or not counts['worker']:
         raise ValueError(
             f'The cluster of a parameter-server program needs one chief task, ps tasks and worker tasks; '
             f'it has {counts}. Add the chief (the process that runs the session loop) to the cluster v1 gave '
-            "tf.train.Server: {'chief': ['host:port'], 'ps': [...], 'worker': [...]}.")
+            "tf.train.Server: {'chief': ['host:port'], 'ps': [...], 'worker': [...]}."
+        )
     return cluster
 
 
@@ -173,8 +186,9 @@ def _check_no_server_of_its_own() -> None:
     if servers:
         raise ValueError(
             f'This process already runs a tf.distribute.Server ({servers[0].target}): on the chief of a '
-            'parameter-server cluster, parameter_server_strategy() starts the chief\'s server itself. Start a '
-            'server only in the ps and worker tasks (and join() it there), and drop master=server.target.')
+            "parameter-server cluster, parameter_server_strategy() starts the chief's server itself. Start a "
+            'server only in the ps and worker tasks (and join() it there), and drop master=server.target.'
+        )
 
 
 _schedulers: dict = {}  # Strategy -> Scheduler.
@@ -213,8 +227,9 @@ def check_graph_fetches(fetches: Any) -> None:
         raise TypeError(
             f'On the chief of a parameter-server cluster, a session runs v1 graph fetches on the workers; '
             f'{fetches!r} is a callable, which would run on the chief itself. Fetch the train op and tensors '
-            'of the graph code (wrap_graph, or the program\'s `with tf.Graph().as_default():`), or drive a '
-            'tf.function step with strategy\'s tf.distribute.coordinator.ClusterCoordinator yourself.')
+            "of the graph code (wrap_graph, or the program's `with tf.Graph().as_default():`), or drive a "
+            "tf.function step with strategy's tf.distribute.coordinator.ClusterCoordinator yourself."
+        )
 
 
 class VariablePlacement:
@@ -306,6 +321,7 @@ class Scheduler:
         reads of the global step race with each other, the chief's count does not.
         """
         from compat_mts.hooks.stop import StopAtStepHook  # pylint: disable=import-outside-toplevel
+
         self._settle_earlier_runs()
         self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
         self._next_step = None if global_step is None else int(global_step.numpy())
@@ -323,8 +339,11 @@ class Scheduler:
                 self._bounded(self.coordinator.join, _JOIN)
                 return
             except tf.errors.OpError as error:
-                logging.warning('A run scheduled by an earlier session failed after that session ended: %s: %s',
-                                type(error).__name__, _first_line(error))
+                logging.warning(
+                    'A run scheduled by an earlier session failed after that session ended: %s: %s',
+                    type(error).__name__,
+                    _first_line(error),
+                )
 
     def finish(self) -> None:
         """Waits (bounded) for every scheduled run: before the hooks' `end()`, so that the last save has them."""
@@ -350,8 +369,9 @@ class Scheduler:
 
     def _start_watchdog(self) -> None:
         if self._watchdog is None:
-            self._watchdog = threading.Thread(target=self._watch, name='compat_mts-parameter-server-watchdog',
-                                              daemon=True)
+            self._watchdog = threading.Thread(
+                target=self._watch, name='compat_mts-parameter-server-watchdog', daemon=True
+            )
             self._watchdog.start()
 
     def _watch(self) -> None:
@@ -368,12 +388,14 @@ class Scheduler:
             time.sleep(min(1.0, limit / 10))
             since = self._busy_since if self._abandoned_at is None else self._abandoned_at
             if since is not None and time.monotonic() - since > limit:
-                message = (f'compat_mts: a session run of this parameter-server chief has not returned in {limit:g} '
-                           'secs (step_timeout_secs and a grace period): a ps task stopped answering, and '
-                           'TensorFlow would wait for it forever. The variables live on the ps tasks, so training '
-                           'cannot continue: the chief exits with code '
-                           f'{LOST_CLUSTER_EXIT_CODE}. Restart the ps tasks and the chief, which resumes from the '
-                           'latest checkpoint.')
+                message = (
+                    f'compat_mts: a session run of this parameter-server chief has not returned in {limit:g} '
+                    'secs (step_timeout_secs and a grace period): a ps task stopped answering, and '
+                    'TensorFlow would wait for it forever. The variables live on the ps tasks, so training '
+                    'cannot continue: the chief exits with code '
+                    f'{LOST_CLUSTER_EXIT_CODE}. Restart the ps tasks and the chief, which resumes from the '
+                    'latest checkpoint.'
+                )
                 logging.error('%s', message)
                 sys.stderr.write(message + '\n')
                 sys.stderr.flush()
@@ -381,8 +403,14 @@ class Scheduler:
 
     # Running.
 
-    def run(self, function, args: list, global_step: tf.Variable | None, fetch: bool,
-            tensors_only: Callable[[], Any] | None = None) -> list | None:
+    def run(
+        self,
+        function,
+        args: list,
+        global_step: tf.Variable | None,
+        fetch: bool,
+        tensors_only: Callable[[], Any] | None = None,
+    ) -> list | None:
         """Schedules `function` (a pruned function of a wrapped graph) K times on a worker.
 
         `tensors_only()`, if given, is the pruned function of the tensor fetches alone: what a run that
@@ -458,9 +486,10 @@ class Scheduler:
             self._abandoned_at = time.monotonic()
             raise ParameterServerError(
                 f'Waited {self.timeout_secs:g} secs (step_timeout_secs) for {what}: the cluster stopped running '
-                'the chief\'s steps (a ps task or every worker is lost or stuck). The variables live on the ps '
+                "the chief's steps (a ps task or every worker is lost or stuck). The variables live on the ps "
                 'tasks, so training cannot continue: restart the ps tasks and the chief, which resumes from the '
-                'latest checkpoint.')
+                'latest checkpoint.'
+            )
         if 'error' in outcome:
             error = outcome['error']
             if isinstance(error, tf.errors.CancelledError) and what != _JOIN:
@@ -479,10 +508,10 @@ class Scheduler:
             'A parameter server of the cluster was lost, or the chief cannot reach it: the variables it held are '
             'gone with it, so training cannot continue (workers that are lost are replaced by the others, a ps '
             'task is not). Restart the ps tasks and the chief, which resumes from the latest checkpoint. '
-            f'Cause: {type(error).__name__}: {cause}')
+            f'Cause: {type(error).__name__}: {cause}'
+        )
 
 
 def _first_line(error: tf.errors.OpError) -> str:
     lines = [line.strip() for line in error.message.splitlines() if line.strip()]
     return lines[0] if lines else ''
-

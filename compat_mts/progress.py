@@ -65,9 +65,16 @@ class Progress:
       ValueError: `total` is not positive, or `unit` is not one of 'steps', 'bytes'.
     """
 
-    def __init__(self, total: float, *, unit: str = 'steps', out: Callable[[str], Any] = print,
-                 live: TextIO | None = None, redraw_secs: float = 0.2,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        total: float,
+        *,
+        unit: str = 'steps',
+        out: Callable[[str], Any] = print,
+        live: TextIO | None = None,
+        redraw_secs: float = 0.2,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if isinstance(total, bool) or not isinstance(total, (int, float)) or not total > 0:
             raise ValueError(f'`total` ({total!r}) must be a positive number.')
         if unit not in UNITS:
@@ -115,8 +122,11 @@ class Progress:
     def line(self, done: float, now: float, detail: str = '') -> str:
         """The progress line for `done` units at time `now`."""
         percent = int(100 * done // self._total)
-        parts = [f'{self._amount(done)}/{self._amount(self._total)}'
-                 + (' steps' if self._unit == 'steps' else '') + f' ({percent}%)']
+        parts = [
+            f'{self._amount(done)}/{self._amount(self._total)}'
+            + (' steps' if self._unit == 'steps' else '')
+            + f' ({percent}%)'
+        ]
         rate = self._rate(done, now)
         if rate is not None:
             parts.append(self._amount(rate) + ('/s' if self._unit == 'bytes' else ' steps/s'))

@@ -37,9 +37,10 @@ _logged_step_only = False
 
 _V1_SAVER_MESSAGE = (
     '`{argument}` is a tf.compat.v1.train.Saver{reason}. A Saver built in the graph code a session runs (a '
-    'wrap_graph build_fn, or the program\'s `with tf.Graph().as_default():` block) is honoured; otherwise pass a '
+    "wrap_graph build_fn, or the program's `with tf.Graph().as_default():` block) is honoured; otherwise pass a "
     'tf.train.Checkpoint of the objects to save (for example tf.train.Checkpoint(model=model, '
-    'optimizer=optimizer)) or a tf.train.CheckpointManager; compat_mts adds the global step to it.')
+    'optimizer=optimizer)) or a tf.train.CheckpointManager; compat_mts adds the global step to it.'
+)
 
 
 def check_saver(saver: Any, argument: str = 'saver') -> None:
@@ -51,8 +52,8 @@ def check_saver(saver: Any, argument: str = 'saver') -> None:
             raise TypeError(_V1_SAVER_MESSAGE.format(argument=argument, reason=' built eagerly'))
         return
     raise TypeError(
-        f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got '
-        f'{type(saver).__name__}.')
+        f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got {type(saver).__name__}.'
+    )
 
 
 def log_if_step_only(scaffold: 'Scaffold') -> None:
@@ -65,8 +66,10 @@ def log_if_step_only(scaffold: 'Scaffold') -> None:
     global _logged_step_only
     if scaffold.finalize()._step_only and not _logged_step_only:  # pylint: disable=protected-access
         _logged_step_only = True
-        logging.info('Scaffold has no saver: checkpoints hold the global step only. Pass '
-                     'Scaffold(saver=tf.train.Checkpoint(model=..., optimizer=...)) to save the model.')
+        logging.info(
+            'Scaffold has no saver: checkpoints hold the global step only. Pass '
+            'Scaffold(saver=tf.train.Checkpoint(model=..., optimizer=...)) to save the model.'
+        )
 
 
 class Scaffold:
@@ -86,9 +89,21 @@ class Scaffold:
         `saver`, a non-callable init function, or a `copy_from_scaffold` that is not a Scaffold.
     """
 
-    def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
-                 ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,
-                 copy_from_scaffold=None, local_init_feed_dict=None, *, allow_partial_restore: bool | None = None):
+    def __init__(
+        self,
+        init_op=None,
+        init_feed_dict=None,
+        init_fn=None,
+        ready_op=None,
+        ready_for_local_init_op=None,
+        local_init_op=None,
+        summary_op=None,
+        saver=None,
+        copy_from_scaffold=None,
+        local_init_feed_dict=None,
+        *,
+        allow_partial_restore: bool | None = None,
+    ):
         if copy_from_scaffold is not None:
             if not isinstance(copy_from_scaffold, Scaffold):
                 raise TypeError('copy_from_scaffold is not a Scaffold instance.')
@@ -104,9 +119,14 @@ class Scaffold:
             saver = saver or source.saver
             if allow_partial_restore is None:
                 allow_partial_restore = source.allow_partial_restore
-        for value, argument in ((init_op, 'init_op'), (init_fn, 'init_fn'), (ready_op, 'ready_op'),
-                                (ready_for_local_init_op, 'ready_for_local_init_op'),
-                                (local_init_op, 'local_init_op'), (summary_op, 'summary_op')):
+        for value, argument in (
+            (init_op, 'init_op'),
+            (init_fn, 'init_fn'),
+            (ready_op, 'ready_op'),
+            (ready_for_local_init_op, 'ready_for_local_init_op'),
+            (local_init_op, 'local_init_op'),
+            (summary_op, 'summary_op'),
+        ):
             validation.check_optional_callable(value, argument)
         validation.check_optional_dict(init_feed_dict, 'init_feed_dict')
         validation.check_optional_dict(local_init_feed_dict, 'local_init_feed_dict')
@@ -141,8 +161,9 @@ class Scaffold:
             checkpoint = self._saver
         elif isinstance(self._saver, tf.compat.v1.train.Saver):  # Built in the graph code: v1's names and files.
             if wrapped_graph is None:
-                raise TypeError(_V1_SAVER_MESSAGE.format(argument='saver',
-                                                         reason=' but no graph of the program is being run'))
+                raise TypeError(
+                    _V1_SAVER_MESSAGE.format(argument='saver', reason=' but no graph of the program is being run')
+                )
             checkpoint = wrapped_graph.checkpoint_of_saver(self._saver)
         elif wrapped_graph is not None:  # Every graph variable under its v1 name, as v1's default Saver.
             checkpoint = wrapped_graph.checkpoint
@@ -157,7 +178,8 @@ class Scaffold:
                 raise ValueError(
                     'The checkpoint given as `saver` already holds a different `global_step` object. '
                     'Register it with compat_mts.set_global_step(...) or drop it from the checkpoint; '
-                    'compat_mts saves the registered global step under that name.')
+                    'compat_mts saves the registered global step under that name.'
+                )
         self._checkpoint = checkpoint
         return self
 

@@ -97,15 +97,22 @@ class ChiefSessionCreator(SessionCreator):
     As in v1, `checkpoint_dir=''` and `checkpoint_filename_with_path=''` mean None.
     """
 
-    def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
-                 checkpoint_dir: str | None = None, checkpoint_filename_with_path: str | None = None):
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = '',
+        config=None,
+        checkpoint_dir: str | None = None,
+        checkpoint_filename_with_path: str | None = None,
+    ):
         validation.check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
         distribute.check_not_between_graph(master)
         checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
-        checkpoint_filename_with_path = validation.optional_directory(checkpoint_filename_with_path,
-                                                                      'checkpoint_filename_with_path')
+        checkpoint_filename_with_path = validation.optional_directory(
+            checkpoint_filename_with_path, 'checkpoint_filename_with_path'
+        )
         if checkpoint_dir and checkpoint_filename_with_path:
             raise ValueError('Can not provide both checkpoint_dir and checkpoint_filename_with_path.')
         self._scaffold = scaffold or Scaffold()
@@ -134,8 +141,11 @@ class ChiefSessionCreator(SessionCreator):
                 # of a remote master's variables would land in the server's memory, not this process's.
                 if cluster is None and device is None:
                     self._snapshot = checkpoints.Snapshot(scaffold.checkpoint)
-        _check_ready(scaffold.ready_for_local_init_op, session,
-                     'Init operations did not make model ready for local_init. Init op:')
+        _check_ready(
+            scaffold.ready_for_local_init_op,
+            session,
+            'Init operations did not make model ready for local_init. Init op:',
+        )
         _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
         _check_ready(scaffold.ready_op, session, 'Init operations did not make model ready. Not ready:')
         if cluster is not None and cluster.is_chief:
@@ -176,8 +186,15 @@ class WorkerSessionCreator(SessionCreator):
     `SessionManager.wait_for_session` did.
     """
 
-    def __init__(self, scaffold: Scaffold | None = None, master: str = '', config=None,
-                 max_wait_secs: float | None = 30 * 60, *, checkpoint_dir: str | None = None):
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = '',
+        config=None,
+        max_wait_secs: float | None = 30 * 60,
+        *,
+        checkpoint_dir: str | None = None,
+    ):
         validation.check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
@@ -200,8 +217,9 @@ class WorkerSessionCreator(SessionCreator):
             cluster.prepare(scaffold.checkpoint)
             session.restored_path = cluster.wait_for_chief(self._max_wait_secs)
             if session.restored_path is not None:
-                checkpoints.restore(scaffold.checkpoint, session.restored_path,
-                                    allow_partial=scaffold.allow_partial_restore)
+                checkpoints.restore(
+                    scaffold.checkpoint, session.restored_path, allow_partial=scaffold.allow_partial_restore
+                )
             else:
                 ChiefSessionCreator._initialize(scaffold, session)  # pylint: disable=protected-access
         elif self._checkpoint_dir:
@@ -209,15 +227,17 @@ class WorkerSessionCreator(SessionCreator):
             while True:
                 try:
                     session.restored_path = checkpoints.restore_latest(
-                        scaffold.checkpoint, self._checkpoint_dir, allow_partial=scaffold.allow_partial_restore)
+                        scaffold.checkpoint, self._checkpoint_dir, allow_partial=scaffold.allow_partial_restore
+                    )
                 except checkpoints.DamagedCheckpointsError as error:  # The chief may be writing its first one.
                     logging.info('%s', error)
                 if session.restored_path is not None:
                     break
                 if time.time() >= deadline:
                     raise tf.errors.DeadlineExceededError(
-                        None, None, 'Session was not ready after waiting %d secs.' % self._max_wait_secs)
-                logging.info('Waiting for the chief\'s first checkpoint in %s.', self._checkpoint_dir)
+                        None, None, 'Session was not ready after waiting %d secs.' % self._max_wait_secs
+                    )
+                logging.info("Waiting for the chief's first checkpoint in %s.", self._checkpoint_dir)
                 time.sleep(min(_WORKER_POLL_SECS, max(0.0, deadline - time.time())))
         _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
         return session

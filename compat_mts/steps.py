@@ -41,8 +41,7 @@ class RepeatedStep:
         with tf.init_scope():
             # A variable rather than an argument: it changes about once a session, and an argument would
             # cost every call more than the assignment costs when it changes.
-            self._stop_at_variable = tf.Variable(_NO_STOP, dtype=tf.int64, trainable=False,
-                                                 name='compat_mts_stop_at')
+            self._stop_at_variable = tf.Variable(_NO_STOP, dtype=tf.int64, trainable=False, name='compat_mts_stop_at')
             # Variables, not tensors: a `tf.function` step is traced once, in the loop, and that trace also
             # serves the last step, so what differs between the two must be read from variables.
             self._record_summaries = tf.Variable(False, trainable=False, name='compat_mts_record_summaries_now')
@@ -153,8 +152,9 @@ def repeat_steps(step_fn: Callable, steps_per_run: int) -> RepeatedStep:
     if not callable(step_fn) or isinstance(step_fn, (tf.Variable, tf.Tensor)):
         raise TypeError(f'`step_fn` must be a callable that runs one training step, got {type(step_fn).__name__}.')
     if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
-        raise TypeError(f'`steps_per_run` must be a positive integer, got {steps_per_run!r} '
-                        f'({type(steps_per_run).__name__}).')
+        raise TypeError(
+            f'`steps_per_run` must be a positive integer, got {steps_per_run!r} ({type(steps_per_run).__name__}).'
+        )
     if steps_per_run < 1:
         raise ValueError('steps_per_run should be greater than 0')
     return RepeatedStep(step_fn, int(steps_per_run))
@@ -205,10 +205,12 @@ def _repeated_step_in(fetches: Any) -> RepeatedStep | None:
     if not isinstance(fetches, (list, tuple, dict)):
         return None
     found = None
-    for value in (fetches.values() if isinstance(fetches, dict) else fetches):
+    for value in fetches.values() if isinstance(fetches, dict) else fetches:
         step = _repeated_step_in(value)
         if step is not None and found is not None and step is not found:
-            raise ValueError('A run can hold one `repeat_steps` callable; these fetches hold two '
-                             f'(steps_per_run {found.steps_per_run} and {step.steps_per_run}).')
+            raise ValueError(
+                'A run can hold one `repeat_steps` callable; these fetches hold two '
+                f'(steps_per_run {found.steps_per_run} and {step.steps_per_run}).'
+            )
         found = step or found
     return found

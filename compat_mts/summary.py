@@ -64,15 +64,20 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
         writer = _writers.get(key)
         if writer is None:
             ensure_writable_directory(key, 'summary directory')
-            writer = tf.summary.create_file_writer(key, max_queue=_MAX_QUEUE, flush_millis=_FLUSH_MILLIS,
-                                                   filename_suffix=_FILENAME_SUFFIX)
+            writer = tf.summary.create_file_writer(
+                key, max_queue=_MAX_QUEUE, flush_millis=_FLUSH_MILLIS, filename_suffix=_FILENAME_SUFFIX
+            )
             _writers[key] = writer
         elif not _users.get(key) and tf_internals.summary_writer_resource(writer) is not None:
             ensure_writable_directory(key, 'summary directory')
             _files_with_graph.discard(writer)
             tf.raw_ops.CreateSummaryFileWriter(  # A new events file, on the resource traced steps hold.
-                writer=tf_internals.summary_writer_resource(writer), logdir=key, max_queue=_MAX_QUEUE,
-                flush_millis=_FLUSH_MILLIS, filename_suffix=_FILENAME_SUFFIX)
+                writer=tf_internals.summary_writer_resource(writer),
+                logdir=key,
+                max_queue=_MAX_QUEUE,
+                flush_millis=_FLUSH_MILLIS,
+                filename_suffix=_FILENAME_SUFFIX,
+            )
         _users[key] = _users.get(key, 0) + 1
         collector = _collector()
         (collector.writers if collector is not None else _unclaimed_writers).append(key)
@@ -166,8 +171,9 @@ class Recorder:
         # and only the chief records summaries.
         with global_step_lib.outside_graph_mode(), tf.init_scope():
             self._recording = tf_internals.RESOURCE_VARIABLE(False, trainable=False, name='compat_mts_record_summaries')
-            self._step = tf_internals.RESOURCE_VARIABLE(0, dtype=tf.int64, trainable=False,
-                                                        name='compat_mts_summary_step')
+            self._step = tf_internals.RESOURCE_VARIABLE(
+                0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step'
+            )
         self._recording_now = False
         self._contexts: list = []
 

@@ -35,15 +35,19 @@ Left as `USE_DEFAULT` together, `save_checkpoint_secs` and `save_checkpoint_step
 
 def _check_steps(value: Any, argument: str) -> None:
     if value is not USE_DEFAULT:
-        validation.check_integer(value, argument, accepted='None, USE_DEFAULT or an integer number of steps '
-                                                           '(0 or less turns it off)')
+        validation.check_integer(
+            value, argument, accepted='None, USE_DEFAULT or an integer number of steps (0 or less turns it off)'
+        )
 
 
 def _check_secs(value: Any, argument: str, infinity: str) -> None:
     if value is not USE_DEFAULT:
-        validation.check_seconds(value, argument, infinity=infinity,
-                                 accepted='None, USE_DEFAULT or a number of seconds (0 or less turns it off; '
-                                          f'inf {infinity})')
+        validation.check_seconds(
+            value,
+            argument,
+            infinity=infinity,
+            accepted=f'None, USE_DEFAULT or a number of seconds (0 or less turns it off; inf {infinity})',
+        )
 
 
 def _resolve_pair(steps, secs, default_steps, default_secs):
@@ -58,12 +62,23 @@ def _enabled(steps, secs) -> bool:
 
 
 def MonitoredTrainingSession(  # pylint: disable=invalid-name
-        master: str = '', is_chief: bool = True, checkpoint_dir: str | None = None,
-        scaffold: Scaffold | None = None, hooks=None, chief_only_hooks=None,
-        save_checkpoint_secs=USE_DEFAULT, save_summaries_steps=USE_DEFAULT, save_summaries_secs=USE_DEFAULT,
-        config=None, stop_grace_period_secs: float = 120, log_step_count_steps: int | None = 100,
-        max_wait_secs: float | None = 7200, save_checkpoint_steps=USE_DEFAULT, summary_dir: str | None = None,
-        save_graph_def: bool = True) -> MonitoredSession:
+    master: str = '',
+    is_chief: bool = True,
+    checkpoint_dir: str | None = None,
+    scaffold: Scaffold | None = None,
+    hooks=None,
+    chief_only_hooks=None,
+    save_checkpoint_secs=USE_DEFAULT,
+    save_summaries_steps=USE_DEFAULT,
+    save_summaries_secs=USE_DEFAULT,
+    config=None,
+    stop_grace_period_secs: float = 120,
+    log_step_count_steps: int | None = 100,
+    max_wait_secs: float | None = 7200,
+    save_checkpoint_steps=USE_DEFAULT,
+    summary_dir: str | None = None,
+    save_graph_def: bool = True,
+) -> MonitoredSession:
     """Creates a `MonitoredSession` for training, eagerly, with v1's arguments, defaults and hooks.
 
     Every argument is validated before anything is created or written. Then, as in v1:
@@ -123,9 +138,11 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
     validation.check_bool(save_graph_def, 'save_graph_def')
 
     save_summaries_steps, save_summaries_secs = _resolve_pair(
-        save_summaries_steps, save_summaries_secs, default_steps=100, default_secs=None)
+        save_summaries_steps, save_summaries_secs, default_steps=100, default_secs=None
+    )
     save_checkpoint_steps, save_checkpoint_secs = _resolve_pair(
-        save_checkpoint_steps, save_checkpoint_secs, default_steps=None, default_secs=600)
+        save_checkpoint_steps, save_checkpoint_secs, default_steps=None, default_secs=600
+    )
     checkpoint_dir = checkpoints.expand_directory(checkpoint_dir) if checkpoint_dir else None
     summary_dir = checkpoints.expand_directory(summary_dir) if summary_dir else None
     scaffold = scaffold or Scaffold()
@@ -138,14 +155,22 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
         if cluster is not None:  # Saving takes every worker; a non-chief's copies go to temporary directories.
             worker_hooks = [hook for hook in chief_only_hooks if isinstance(hook, CheckpointSaverHook)]
             if checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs):
-                worker_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
-                                                        save_secs=save_checkpoint_secs, scaffold=scaffold,
-                                                        save_graph_def=save_graph_def))
+                worker_hooks.append(
+                    CheckpointSaverHook(
+                        checkpoint_dir,
+                        save_steps=save_checkpoint_steps,
+                        save_secs=save_checkpoint_secs,
+                        scaffold=scaffold,
+                        save_graph_def=save_graph_def,
+                    )
+                )
             worker_hooks.extend(hooks)
-        creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
-                                       max_wait_secs=max_wait_secs, checkpoint_dir=checkpoint_dir)
-        return MonitoredSession(session_creator=creator, hooks=worker_hooks,
-                                stop_grace_period_secs=stop_grace_period_secs)
+        creator = WorkerSessionCreator(
+            scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs, checkpoint_dir=checkpoint_dir
+        )
+        return MonitoredSession(
+            session_creator=creator, hooks=worker_hooks, stop_grace_period_secs=stop_grace_period_secs
+        )
 
     summary_dir = summary_dir or checkpoint_dir
     for directory, argument in ((checkpoint_dir, 'checkpoint_dir'), (summary_dir, 'summary_dir')):
@@ -156,12 +181,24 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
         if log_step_count_steps and log_step_count_steps > 0:
             all_hooks.append(StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps))
         if _enabled(save_summaries_steps, save_summaries_secs):
-            all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
-                                              save_secs=save_summaries_secs, output_dir=summary_dir))
+            all_hooks.append(
+                SummarySaverHook(
+                    scaffold=scaffold,
+                    save_steps=save_summaries_steps,
+                    save_secs=save_summaries_secs,
+                    output_dir=summary_dir,
+                )
+            )
     if checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs):
-        all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
-                                             save_secs=save_checkpoint_secs, scaffold=scaffold,
-                                             save_graph_def=save_graph_def))
+        all_hooks.append(
+            CheckpointSaverHook(
+                checkpoint_dir,
+                save_steps=save_checkpoint_steps,
+                save_secs=save_checkpoint_secs,
+                scaffold=scaffold,
+                save_graph_def=save_graph_def,
+            )
+        )
     all_hooks.extend(hooks)
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
     return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)

@@ -53,8 +53,15 @@ def check_integer(value: Any, argument: str, *, optional: bool = True, accepted:
         raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
 
 
-def check_seconds(value: Any, argument: str, *, infinity: str, optional: bool = True,
-                  non_negative: bool = False, accepted: str | None = None) -> None:
+def check_seconds(
+    value: Any,
+    argument: str,
+    *,
+    infinity: str,
+    optional: bool = True,
+    non_negative: bool = False,
+    accepted: str | None = None,
+) -> None:
     """`value` must be a number of seconds: a real number (not a bool), never NaN.
 
     Args:
@@ -70,8 +77,11 @@ def check_seconds(value: Any, argument: str, *, infinity: str, optional: bool = 
     if value is None and optional:
         return
     if accepted is None:
-        accepted = (('None or ' if optional else '') + ('a non-negative' if non_negative else 'a')
-                    + f' number of seconds (inf {infinity})')
+        accepted = (
+            ('None or ' if optional else '')
+            + ('a non-negative' if non_negative else 'a')
+            + f' number of seconds (inf {infinity})'
+        )
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
     if math.isnan(value):
@@ -82,8 +92,13 @@ def check_seconds(value: Any, argument: str, *, infinity: str, optional: bool = 
 
 def check_max_wait_secs(value: Any) -> None:
     """`max_wait_secs`: None or a non-negative number of seconds; None and `inf` wait forever, as in v1."""
-    check_seconds(value, 'max_wait_secs', non_negative=True, infinity='waits forever',
-                  accepted='None or a non-negative number of seconds (None and inf wait forever, as in v1)')
+    check_seconds(
+        value,
+        'max_wait_secs',
+        non_negative=True,
+        infinity='waits forever',
+        accepted='None or a non-negative number of seconds (None and inf wait forever, as in v1)',
+    )
 
 
 def seconds_or_forever(value: float | None) -> float:
@@ -93,8 +108,9 @@ def seconds_or_forever(value: float | None) -> float:
 
 def check_stop_grace_period_secs(value: Any) -> None:
     """`stop_grace_period_secs`: a non-negative number; `inf` waits until the threads end (v1's `Coordinator.join`)."""
-    check_seconds(value, 'stop_grace_period_secs', optional=False, non_negative=True,
-                  infinity='waits until the threads end')
+    check_seconds(
+        value, 'stop_grace_period_secs', optional=False, non_negative=True, infinity='waits until the threads end'
+    )
 
 
 def check_optional_callable(value: Any, argument: str) -> None:
@@ -136,8 +152,9 @@ def optional_directory(value: Any, argument: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, _PATH_TYPES):
-        raise TypeError(f"`{argument}` must be None or a path (str or os.PathLike; '' is None, as in v1), "
-                        f'got {_given(value)}.')
+        raise TypeError(
+            f"`{argument}` must be None or a path (str or os.PathLike; '' is None, as in v1), got {_given(value)}."
+        )
     return os.fsdecode(value) or None
 
 
@@ -165,11 +182,15 @@ def path(value: Any, argument: str, *, empty: str | None = None) -> str:
 
 def _class_message(argument: str, cls: type, replacement: str | None = None, verb: str = 'holds') -> str:
     if replacement is not None:
-        return (f'`{argument}` {verb} the class tf.compat.v1.train.{replacement}, a graph-mode class that needs '
-                f'a tf.compat.v1.Session. Pass an instance of compat_mts.{replacement} instead: '
-                f'compat_mts.{replacement}(...).')
-    return (f'`{argument}` {verb} the class {cls.__name__} itself, not an instance of it. Instantiate it: '
-            f'{cls.__name__}(...).')
+        return (
+            f'`{argument}` {verb} the class tf.compat.v1.train.{replacement}, a graph-mode class that needs '
+            f'a tf.compat.v1.Session. Pass an instance of compat_mts.{replacement} instead: '
+            f'compat_mts.{replacement}(...).'
+        )
+    return (
+        f'`{argument}` {verb} the class {cls.__name__} itself, not an instance of it. Instantiate it: '
+        f'{cls.__name__}(...).'
+    )
 
 
 def _is_v1_builtin(cls: type) -> bool:
@@ -187,14 +208,16 @@ def check_hooks(hooks: Any, argument: str = 'hooks') -> list:
         return []
     if isinstance(hooks, tf.compat.v1.train.SessionRunHook):
         raise TypeError(
-            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.')
+            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.'
+        )
     if isinstance(hooks, type) and issubclass(hooks, tf.compat.v1.train.SessionRunHook):
         raise TypeError(_class_message(argument, hooks, _v1_replacement(hooks), verb='is'))
     try:
         hooks = list(hooks)
     except TypeError:
         raise TypeError(
-            f'`{argument}` must be a list of SessionRunHook instances, got {type(hooks).__name__}.') from None
+            f'`{argument}` must be a list of SessionRunHook instances, got {type(hooks).__name__}.'
+        ) from None
     for hook in hooks:
         check_hook(hook, argument)
     return hooks
@@ -208,11 +231,13 @@ def check_hook(hook: Any, argument: str = 'hooks') -> None:
         name = type(hook).__name__.lstrip('_')
         raise TypeError(
             f'`{argument}` holds tf.compat.v1.train.{name}, a graph-mode hook that needs a tf.compat.v1.Session. '
-            f'Use compat_mts.{name} instead; it takes the same arguments.')
+            f'Use compat_mts.{name} instead; it takes the same arguments.'
+        )
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
         raise TypeError(
             f'`{argument}` must hold SessionRunHook instances (compat_mts.SessionRunHook or '
-            f'tf.compat.v1.train.SessionRunHook subclasses), got {type(hook).__name__}.')
+            f'tf.compat.v1.train.SessionRunHook subclasses), got {type(hook).__name__}.'
+        )
 
 
 def check_listeners(listeners: Any, argument: str = 'listeners') -> list:
@@ -220,21 +245,23 @@ def check_listeners(listeners: Any, argument: str = 'listeners') -> list:
     if listeners is None:
         return []
     if isinstance(listeners, tf.compat.v1.train.CheckpointSaverListener):
-        raise TypeError(f'`{argument}` must be a list of CheckpointSaverListener instances, got a single '
-                        'listener; wrap it in a list.')
+        raise TypeError(
+            f'`{argument}` must be a list of CheckpointSaverListener instances, got a single '
+            'listener; wrap it in a list.'
+        )
     if isinstance(listeners, type):
         listeners = [listeners]
     try:
         listeners = list(listeners)
     except TypeError:
-        raise TypeError(f'`{argument}` must be a list of CheckpointSaverListener instances, got '
-                        f'{type(listeners).__name__}.') from None
+        raise TypeError(
+            f'`{argument}` must be a list of CheckpointSaverListener instances, got {type(listeners).__name__}.'
+        ) from None
     for listener in listeners:
         if isinstance(listener, type) and issubclass(listener, tf.compat.v1.train.CheckpointSaverListener):
             raise TypeError(_class_message(argument, listener))
         if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-            raise TypeError(
-                f'`{argument}` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
+            raise TypeError(f'`{argument}` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
     return listeners
 
 
@@ -252,11 +279,13 @@ def check_session_creator(creator: Any) -> None:
         name = type(creator).__name__
         raise TypeError(
             f'`session_creator` is a tf.compat.v1.train.{name}, which creates a graph-mode tf.compat.v1.Session. '
-            f'Use compat_mts.{name} instead; it takes the same arguments.')
+            f'Use compat_mts.{name} instead; it takes the same arguments.'
+        )
     if not callable(getattr(creator, 'create_session', None)):
         raise TypeError(
             '`session_creator` must be a session creator: compat_mts.ChiefSessionCreator, WorkerSessionCreator '
-            f'or a subclass of compat_mts.SessionCreator, got {type(creator).__name__}.')
+            f'or a subclass of compat_mts.SessionCreator, got {type(creator).__name__}.'
+        )
 
 
 def check_created_session(session: Any, creator: Any) -> Any:
@@ -270,11 +299,13 @@ def check_created_session(session: Any, creator: Any) -> Any:
         raise TypeError(
             f'{name}.create_session() returned a tf.compat.v1.Session, which runs graphs. Eagerly it must '
             'return the session of a compat_mts creator, e.g. '
-            'compat_mts.ChiefSessionCreator(...).create_session().')
+            'compat_mts.ChiefSessionCreator(...).create_session().'
+        )
     if not (callable(getattr(session, 'run', None)) and callable(getattr(session, 'close', None))):
         raise TypeError(
             f'{name}.create_session() must return a session (with run() and close()), such as the one '
-            f'compat_mts.ChiefSessionCreator(...).create_session() returns; it returned {type(session).__name__}.')
+            f'compat_mts.ChiefSessionCreator(...).create_session() returns; it returned {type(session).__name__}.'
+        )
     return session
 
 
@@ -285,8 +316,10 @@ def check_scaffold(scaffold: Any) -> None:
     if scaffold is None or isinstance(scaffold, Scaffold):
         return
     if isinstance(scaffold, tf.compat.v1.train.Scaffold):
-        raise TypeError('`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
-                        'with the same arguments (its saver a tf.train.Checkpoint).')
+        raise TypeError(
+            '`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
+            'with the same arguments (its saver a tf.train.Checkpoint).'
+        )
     if isinstance(scaffold, type) and issubclass(scaffold, Scaffold):
         raise TypeError(_class_message('scaffold', scaffold, verb='is'))
     raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')

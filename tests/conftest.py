@@ -39,6 +39,7 @@ def tf_logs():
     That is `tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)`, as v1 programs set it.
     """
     import tensorflow as tf
+
     handler = _Records()
     logger = logging.getLogger('tensorflow')
     previous = tf.compat.v1.logging.get_verbosity()
@@ -51,13 +52,26 @@ def tf_logs():
 
 # Modules whose tests run whole programs in fresh processes (v1 graph mode beside compat_mts, clusters, the
 # guide's and the notebooks' programs): `-m "not slow"` leaves a fast subset for the edit-test loop. CI runs all.
-SLOW_MODULES = frozenset({
-    'test_benchmarks_smoke', 'test_checkpoint_directories', 'test_differential_v1', 'test_distribute_cluster',
-    'test_distribute_own_server', 'test_estimator_v1', 'test_hooks_differential_v1', 'test_legacy_graph_context',
-    'test_legacy_keras2', 'test_legacy_v1_programs', 'test_log_lines_v1', 'test_migration_guide', 'test_notebooks',
-    'test_parameter_server_cluster',
-    'test_soak', 'test_validation',
-})
+SLOW_MODULES = frozenset(
+    {
+        'test_benchmarks_smoke',
+        'test_checkpoint_directories',
+        'test_differential_v1',
+        'test_distribute_cluster',
+        'test_distribute_own_server',
+        'test_estimator_v1',
+        'test_hooks_differential_v1',
+        'test_legacy_graph_context',
+        'test_legacy_keras2',
+        'test_legacy_v1_programs',
+        'test_log_lines_v1',
+        'test_migration_guide',
+        'test_notebooks',
+        'test_parameter_server_cluster',
+        'test_soak',
+        'test_validation',
+    }
+)
 
 
 def pytest_collection_modifyitems(items):

@@ -54,8 +54,13 @@ def default_hooks(side, result, directory):
     model = side.build_model()
     hook = recording_hook('user', result['hook_calls'], global_step=model.global_step)
     with side.train.MonitoredTrainingSession(
-            checkpoint_dir=directory, scaffold=model.scaffold, hooks=[side.train.StopAtStepHook(last_step=7), hook],
-            save_checkpoint_steps=3, save_summaries_steps=2, log_step_count_steps=2) as sess:
+        checkpoint_dir=directory,
+        scaffold=model.scaffold,
+        hooks=[side.train.StopAtStepHook(last_step=7), hook],
+        save_checkpoint_steps=3,
+        save_summaries_steps=2,
+        log_step_count_steps=2,
+    ) as sess:
         _loop(sess, model, result)
     result['final_global_step'] = hook.last_end_step
 
@@ -68,8 +73,8 @@ def resume_num_steps(side, result, directory):
             model = side.build_model()
             hook = recording_hook(f'session{session_index}', result['hook_calls'], global_step=model.global_step)
             with side.train.MonitoredTrainingSession(
-                    checkpoint_dir=directory, scaffold=model.scaffold,
-                    hooks=[side.train.StopAtStepHook(num_steps=5), hook]) as sess:
+                checkpoint_dir=directory, scaffold=model.scaffold, hooks=[side.train.StopAtStepHook(num_steps=5), hook]
+            ) as sess:
                 _loop(sess, model, result)
     result['final_global_step'] = hook.last_end_step
 
@@ -78,8 +83,12 @@ def hook_protocol(side, result, directory):
     """Scenario 3: two hooks' call order, their fetches, and `request_stop()` from `before_run`."""
     model = side.build_model()
     calls = result['hook_calls']
-    fetching = recording_hook('fetching', calls, global_step=model.global_step,
-                             fetches={'loss': model.loss, 'global_step': model.global_step_after})
+    fetching = recording_hook(
+        'fetching',
+        calls,
+        global_step=model.global_step,
+        fetches={'loss': model.loss, 'global_step': model.global_step_after},
+    )
     stopping = recording_hook('stopping', calls, stop_at_run=3)
     with side.train.MonitoredTrainingSession(hooks=[fetching, stopping]) as sess:
         while not sess.should_stop():
@@ -95,8 +104,9 @@ def chief_only_hooks_order(side, result, directory):
     """`chief_only_hooks` come before the user's `hooks` in every protocol call."""
     model = side.build_model()
     calls = result['hook_calls']
-    with side.train.MonitoredTrainingSession(hooks=[recording_hook('user', calls)],
-                                             chief_only_hooks=[recording_hook('chief_only', calls)]) as sess:
+    with side.train.MonitoredTrainingSession(
+        hooks=[recording_hook('user', calls)], chief_only_hooks=[recording_hook('chief_only', calls)]
+    ) as sess:
         for _ in range(2):
             result['returned'].append(model.run_step(sess))
 
@@ -105,8 +115,9 @@ def exit_out_of_range(side, result, directory):
     """Scenario 4: an `OutOfRangeError` from the step (input exhausted) ends the `with` cleanly, with `end()`."""
     model = side.build_model(loss_scales=[1.0, 1.0, 1.0])
     hook = recording_hook('user', result['hook_calls'], global_step=model.global_step)
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold, hooks=[hook],
-                                             save_checkpoint_steps=100) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold, hooks=[hook], save_checkpoint_steps=100
+    ) as sess:
         _loop(sess, model, result)
     result['final_global_step'] = hook.last_end_step
 
@@ -115,8 +126,9 @@ def exit_value_error(side, result, directory):
     """Scenario 4: a `ValueError` raised in the `with` body propagates, and no hook's `end()` runs."""
     model = side.build_model()
     hook = recording_hook('user', result['hook_calls'], global_step=model.global_step)
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold, hooks=[hook],
-                                             save_checkpoint_steps=100) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold, hooks=[hook], save_checkpoint_steps=100
+    ) as sess:
         for _ in range(2):
             result['returned'].append(model.run_step(sess))
         raise ValueError('The training loop failed.')
@@ -135,8 +147,7 @@ def exit_stop_iteration(side, result, directory):
     """Scenario 4: a `StopIteration` (from a hook here) is suppressed by `__exit__` like `OutOfRangeError`."""
     model = side.build_model()
     calls = result['hook_calls']
-    hook = recording_hook('stopping', calls, global_step=model.global_step,
-                         raise_in_after_run=(2, StopIteration()))
+    hook = recording_hook('stopping', calls, global_step=model.global_step, raise_in_after_run=(2, StopIteration()))
     with side.train.MonitoredTrainingSession(hooks=[hook]) as sess:
         _loop(sess, model, result)
     result['final_global_step'] = hook.last_end_step
@@ -171,8 +182,9 @@ def use_default_checkpoint_secs(side, result, directory):
 def checkpoint_steps_only(side, result, directory):
     """Scenario 6: only `save_checkpoint_steps` given: the secs default is dropped, steps 0, 2, 4 and end 5."""
     model = side.build_model()
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold,
-                                             save_checkpoint_steps=2) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold, save_checkpoint_steps=2
+    ) as sess:
         for _ in range(5):
             result['returned'].append(model.run_step(sess))
 
@@ -180,9 +192,13 @@ def checkpoint_steps_only(side, result, directory):
 def checkpoint_disabled(side, result, directory):
     """Scenario 6: `save_checkpoint_secs=None`, `save_summaries_steps=0`: only the step counter remains."""
     model = side.build_model()
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold,
-                                             save_checkpoint_secs=None, save_summaries_steps=0,
-                                             log_step_count_steps=1) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=model.scaffold,
+        save_checkpoint_secs=None,
+        save_summaries_steps=0,
+        log_step_count_steps=1,
+    ) as sess:
         for _ in range(3):
             result['returned'].append(model.run_step(sess))
 
@@ -190,9 +206,13 @@ def checkpoint_disabled(side, result, directory):
 def checkpoint_retention(side, result, directory):
     """A checkpoint every step: only the last 5 are kept (v1's `max_to_keep`), on disk and in the state file."""
     model = side.build_model()
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold,
-                                             save_checkpoint_steps=1, save_summaries_steps=0,
-                                             log_step_count_steps=0) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=model.scaffold,
+        save_checkpoint_steps=1,
+        save_summaries_steps=0,
+        log_step_count_steps=0,
+    ) as sess:
         for _ in range(7):
             result['returned'].append(model.run_step(sess))
 
@@ -200,8 +220,9 @@ def checkpoint_retention(side, result, directory):
 def no_graph_def(side, result, directory):
     """`save_graph_def=False`: no `graph.pbtxt` (and, in v1, no `.meta` files); checkpoints as usual."""
     model = side.build_model()
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold,
-                                             save_graph_def=False, save_checkpoint_steps=2) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold, save_graph_def=False, save_checkpoint_steps=2
+    ) as sess:
         for _ in range(3):
             result['returned'].append(model.run_step(sess))
 
@@ -209,16 +230,18 @@ def no_graph_def(side, result, directory):
 def both_checkpoint_secs_and_steps(side, result, directory):
     """Scenario 6: `save_checkpoint_secs` and `save_checkpoint_steps` both > 0 raise v1's timer ValueError."""
     model = side.build_model()
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold,
-                                             save_checkpoint_secs=10, save_checkpoint_steps=2) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold, save_checkpoint_secs=10, save_checkpoint_steps=2
+    ) as sess:
         result['returned'].append(model.run_step(sess))
 
 
 def both_summaries_secs_and_steps(side, result, directory):
     """Scenario 6: `save_summaries_secs` and `save_summaries_steps` both > 0 raise the same ValueError."""
     model = side.build_model()
-    with side.train.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold,
-                                             save_summaries_secs=10, save_summaries_steps=2) as sess:
+    with side.train.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold, save_summaries_secs=10, save_summaries_steps=2
+    ) as sess:
         result['returned'].append(model.run_step(sess))
 
 
@@ -242,8 +265,9 @@ def nan_loss_stops(side, result, directory):
     """`NanTensorHook(fail_on_nan_loss=False)` warns and requests a stop; the NaN run still returns."""
     model = side.build_model(loss_scales=[1.0, 1.0, np.nan, 1.0, 1.0])
     hook = recording_hook('later', result['hook_calls'])
-    with side.train.MonitoredTrainingSession(hooks=[side.train.NanTensorHook(model.loss, fail_on_nan_loss=False),
-                                                    hook]) as sess:
+    with side.train.MonitoredTrainingSession(
+        hooks=[side.train.NanTensorHook(model.loss, fail_on_nan_loss=False), hook]
+    ) as sess:
         _loop(sess, model, result)
 
 
@@ -267,9 +291,29 @@ def run_step_fn(side, result, directory):
     result['final_global_step'] = hook.last_end_step
 
 
-SCENARIOS = {scenario.__name__: scenario for scenario in [
-    default_hooks, resume_num_steps, hook_protocol, chief_only_hooks_order, exit_out_of_range, exit_value_error,
-    exit_hook_error, exit_stop_iteration, no_dirs, summary_dir_only, use_default_checkpoint_secs,
-    checkpoint_steps_only, checkpoint_disabled, checkpoint_retention, no_graph_def, both_checkpoint_secs_and_steps,
-    both_summaries_secs_and_steps, logging_tensor_hook, nan_loss_fails, nan_loss_stops, run_step_fn,
-]}
+SCENARIOS = {
+    scenario.__name__: scenario
+    for scenario in [
+        default_hooks,
+        resume_num_steps,
+        hook_protocol,
+        chief_only_hooks_order,
+        exit_out_of_range,
+        exit_value_error,
+        exit_hook_error,
+        exit_stop_iteration,
+        no_dirs,
+        summary_dir_only,
+        use_default_checkpoint_secs,
+        checkpoint_steps_only,
+        checkpoint_disabled,
+        checkpoint_retention,
+        no_graph_def,
+        both_checkpoint_secs_and_steps,
+        both_summaries_secs_and_steps,
+        logging_tensor_hook,
+        nan_loss_fails,
+        nan_loss_stops,
+        run_step_fn,
+    ]
+}

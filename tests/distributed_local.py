@@ -48,17 +48,25 @@ class Warnings(logging.Handler):
 
 
 def check_config(warnings: Warnings) -> None:
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=1,
-                                      allow_soft_placement=True, device_count={'CPU': 2},
-                                      operation_timeout_in_ms=5000)
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=2,
+        inter_op_parallelism_threads=1,
+        allow_soft_placement=True,
+        device_count={'CPU': 2},
+        operation_timeout_in_ms=5000,
+    )
     config.gpu_options.allow_growth = True
     config.gpu_options.per_process_gpu_memory_fraction = 0.5
     with mts.MonitoredTrainingSession(config=config):
         pass
-    emit('config', intra=tf.config.threading.get_intra_op_parallelism_threads(),
-         inter=tf.config.threading.get_inter_op_parallelism_threads(),
-         cpus=len(tf.config.list_logical_devices('CPU')), soft=tf.config.get_soft_device_placement(),
-         warnings=warnings.take())
+    emit(
+        'config',
+        intra=tf.config.threading.get_intra_op_parallelism_threads(),
+        inter=tf.config.threading.get_inter_op_parallelism_threads(),
+        cpus=len(tf.config.list_logical_devices('CPU')),
+        soft=tf.config.get_soft_device_placement(),
+        warnings=warnings.take(),
+    )
     with mts.MonitoredTrainingSession(config=tf.compat.v1.ConfigProto(intra_op_parallelism_threads=3)):
         pass
     emit('late', intra=tf.config.threading.get_intra_op_parallelism_threads(), warnings=warnings.take())
@@ -86,19 +94,30 @@ def mirrored(directory: str) -> None:
             per_replica = strategy.run(update)
             return {'loss': strategy.reduce('mean', per_replica, axis=None), 'per_replica_loss': per_replica}
 
-        with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=2,
-                                          save_summaries_steps=1,
-                                          hooks=[mts.StopAtStepHook(last_step=4)]) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=directory,
+            scaffold=scaffold,
+            save_checkpoint_steps=2,
+            save_summaries_steps=1,
+            hooks=[mts.StopAtStepHook(last_step=4)],
+        ) as session:
             while not session.should_stop():
                 results = session.run({'outputs': step, 'w': w, 'step': 'global_step'})
-        emit('mirrored', step=int(global_step.numpy()), loss=float(results['outputs']['loss']),
-             per_replica=[float(value) for value in results['outputs']['per_replica_loss']],
-             fetched_w=results['w'].ravel().tolist(), fetched_step=int(results['step']),
-             w=w.numpy().ravel().tolist(), variable=type(w).__name__)
+        emit(
+            'mirrored',
+            step=int(global_step.numpy()),
+            loss=float(results['outputs']['loss']),
+            per_replica=[float(value) for value in results['outputs']['per_replica_loss']],
+            fetched_w=results['w'].ravel().tolist(),
+            fetched_step=int(results['step']),
+            w=w.numpy().ravel().tolist(),
+            variable=type(w).__name__,
+        )
         w.assign(tf.zeros([3, 1]))
         global_step.assign(0)
-        with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold,
-                                          hooks=[mts.StopAtStepHook(num_steps=1)]):
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=directory, scaffold=scaffold, hooks=[mts.StopAtStepHook(num_steps=1)]
+        ):
             emit('resumed', step=int(global_step.numpy()), w=w.numpy().ravel().tolist())
 
 

@@ -69,13 +69,20 @@ class Model:
         @tf.function
         def step():
             features, targets = next(iterator)
-            return {'loss': self.strategy.reduce('mean', self.strategy.run(self._update, args=(features, targets)),
-                                                 axis=None)}
+            return {
+                'loss': self.strategy.reduce(
+                    'mean', self.strategy.run(self._update, args=(features, targets)), axis=None
+                )
+            }
+
         return step
 
     def state(self) -> dict:
-        return {'step': int(self.global_step.numpy()), 'w': self.w.numpy().ravel().tolist(),
-                'save_counter': int(self.checkpoint.save_counter.numpy())}
+        return {
+            'step': int(self.global_step.numpy()),
+            'w': self.w.numpy().ravel().tolist(),
+            'save_counter': int(self.checkpoint.save_counter.numpy()),
+        }
 
 
 class StopAt(mts.SessionRunHook):
@@ -117,9 +124,16 @@ def first(strategy, model, cluster, directory: str) -> None:
             time.sleep(0.05)
 
     scaffold = mts.Scaffold(saver=model.checkpoint, init_fn=init_once_the_non_chief_gave_up)
-    kwargs = dict(is_chief=(cluster.task_id == 0),  # v1's form; the other sessions leave it to the cluster.
-                  checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=3, save_summaries_steps=2,
-                  log_step_count_steps=2, hooks=[mts.StopAtStepHook(last_step=8)], chief_only_hooks=[StopAt(5)])
+    kwargs = dict(
+        is_chief=(cluster.task_id == 0),  # v1's form; the other sessions leave it to the cluster.
+        checkpoint_dir=directory,
+        scaffold=scaffold,
+        save_checkpoint_steps=3,
+        save_summaries_steps=2,
+        log_step_count_steps=2,
+        hooks=[mts.StopAtStepHook(last_step=8)],
+        chief_only_hooks=[StopAt(5)],
+    )
     if not cluster.is_chief:
         try:
             mts.MonitoredTrainingSession(max_wait_secs=0.5, **kwargs)
@@ -133,24 +147,36 @@ def first(strategy, model, cluster, directory: str) -> None:
     emit('asymmetric_stop', **model.state())
 
     dataset_step = model.dataset_step(examples=6)
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=mts.Scaffold(saver=model.checkpoint),
-                                      save_checkpoint_steps=100, save_summaries_steps=0,
-                                      hooks=[mts.StopAtStepHook(last_step=1000)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=mts.Scaffold(saver=model.checkpoint),
+        save_checkpoint_steps=100,
+        save_summaries_steps=0,
+        hooks=[mts.StopAtStepHook(last_step=1000)],
+    ) as session:
         train(session, dataset_step)
     emit('end_of_data', **model.state())
 
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=mts.Scaffold(saver=model.checkpoint),
-                                      save_checkpoint_secs=0.25, save_summaries_steps=0,
-                                      hooks=[mts.StopAtStepHook(num_steps=12)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=mts.Scaffold(saver=model.checkpoint),
+        save_checkpoint_secs=0.25,
+        save_summaries_steps=0,
+        hooks=[mts.StopAtStepHook(num_steps=12)],
+    ) as session:
         while not session.should_stop():
             session.run(model.step)
             time.sleep(0.05)
     emit('time_based_saves', **model.state())
 
     try:
-        with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=mts.Scaffold(saver=model.checkpoint),
-                                          save_checkpoint_steps=100, save_summaries_steps=0,
-                                          hooks=[FailAt(model.state()['step'] + 3, cluster.task_id)]) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=directory,
+            scaffold=mts.Scaffold(saver=model.checkpoint),
+            save_checkpoint_steps=100,
+            save_summaries_steps=0,
+            hooks=[FailAt(model.state()['step'] + 3, cluster.task_id)],
+        ) as session:
             train(session, model.step)
     except (ValueError, distribute.ClusterError) as error:
         emit('failed', error=type(error).__name__, message=str(error), **model.state())
@@ -158,14 +184,20 @@ def first(strategy, model, cluster, directory: str) -> None:
 
 def resume(strategy, model, cluster, directory: str) -> None:
     scaffold = mts.Scaffold(saver=model.checkpoint)
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=2,
-                                      save_summaries_steps=0, hooks=[mts.StopAtStepHook(num_steps=4)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=scaffold,
+        save_checkpoint_steps=2,
+        save_summaries_steps=0,
+        hooks=[mts.StopAtStepHook(num_steps=4)],
+    ) as session:
         emit('restored', **model.state())
         train(session, model.step)
     emit('trained', **model.state())
     try:
-        with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=5,
-                                          save_summaries_steps=0) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=5, save_summaries_steps=0
+        ) as session:
             while not session.should_stop():
                 session.run(model.step)
                 emit('step', step=int(model.global_step.numpy()))

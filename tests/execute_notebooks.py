@@ -50,8 +50,11 @@ def all_notebooks() -> list[pathlib.Path]:
 def ensure_kernel() -> str:
     """Makes sure a `python3` kernel spec exists, installing this interpreter's ipykernel as one if not."""
     if KERNEL_NAME not in KernelSpecManager().find_kernel_specs():
-        subprocess.run([sys.executable, '-m', 'ipykernel', 'install', '--user', '--name', KERNEL_NAME],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, '-m', 'ipykernel', 'install', '--user', '--name', KERNEL_NAME],
+            check=True,
+            capture_output=True,
+        )
     return KERNEL_NAME
 
 
@@ -76,9 +79,12 @@ def execute(path: pathlib.Path, work_dir: str | None = None) -> nbformat.Noteboo
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix='compat-mts-notebook-') as temporary:
         client = nbclient.NotebookClient(
-            notebook, kernel_name=ensure_kernel(), timeout=CELL_TIMEOUT_SECS,
+            notebook,
+            kernel_name=ensure_kernel(),
+            timeout=CELL_TIMEOUT_SECS,
             extra_arguments=list(_KERNEL_ARGUMENTS),
-            resources={'metadata': {'path': work_dir or temporary}})
+            resources={'metadata': {'path': work_dir or temporary}},
+        )
         client.execute(env=kernel_environment())
     return clean(notebook)
 
@@ -100,8 +106,12 @@ def _merged_streams(outputs: Iterable[nbformat.NotebookNode]) -> list[nbformat.N
     merged: list[nbformat.NotebookNode] = []
     for output in outputs:
         previous = merged[-1] if merged else None
-        if (output.output_type == 'stream' and previous is not None and previous.output_type == 'stream'
-                and previous.name == output.name):
+        if (
+            output.output_type == 'stream'
+            and previous is not None
+            and previous.output_type == 'stream'
+            and previous.name == output.name
+        ):
             previous.text += output.text
         else:
             merged.append(output)
@@ -148,11 +158,15 @@ def comparable_outputs(notebook: nbformat.NotebookNode) -> list[dict]:
                 others.append({'error': output.ename, 'value': masked(output.evalue)})
             else:
                 data = output.get('data', {})
-                texts = {mime: masked(''.join(value)) for mime, value in data.items()
-                         if mime.startswith('text/')}
+                texts = {mime: masked(''.join(value)) for mime, value in data.items() if mime.startswith('text/')}
                 others.append({'output_type': output.output_type, 'mime_types': sorted(data), 'texts': texts})
-        cells.append({'cell': cell.source.partition('\n')[0],  # its first line, to say which cell differs
-                      'streams': {name: masked(text) for name, text in streams.items()}, 'outputs': others})
+        cells.append(
+            {
+                'cell': cell.source.partition('\n')[0],  # its first line, to say which cell differs
+                'streams': {name: masked(text) for name, text in streams.items()},
+                'outputs': others,
+            }
+        )
     return cells
 
 
@@ -163,8 +177,12 @@ def _execute_and_save(path: pathlib.Path) -> pathlib.Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('notebooks', nargs='*', type=pathlib.Path,
-                        help='the notebooks to execute and save (default: every notebooks/*.ipynb)')
+    parser.add_argument(
+        'notebooks',
+        nargs='*',
+        type=pathlib.Path,
+        help='the notebooks to execute and save (default: every notebooks/*.ipynb)',
+    )
     arguments = parser.parse_args(argv)
     paths = [path.resolve() for path in arguments.notebooks] or all_notebooks()
     failed = False

@@ -24,8 +24,14 @@ import numpy as np
 import tensorflow as tf
 
 LOSSES = [0.5, 1.25, 2.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]
-HOOK_LINE_PATTERNS = ('Model diverged', ' = ', 'formatted:', 'Waiting for global step', 'FinalOpsHook',
-                      'Saving timeline')
+HOOK_LINE_PATTERNS = (
+    'Model diverged',
+    ' = ',
+    'formatted:',
+    'Waiting for global step',
+    'FinalOpsHook',
+    'Saving timeline',
+)
 
 
 class FakeClock:
@@ -175,8 +181,9 @@ def nan_vector_loss(side, result, directory):
 def logging_sorted_dict_every_n_iter(side, result, directory):
     model = side.model(LOSSES)
     clock = FakeClock()
-    hook = side.train.LoggingTensorHook({'zeta': model.loss, 'alpha': model.vec, 'step': model.global_step_after},
-                                        every_n_iter=2)
+    hook = side.train.LoggingTensorHook(
+        {'zeta': model.loss, 'alpha': model.vec, 'step': model.global_step_after}, every_n_iter=2
+    )
     with clock.installed():
         recorder = _TickingHook(clock, 0.25)
         run_session(side, model, [hook, recorder], 5, result)
@@ -184,8 +191,9 @@ def logging_sorted_dict_every_n_iter(side, result, directory):
 
 def logging_list_in_given_order(side, result, directory):
     model = side.model(LOSSES)
-    run_session(side, model, [side.train.LoggingTensorHook([model.vec_name, model.loss_name], every_n_iter=3)],
-                4, result)
+    run_session(
+        side, model, [side.train.LoggingTensorHook([model.vec_name, model.loss_name], every_n_iter=3)], 4, result
+    )
 
 
 def logging_every_n_secs(side, result, directory):
@@ -202,8 +210,9 @@ def logging_formatter(side, result, directory):
     def formatter(values):
         return 'formatted: ' + ', '.join('%s=%s' % (tag, values[tag]) for tag in sorted(values))
 
-    hook = side.train.LoggingTensorHook({'loss': model.loss, 'step': model.global_step_after}, every_n_iter=2,
-                                        formatter=formatter)
+    hook = side.train.LoggingTensorHook(
+        {'loss': model.loss, 'step': model.global_step_after}, every_n_iter=2, formatter=formatter
+    )
     run_session(side, model, [hook], 3, result)
 
 
@@ -264,8 +273,11 @@ def waiter_needs_a_global_step(side, result, directory):
 
 def final_ops_values(side, result, directory):
     model = side.model(LOSSES)
-    hooks = [side.train.FinalOpsHook({'w': model.w, 'step': model.global_step}),
-             side.train.FinalOpsHook([model.w]), side.train.FinalOpsHook(model.w)]
+    hooks = [
+        side.train.FinalOpsHook({'w': model.w, 'step': model.global_step}),
+        side.train.FinalOpsHook([model.w]),
+        side.train.FinalOpsHook(model.w),
+    ]
     result['before'] = [hook.final_ops_values for hook in hooks]
     run_session(side, model, hooks, 3, result)
     result['after'] = [_jsonable(hook.final_ops_values) for hook in hooks]
@@ -348,7 +360,8 @@ def _record_timelines(result, directory):
         with open(os.path.join(directory, name)) as timeline:
             trace = json.load(timeline)
         result['timeline_event_counts_positive'].append(
-            sum(1 for event in trace['traceEvents'] if event.get('ph') == 'X') > 0)
+            sum(1 for event in trace['traceEvents'] if event.get('ph') == 'X') > 0
+        )
     result['run_metadata_tags'] = _run_metadata_tags(directory)
 
 
@@ -425,16 +438,33 @@ def _jsonable(value):
     return value
 
 
-SCENARIOS = {fn.__name__: fn for fn in [
-    nan_fail, nan_stop, nan_vector_loss,
-    logging_sorted_dict_every_n_iter, logging_list_in_given_order, logging_every_n_secs, logging_formatter,
-    logging_only_at_end, logging_at_end_with_timer, logging_counts_from_each_begin,
-    waiter_zero_never_waits, waiter_polls_until_the_step, waiter_needs_a_global_step,
-    final_ops_values, final_ops_feed_dict, final_ops_out_of_range,
-    feed_fn_feeds_every_run, feed_fn_conflicts_with_user_feed, feed_fn_conflicts_between_hooks,
-    profiler_every_2_steps, profiler_every_second,
-    constructor_errors,
-]}
+SCENARIOS = {
+    fn.__name__: fn
+    for fn in [
+        nan_fail,
+        nan_stop,
+        nan_vector_loss,
+        logging_sorted_dict_every_n_iter,
+        logging_list_in_given_order,
+        logging_every_n_secs,
+        logging_formatter,
+        logging_only_at_end,
+        logging_at_end_with_timer,
+        logging_counts_from_each_begin,
+        waiter_zero_never_waits,
+        waiter_polls_until_the_step,
+        waiter_needs_a_global_step,
+        final_ops_values,
+        final_ops_feed_dict,
+        final_ops_out_of_range,
+        feed_fn_feeds_every_run,
+        feed_fn_conflicts_with_user_feed,
+        feed_fn_conflicts_between_hooks,
+        profiler_every_2_steps,
+        profiler_every_second,
+        constructor_errors,
+    ]
+}
 
 
 def run_all(side, names=None):

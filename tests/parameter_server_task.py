@@ -127,18 +127,28 @@ def chief(cluster, checkpoint_dir: str) -> None:
         logged = mts.LoggingTensorHook({'loss': loss}, every_n_iter=10)
         runs = 0
         fetched_before = scheduler.fetched_runs
-        with mts.MonitoredTrainingSession(is_chief=True, checkpoint_dir=checkpoint_dir, save_checkpoint_steps=20,
-                                          hooks=[mts.StopAtStepHook(last_step=FIRST_STEPS), every_nth, logged],
-                                          log_step_count_steps=None, save_summaries_steps=None) as sess:
+        with mts.MonitoredTrainingSession(
+            is_chief=True,
+            checkpoint_dir=checkpoint_dir,
+            save_checkpoint_steps=20,
+            hooks=[mts.StopAtStepHook(last_step=FIRST_STEPS), every_nth, logged],
+            log_step_count_steps=None,
+            save_summaries_steps=None,
+        ) as sess:
             variables = wrapped_graph().variables
             while not sess.should_stop():
                 sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
                 runs += 1
             step = trained_step()
-        emit('first', runs=runs, step=step,
-             devices={variable.name: variable.device for variable in variables},
-             losses=every_nth.values, fetched_runs=scheduler.fetched_runs - fetched_before,
-             checkpoint=tf.train.latest_checkpoint(checkpoint_dir))
+        emit(
+            'first',
+            runs=runs,
+            step=step,
+            devices={variable.name: variable.device for variable in variables},
+            losses=every_nth.values,
+            fetched_runs=scheduler.fetched_runs - fetched_before,
+            checkpoint=tf.train.latest_checkpoint(checkpoint_dir),
+        )
 
     def kill(name: str, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
@@ -152,15 +162,23 @@ def chief(cluster, checkpoint_dir: str) -> None:
             def after_create_session(self, session, coord):
                 steps['restored'] = int(session.run(step_variable))
 
-        actions = Actions({KILL_WORKER_AT: lambda: kill('worker:1', int(os.environ['PS_KILL_WORKER'])),
-                           AFTER_WORKER_LOSS: lambda: emit('after_worker_loss',
-                                                           step=trained_step(),
-                                                           checkpoint=tf.train.latest_checkpoint(checkpoint_dir)),
-                           KILL_PS_AT: lambda: kill('ps:0', int(os.environ['PS_KILL_PS']))})
+        actions = Actions(
+            {
+                KILL_WORKER_AT: lambda: kill('worker:1', int(os.environ['PS_KILL_WORKER'])),
+                AFTER_WORKER_LOSS: lambda: emit(
+                    'after_worker_loss', step=trained_step(), checkpoint=tf.train.latest_checkpoint(checkpoint_dir)
+                ),
+                KILL_PS_AT: lambda: kill('ps:0', int(os.environ['PS_KILL_PS'])),
+            }
+        )
         try:
-            with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, save_checkpoint_steps=20,
-                                              hooks=[Restored(), actions], log_step_count_steps=None,
-                                              save_summaries_steps=20) as sess:
+            with mts.MonitoredTrainingSession(
+                checkpoint_dir=checkpoint_dir,
+                save_checkpoint_steps=20,
+                hooks=[Restored(), actions],
+                log_step_count_steps=None,
+                save_summaries_steps=20,
+            ) as sess:
                 emit('resumed', step=steps['restored'])
                 while not sess.should_stop():
                     sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
@@ -192,8 +210,12 @@ def frozen_chief(cluster, checkpoint_dir: str) -> None:
             os.kill(int(os.environ['PS_FREEZE_PS']), signal.SIGSTOP)
             emit('frozen', at=time.time())
 
-        with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, hooks=[Actions({FREEZE_PS_AT: freeze})],
-                                          log_step_count_steps=None, save_summaries_steps=None) as sess:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=checkpoint_dir,
+            hooks=[Actions({FREEZE_PS_AT: freeze})],
+            log_step_count_steps=None,
+            save_summaries_steps=None,
+        ) as sess:
             while not sess.should_stop():
                 sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
     emit('no_exit')

@@ -38,14 +38,16 @@ def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
     child_env = dict(os.environ)
     child_env['TF_CPP_MIN_LOG_LEVEL'] = '2'
     child_env['PYTHONPATH'] = os.pathsep.join(
-        [REPO_ROOT] + [p for p in child_env.get('PYTHONPATH', '').split(os.pathsep) if p])
+        [REPO_ROOT] + [p for p in child_env.get('PYTHONPATH', '').split(os.pathsep) if p]
+    )
     child_env.update(env or {})
     if os.path.isfile(code_or_path):
         command = [sys.executable, code_or_path, *args]
     else:
         command = [sys.executable, '-c', code_or_path, *args]
-    return subprocess.run(command, env=child_env, cwd=cwd or REPO_ROOT, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        command, env=child_env, cwd=cwd or REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def run_pythons(*calls, **common):
@@ -55,6 +57,7 @@ def run_pythons(*calls, **common):
     `common` holds keyword arguments of `run_python` shared by all calls.
     """
     import concurrent.futures
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(lambda call: run_python(*call, **common), calls))
 
@@ -319,8 +322,11 @@ def run_scenarios(scenarios, names, side):
                 with side.prepare():
                     scenarios[name](side, result, directory)
             except Exception as error:  # Recorded for comparison; this is the point of the scenario.
-                result['error'] = {'type': type(error).__name__, 'message': str(error),
-                                   'traceback': traceback.format_exc()}
+                result['error'] = {
+                    'type': type(error).__name__,
+                    'message': str(error),
+                    'traceback': traceback.format_exc(),
+                }
             finally:
                 os.chdir(previous_cwd)
             result['log_lines'] = recorder.take()
@@ -341,4 +347,3 @@ def disk_state(directory):
         'has_graph_event': has_graph_event(directory),
         'files': listed_files(directory),
     }
-

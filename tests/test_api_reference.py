@@ -30,6 +30,7 @@ _SECTION = re.compile(r'^(Args|Arguments|Returns|Yields|Raises|Example|Examples|
 def reference(tmp_path_factory):
     """Builds the reference into a temporary directory; returns it and the warnings the build gave."""
     import pdoc.render
+
     output = tmp_path_factory.mktemp('api-reference')
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
@@ -63,8 +64,9 @@ def test_every_public_name_has_an_anchor_and_a_docstring(module_name, reference)
     for name in module.__all__:
         value = getattr(module, name)
         if inspect.ismodule(value):
-            if not (output / _PAGE.get(value.__name__, pathlib.Path(*value.__name__.split('.')).with_suffix(
-                    '.html'))).is_file():
+            if not (
+                output / _PAGE.get(value.__name__, pathlib.Path(*value.__name__.split('.')).with_suffix('.html'))
+            ).is_file():
                 missing.append(name)
             continue
         if f'id="{name}"' not in html:
@@ -95,6 +97,7 @@ def _constructor_classes() -> list[type]:
     """The public hooks, timers and Keras adapters whose constructors take arguments."""
     import compat_mts.hooks
     import compat_mts.keras
+
     classes = []
     for module in (compat_mts.hooks, compat_mts.keras):
         for name in module.__all__:
@@ -107,8 +110,11 @@ def _constructor_classes() -> list[type]:
 def _parameters(cls: type) -> list[str]:
     if '__init__' not in vars(cls):
         return []
-    return [name for name, parameter in inspect.signature(cls.__init__).parameters.items()
-            if name != 'self' and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
+    return [
+        name
+        for name, parameter in inspect.signature(cls.__init__).parameters.items()
+        if name != 'self' and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    ]
 
 
 def documented_arguments(docstring: str) -> list[str]:
@@ -133,7 +139,7 @@ def documented_arguments(docstring: str) -> list[str]:
 
 
 def test_the_args_parser_reads_google_style_sections():
-    docstring = '''Summary.
+    docstring = """Summary.
 
     Args:
       first: What it is,
@@ -142,7 +148,7 @@ def test_the_args_parser_reads_google_style_sections():
 
     Raises:
       ValueError: not an argument.
-    '''
+    """
     assert documented_arguments(docstring) == ['first', 'second']
 
 

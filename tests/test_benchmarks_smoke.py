@@ -12,8 +12,13 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = REPO / 'benchmarks' / 'session_overhead.py'
 VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
-TABLE_LABELS = ('bare loop', 'bare loop, concrete function', 'hand-written TF2', 'compat_mts (v1 default hooks)',
-                'v1 graph mode (tf.compat.v1 MTS)')
+TABLE_LABELS = (
+    'bare loop',
+    'bare loop, concrete function',
+    'hand-written TF2',
+    'compat_mts (v1 default hooks)',
+    'v1 graph mode (tf.compat.v1 MTS)',
+)
 
 
 def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
@@ -22,9 +27,27 @@ def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
     env['TF_CPP_MIN_LOG_LEVEL'] = '2'
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), '--steps', '20', '--repeats', '2', '--warmup', '3',
-         '--count-steps', '5', '--out', str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=170, check=False)
+        [
+            sys.executable,
+            str(SCRIPT),
+            '--steps',
+            '20',
+            '--repeats',
+            '2',
+            '--warmup',
+            '3',
+            '--count-steps',
+            '5',
+            '--out',
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+    )
 
     assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
     table_rows = {line.split('|')[1].strip(): line for line in result.stdout.splitlines() if line.startswith('| ')}
@@ -42,8 +65,10 @@ def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
         variant = report['variants'][name]
         assert len(variant['repeat_means_s']) == 2
         assert variant['steps_timed'] == 40
-        values = {key: variant[key] for key in ('median_of_repeat_means_s', 'p50_step_s', 'p99_step_s',
-                                                 'median_cpu_per_step_s')}
+        values = {
+            key: variant[key]
+            for key in ('median_of_repeat_means_s', 'p50_step_s', 'p99_step_s', 'median_cpu_per_step_s')
+        }
         values.update({f'ratio {kind}': ratio for kind, ratio in variant['ratios_to_bare_loop'].items()})
         for key, value in values.items():
             assert math.isfinite(value) and value > 0, (name, key, value)
@@ -62,9 +87,29 @@ def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
     env['TF_CPP_MIN_LOG_LEVEL'] = '2'
     result = subprocess.run(
-        [sys.executable, str(TRAINERS_SCRIPT), '--steps', '3', '--warmup', '2', '--repeats', '1',
-         '--trainers', 'cifar10', '--variants', 'default_frequencies', '--out', str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=170, check=False)
+        [
+            sys.executable,
+            str(TRAINERS_SCRIPT),
+            '--steps',
+            '3',
+            '--warmup',
+            '2',
+            '--repeats',
+            '1',
+            '--trainers',
+            'cifar10',
+            '--variants',
+            'default_frequencies',
+            '--out',
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+    )
 
     assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
     rows = [line for line in result.stdout.splitlines() if line.startswith('| ') and 'trainer' in line.lower()]
@@ -76,6 +121,8 @@ def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_
         for side in ('v1', 'compat'):
             timing = result_of_variant['sides'][side]
             assert len(timing['repeat_means_s']) == 1
-            assert all(math.isfinite(timing[key]) and timing[key] > 0
-                       for key in ('median_step_s', 'median_cpu_step_s', 'p50_step_s', 'median_program_s'))
+            assert all(
+                math.isfinite(timing[key]) and timing[key] > 0
+                for key in ('median_step_s', 'median_cpu_step_s', 'p50_step_s', 'median_program_s')
+            )
         assert all(math.isfinite(result_of_variant[key]) for key in ('ratio_wall', 'ratio_cpu', 'ratio_p50'))

@@ -25,8 +25,9 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = pathlib.Path(__file__).resolve().parent / 'check_samples'
 CHECK_SCRIPT = REPO / 'compat_mts' / 'cli' / 'check.py'
 CATALOGUE = REPO / 'compat_mts' / 'cli' / 'check_catalogue.py'
-CHECKER_MODULES = [REPO / 'compat_mts' / 'cli' / f'{name}.py'
-                   for name in ('check_names', 'check_checker', 'check_report')]
+CHECKER_MODULES = [
+    REPO / 'compat_mts' / 'cli' / f'{name}.py' for name in ('check_names', 'check_checker', 'check_report')
+]
 
 MTS = 'tf.compat.v1.train.MonitoredTrainingSession'
 
@@ -46,82 +47,85 @@ def only(source: str) -> check.Finding:
 # The three sample v1 programs, against hand-made lists.
 
 EXPECTED = {
-        'regression.py': [
-                ('tf.compat.v1.disable_eager_execution', 8),
-                ('tf.compat.v1.placeholder', 14),
-                ('tf.compat.v1.placeholder', 15),
-                ('tf.compat.v1.get_variable', 16),
-                ('tf.compat.v1.get_variable', 17),
-                ('tf.compat.v1.train.get_or_create_global_step', 19),
-                ('tf.compat.v1.train.GradientDescentOptimizer', 20),
-                ('Optimizer.minimize(global_step=...)', 21),
-                ('tf.compat.v1.train.StopAtStepHook', 28),
-                (MTS, 29),
-                (f'{MTS}(checkpoint_dir=...)', 29),
-                (f'{MTS}(hooks=...)', 29),
-                ('sess.run(...)', 32),
-                ('feed_dict', 32),
-        ],
-        'dataset_summaries.py': [
-                ('tf.compat.v1.data.make_one_shot_iterator', 17),
-                ('Iterator.get_next()', 18),
-                ('tf.compat.v1.variable_scope', 22),
-                ('tf.compat.v1.get_variable', 23),
-                ('tf.compat.v1.get_variable', 24),
-                ('tf.compat.v1.summary.scalar', 28),
-                ('tf.compat.v1.summary.scalar', 29),
-                ('tf.compat.v1.summary.histogram', 30),
-                ('tf.compat.v1.train.get_or_create_global_step', 31),
-                ('tf.compat.v1.train.AdamOptimizer', 32),
-                ('Optimizer.minimize(global_step=...)', 32),
-                ('tf.compat.v1.summary.merge_all', 39),
-                ('tf.compat.v1.train.Scaffold', 40),
-                ('tf.compat.v1.train.Saver', 40),
-                ('tf.compat.v1.train.Saver(max_to_keep=...)', 40),
-                ('tf.compat.v1.train.StopAtStepHook', 42),
-                ('tf.compat.v1.train.SummarySaverHook', 43),
-                (MTS, 45),
-                (f'{MTS}(checkpoint_dir=...)', 45),
-                (f'{MTS}(scaffold=...)', 45),
-                (f'{MTS}(hooks=...)', 45),
-                (f'{MTS}(save_summaries_steps=...)', 46),
-                (f'{MTS}(save_checkpoint_steps=...)', 46),
-                ('sess.run(...)', 48),
-        ],
-        'distributed_hooks.py': [
-                ('class LossThresholdHook(tf.compat.v1.train.SessionRunHook)', 10),
-                ('tf.compat.v1.get_default_graph', 17),
-                ('tf.compat.v1.train.get_global_step', 18),
-                ('tf.compat.v1.train.SessionRunArgs', 21),
-                ('tf.compat.v1.train.ClusterSpec', 30),
-                ('tf.compat.v1.train.Server', 31),
-                ('tf.device(<device function>)', 37),
-                ('tf.compat.v1.train.replica_device_setter', 37),
-                ('tf.compat.v1.get_variable', 39),
-                ('tf.compat.v1.train.get_or_create_global_step', 41),
-                ('tf.compat.v1.train.AdagradOptimizer', 42),
-                ('Optimizer.minimize(global_step=...)', 42),
-                ('tf.compat.v1.ConfigProto', 44),
-                ('tf.compat.v1.train.StopAtStepHook', 46),
-                ('tf.compat.v1.train.LoggingTensorHook', 47),
-                (MTS, 50),
-                (f'{MTS}(master=...)', 50),
-                (f'{MTS}(is_chief=...)', 50),
-                (f'{MTS}(checkpoint_dir=...)', 51),
-                (f'{MTS}(hooks=...)', 51),
-                (f'{MTS}(config=...)', 52),
-                ('sess.run(...)', 54),
-        ],
+    'regression.py': [
+        ('tf.compat.v1.disable_eager_execution', 8),
+        ('tf.compat.v1.placeholder', 14),
+        ('tf.compat.v1.placeholder', 15),
+        ('tf.compat.v1.get_variable', 16),
+        ('tf.compat.v1.get_variable', 17),
+        ('tf.compat.v1.train.get_or_create_global_step', 19),
+        ('tf.compat.v1.train.GradientDescentOptimizer', 20),
+        ('Optimizer.minimize(global_step=...)', 21),
+        ('tf.compat.v1.train.StopAtStepHook', 28),
+        (MTS, 29),
+        (f'{MTS}(checkpoint_dir=...)', 29),
+        (f'{MTS}(hooks=...)', 29),
+        ('sess.run(...)', 32),
+        ('feed_dict', 32),
+    ],
+    'dataset_summaries.py': [
+        ('tf.compat.v1.data.make_one_shot_iterator', 17),
+        ('Iterator.get_next()', 18),
+        ('tf.compat.v1.variable_scope', 22),
+        ('tf.compat.v1.get_variable', 23),
+        ('tf.compat.v1.get_variable', 24),
+        ('tf.compat.v1.summary.scalar', 28),
+        ('tf.compat.v1.summary.scalar', 29),
+        ('tf.compat.v1.summary.histogram', 30),
+        ('tf.compat.v1.train.get_or_create_global_step', 31),
+        ('tf.compat.v1.train.AdamOptimizer', 32),
+        ('Optimizer.minimize(global_step=...)', 32),
+        ('tf.compat.v1.summary.merge_all', 39),
+        ('tf.compat.v1.train.Scaffold', 40),
+        ('tf.compat.v1.train.Saver', 40),
+        ('tf.compat.v1.train.Saver(max_to_keep=...)', 40),
+        ('tf.compat.v1.train.StopAtStepHook', 42),
+        ('tf.compat.v1.train.SummarySaverHook', 43),
+        (MTS, 45),
+        (f'{MTS}(checkpoint_dir=...)', 45),
+        (f'{MTS}(scaffold=...)', 45),
+        (f'{MTS}(hooks=...)', 45),
+        (f'{MTS}(save_summaries_steps=...)', 46),
+        (f'{MTS}(save_checkpoint_steps=...)', 46),
+        ('sess.run(...)', 48),
+    ],
+    'distributed_hooks.py': [
+        ('class LossThresholdHook(tf.compat.v1.train.SessionRunHook)', 10),
+        ('tf.compat.v1.get_default_graph', 17),
+        ('tf.compat.v1.train.get_global_step', 18),
+        ('tf.compat.v1.train.SessionRunArgs', 21),
+        ('tf.compat.v1.train.ClusterSpec', 30),
+        ('tf.compat.v1.train.Server', 31),
+        ('tf.device(<device function>)', 37),
+        ('tf.compat.v1.train.replica_device_setter', 37),
+        ('tf.compat.v1.get_variable', 39),
+        ('tf.compat.v1.train.get_or_create_global_step', 41),
+        ('tf.compat.v1.train.AdagradOptimizer', 42),
+        ('Optimizer.minimize(global_step=...)', 42),
+        ('tf.compat.v1.ConfigProto', 44),
+        ('tf.compat.v1.train.StopAtStepHook', 46),
+        ('tf.compat.v1.train.LoggingTensorHook', 47),
+        (MTS, 50),
+        (f'{MTS}(master=...)', 50),
+        (f'{MTS}(is_chief=...)', 50),
+        (f'{MTS}(checkpoint_dir=...)', 51),
+        (f'{MTS}(hooks=...)', 51),
+        (f'{MTS}(config=...)', 52),
+        ('sess.run(...)', 54),
+    ],
 }
 
 
 # What of it blocks stage 1: the parameter-server cluster and its device placement.
 BLOCKING = {
-        'regression.py': [],
-        'dataset_summaries.py': [],
-        'distributed_hooks.py': [('tf.compat.v1.train.ClusterSpec', 30), ('tf.compat.v1.train.Server', 31),
-                                 ('tf.device(<device function>)', 37),
-                                 ('tf.compat.v1.train.replica_device_setter', 37)],
+    'regression.py': [],
+    'dataset_summaries.py': [],
+    'distributed_hooks.py': [
+        ('tf.compat.v1.train.ClusterSpec', 30),
+        ('tf.compat.v1.train.Server', 31),
+        ('tf.device(<device function>)', 37),
+        ('tf.compat.v1.train.replica_device_setter', 37),
+    ],
 }
 
 
@@ -159,7 +163,10 @@ def test_the_stage_1_twin_of_each_v1_test_program_has_nothing_left_for_stage_1(v
 # ---------------------------------------------------------------------------------------------------------
 # How names are resolved.
 
-@pytest.mark.parametrize('source', [
+
+@pytest.mark.parametrize(
+    'source',
+    [
         'import tensorflow.compat.v1 as tf\ntf.train.Saver()',
         'import tensorflow as tf\ntf.compat.v1.train.Saver()',
         'import tensorflow as tf\ntf.train.Saver()',  # TF 1.x: only v1 has tf.train.Saver
@@ -171,7 +178,8 @@ def test_the_stage_1_twin_of_each_v1_test_program_has_nothing_left_for_stage_1(v
         'import tensorflow as tf\ntf1 = tf.compat.v1\ntf1.train.Saver()',
         'import tensorflow as tf\nv1_train = tf.compat.v1.train\nv1_train.Saver()',
         'from tensorflow.python.training import saver\nsaver.Saver()',
-])
+    ],
+)
 def test_every_import_form_resolves_to_the_v1_name(source):
     assert constructs(source) == [('tf.compat.v1.train.Saver', source.count('\n') + 1)]
 
@@ -184,10 +192,14 @@ def test_names_of_tf2_that_v1_also_has_are_v1_only_in_tf1_code():
         """
     assert constructs(tf2_code) == []
     tf1_code = tf2_code + 'x = tf.placeholder(tf.float32)\n'
-    assert constructs(tf1_code) == [('tf.compat.v1.summary.scalar', 2), ('tf.compat.v1.train.ClusterSpec', 3),
-                                    ('tf.compat.v1.placeholder', 4)]
+    assert constructs(tf1_code) == [
+        ('tf.compat.v1.summary.scalar', 2),
+        ('tf.compat.v1.train.ClusterSpec', 3),
+        ('tf.compat.v1.placeholder', 4),
+    ]
     assert constructs("import tensorflow as tf\ntf.logging.info('hi')\ntf.summary.scalar('loss', 1.0)") == [
-            ('tf.compat.v1.summary.scalar', 3)]
+        ('tf.compat.v1.summary.scalar', 3)
+    ]
 
 
 def test_v1_spelled_explicitly_is_reported_in_tf2_code_and_compat_v2_never():
@@ -234,37 +246,78 @@ def test_imports_alone_are_not_findings():
 # ---------------------------------------------------------------------------------------------------------
 # Each construct.
 
+
 def test_monitored_training_session_lists_each_argument_by_keyword_and_by_position():
     assert constructs("""\
         import tensorflow.compat.v1 as tf
         options = {}
         with tf.train.MonitoredTrainingSession('', True, '/tmp/ckpt', hooks=[], **options) as sess:
             pass
-        """) == [(MTS, 3), (f'{MTS}(master=...)', 3), (f'{MTS}(is_chief=...)', 3),
-                 (f'{MTS}(checkpoint_dir=...)', 3), (f'{MTS}(hooks=...)', 3)]
+        """) == [
+        (MTS, 3),
+        (f'{MTS}(master=...)', 3),
+        (f'{MTS}(is_chief=...)', 3),
+        (f'{MTS}(checkpoint_dir=...)', 3),
+        (f'{MTS}(hooks=...)', 3),
+    ]
 
 
-@pytest.mark.parametrize('argument', [
-        'master', 'is_chief', 'checkpoint_dir', 'scaffold', 'hooks', 'chief_only_hooks', 'save_checkpoint_secs',
-        'save_summaries_steps', 'save_summaries_secs', 'config', 'stop_grace_period_secs', 'log_step_count_steps',
-        'max_wait_secs', 'save_checkpoint_steps', 'summary_dir', 'save_graph_def'])
+@pytest.mark.parametrize(
+    'argument',
+    [
+        'master',
+        'is_chief',
+        'checkpoint_dir',
+        'scaffold',
+        'hooks',
+        'chief_only_hooks',
+        'save_checkpoint_secs',
+        'save_summaries_steps',
+        'save_summaries_secs',
+        'config',
+        'stop_grace_period_secs',
+        'log_step_count_steps',
+        'max_wait_secs',
+        'save_checkpoint_steps',
+        'summary_dir',
+        'save_graph_def',
+    ],
+)
 def test_each_session_argument_changes_when_the_loop_becomes_model_fit(argument):
     findings = check.check_source(
-            f'import tensorflow.compat.v1 as tf\ntf.train.MonitoredTrainingSession({argument}=None)\n')
+        f'import tensorflow.compat.v1 as tf\ntf.train.MonitoredTrainingSession({argument}=None)\n'
+    )
     session, given = findings
     assert session.construct == MTS and session.stage == 1
     assert (given.construct, given.stage, given.col) == (f'{MTS}({argument}=...)', 3, 35)
     assert given.replacement and given.note
 
 
-@pytest.mark.parametrize('hook', [
-        'StopAtStepHook', 'NanTensorHook', 'LoggingTensorHook', 'CheckpointSaverHook', 'CheckpointSaverListener',
-        'StepCounterHook', 'SummarySaverHook', 'GlobalStepWaiterHook', 'FinalOpsHook', 'FeedFnHook',
-        'ProfilerHook', 'SecondOrStepTimer', 'NanLossDuringTrainingError'])
+@pytest.mark.parametrize(
+    'hook',
+    [
+        'StopAtStepHook',
+        'NanTensorHook',
+        'LoggingTensorHook',
+        'CheckpointSaverHook',
+        'CheckpointSaverListener',
+        'StepCounterHook',
+        'SummarySaverHook',
+        'GlobalStepWaiterHook',
+        'FinalOpsHook',
+        'FeedFnHook',
+        'ProfilerHook',
+        'SecondOrStepTimer',
+        'NanLossDuringTrainingError',
+    ],
+)
 def test_each_built_in_hook_becomes_its_compat_mts_namesake_at_stage_1(hook):
     finding = only(f'import tensorflow as tf\nh = tf.compat.v1.train.{hook}()\n')
     assert (finding.construct, finding.replacement, finding.stage) == (
-            f'tf.compat.v1.train.{hook}', f'compat_mts.{hook}', 1)
+        f'tf.compat.v1.train.{hook}',
+        f'compat_mts.{hook}',
+        1,
+    )
     assert 'At stage 4:' in finding.note
 
 
@@ -283,14 +336,20 @@ def test_user_hook_subclass_is_one_finding_that_says_it_works_unchanged():
                 pass
         """)
     assert (finding.construct, finding.line, finding.stage) == (
-            'class EveryStepHook(tf.compat.v1.train.SessionRunHook)', 3, 2)
+        'class EveryStepHook(tf.compat.v1.train.SessionRunHook)',
+        3,
+        2,
+    )
     assert 'works unchanged' in finding.note and 'step-output names' in finding.note
 
 
 def test_subclass_of_a_built_in_hook_becomes_a_subclass_of_the_compat_mts_hook():
     finding = only('from tensorflow.compat.v1 import train\nclass Quiet(train.LoggingTensorHook):\n    pass\n')
     assert (finding.construct, finding.replacement, finding.stage) == (
-            'class Quiet(tf.compat.v1.train.LoggingTensorHook)', 'compat_mts.LoggingTensorHook', 1)
+        'class Quiet(tf.compat.v1.train.LoggingTensorHook)',
+        'compat_mts.LoggingTensorHook',
+        1,
+    )
 
 
 def test_scaffold_saver_and_global_step_helpers():
@@ -301,41 +360,58 @@ def test_scaffold_saver_and_global_step_helpers():
         other = tf.train.create_global_step()
         value = tf.train.global_step(sess, step)
         scaffold = tf.train.Scaffold(saver=tf.train.Saver(), init_fn=None)
-        """) == [('tf.compat.v1.train.get_or_create_global_step', 2), ('tf.compat.v1.train.get_global_step', 3),
-                 ('tf.compat.v1.train.create_global_step', 4), ('tf.compat.v1.train.global_step', 5),
-                 ('tf.compat.v1.train.Scaffold', 6), ('tf.compat.v1.train.Saver', 6)]
+        """) == [
+        ('tf.compat.v1.train.get_or_create_global_step', 2),
+        ('tf.compat.v1.train.get_global_step', 3),
+        ('tf.compat.v1.train.create_global_step', 4),
+        ('tf.compat.v1.train.global_step', 5),
+        ('tf.compat.v1.train.Scaffold', 6),
+        ('tf.compat.v1.train.Saver', 6),
+    ]
 
 
 def test_placeholders_and_feed_dict_stage_depends_on_the_keys():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         x = tf.placeholder(tf.float32, [None, 3])
         sess.run(loss, feed_dict={x: batch})
         sess.run(step, feed_dict={'x': batch})
         sess.run(loss, {x: batch})
         sess.run(loss, feed_dict={'x:0': batch})
-        """))
+        """)
+    )
     assert [(f.construct, f.line, f.stage) for f in findings] == [
-            ('tf.compat.v1.placeholder', 2, 2),
-            ('sess.run(...)', 3, 3), ('feed_dict', 3, 2),
-            ('sess.run(...)', 4, 3), ('feed_dict', 4, 3),  # keyword names already feed a compat_mts step
-            ('sess.run(...)', 5, 3), ('feed_dict', 5, 2),
-            ('sess.run(...)', 6, 3), ('feed_dict', 6, 2)]  # a tensor name feeds a graph
+        ('tf.compat.v1.placeholder', 2, 2),
+        ('sess.run(...)', 3, 3),
+        ('feed_dict', 3, 2),
+        ('sess.run(...)', 4, 3),
+        ('feed_dict', 4, 3),  # keyword names already feed a compat_mts step
+        ('sess.run(...)', 5, 3),
+        ('feed_dict', 5, 2),
+        ('sess.run(...)', 6, 3),
+        ('feed_dict', 6, 2),
+    ]  # a tensor name feeds a graph
 
 
 def test_v1_summaries_and_the_file_writer():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         tf.summary.scalar('loss', loss)
         tf.summary.image('input', images)
         merged = tf.summary.merge_all()
         writer = tf.summary.FileWriter('/tmp/logs')
         writer.add_summary(tf.summary.Summary(value=[]), 1)
-        """))
+        """)
+    )
     assert [(f.construct, f.stage) for f in findings] == [
-            ('tf.compat.v1.summary.scalar', 2), ('tf.compat.v1.summary.image', 2),
-            ('tf.compat.v1.summary.merge_all', 2), ('tf.compat.v1.summary.FileWriter', 1),
-            ('tf.compat.v1.summary.Summary', 1)]
+        ('tf.compat.v1.summary.scalar', 2),
+        ('tf.compat.v1.summary.image', 2),
+        ('tf.compat.v1.summary.merge_all', 2),
+        ('tf.compat.v1.summary.FileWriter', 1),
+        ('tf.compat.v1.summary.Summary', 1),
+    ]
 
 
 def test_config_proto_sessions_and_their_run_calls():
@@ -346,10 +422,16 @@ def test_config_proto_sessions_and_their_run_calls():
             s.run(tf.global_variables_initializer())
         interactive = tf.InteractiveSession()
         tf.Session().run(x)
-        """) == [('tf.compat.v1.ConfigProto', 2), ('tf.compat.v1.GPUOptions', 2), ('tf.compat.v1.Session', 3),
-                 ('s.run(...)', 4), ('tf.compat.v1.global_variables_initializer', 4),
-                 ('tf.compat.v1.InteractiveSession', 5), ('tf.compat.v1.Session', 6),
-                 ('tf.Session().run(...)', 6)]  # the receiver as the script spells it
+        """) == [
+        ('tf.compat.v1.ConfigProto', 2),
+        ('tf.compat.v1.GPUOptions', 2),
+        ('tf.compat.v1.Session', 3),
+        ('s.run(...)', 4),
+        ('tf.compat.v1.global_variables_initializer', 4),
+        ('tf.compat.v1.InteractiveSession', 5),
+        ('tf.compat.v1.Session', 6),
+        ('tf.Session().run(...)', 6),
+    ]  # the receiver as the script spells it
 
 
 def test_run_on_session_like_names_only():
@@ -370,21 +452,27 @@ def test_distributed_constructs_in_tf1_code():
         cluster = tf.train.ClusterSpec({'worker': ['localhost:2222']})
         server = tf.train.Server(cluster, job_name='worker', task_index=0)
         other = tf.distribute.Server(cluster, job_name='worker', task_index=0)
-        """) == [('tf.compat.v1.train.ClusterSpec', 2), ('tf.compat.v1.train.Server', 3),
-                 ('tf.compat.v1.distribute.Server', 4)]
+        """) == [
+        ('tf.compat.v1.train.ClusterSpec', 2),
+        ('tf.compat.v1.train.Server', 3),
+        ('tf.compat.v1.distribute.Server', 4),
+    ]
 
 
 def test_v1_optimizers_and_minimize_with_a_global_step():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         optimizer = tf.train.MomentumOptimizer(0.1, momentum=0.9)
         train_op = optimizer.minimize(loss, global_step=step)
         apply_op = optimizer.apply_gradients(grads_and_vars, global_step=step)
-        """))
+        """)
+    )
     assert [(f.construct, f.line, f.col, f.stage) for f in findings] == [
-            ('tf.compat.v1.train.MomentumOptimizer', 2, 13, 2),
-            ('Optimizer.minimize(global_step=...)', 3, 37, 2),
-            ('Optimizer.apply_gradients(global_step=...)', 4, 54, 2)]
+        ('tf.compat.v1.train.MomentumOptimizer', 2, 13, 2),
+        ('Optimizer.minimize(global_step=...)', 3, 37, 2),
+        ('Optimizer.apply_gradients(global_step=...)', 4, 54, 2),
+    ]
     assert findings[0].replacement == 'tf.keras.optimizers.SGD(momentum=...)'
 
 
@@ -403,16 +491,23 @@ def test_v1_dataset_iterators():
         features = iterator.get_next()
         batch = tf.data.make_one_shot_iterator(dataset).get_next()
         structured = tf.data.Iterator.from_structure(types, shapes)
-        """) == [('Dataset.make_initializable_iterator()', 2), ('Iterator.get_next()', 3),
-                 ('tf.compat.v1.data.make_one_shot_iterator', 4), ('Iterator.get_next()', 4),
-                 ('tf.compat.v1.data.Iterator', 5)]
+        """) == [
+        ('Dataset.make_initializable_iterator()', 2),
+        ('Iterator.get_next()', 3),
+        ('tf.compat.v1.data.make_one_shot_iterator', 4),
+        ('Iterator.get_next()', 4),
+        ('tf.compat.v1.data.Iterator', 5),
+    ]
 
 
 def test_eager_switches_are_removed_at_stage_1():
-    findings = check.check_source('import tensorflow as tf\ntf.compat.v1.disable_v2_behavior()\n'
-                                  'tf.compat.v1.disable_eager_execution()\n')
+    findings = check.check_source(
+        'import tensorflow as tf\ntf.compat.v1.disable_v2_behavior()\ntf.compat.v1.disable_eager_execution()\n'
+    )
     assert [(f.construct, f.stage, f.blocks) for f in findings] == [
-            ('tf.compat.v1.disable_v2_behavior', 1, False), ('tf.compat.v1.disable_eager_execution', 1, False)]
+        ('tf.compat.v1.disable_v2_behavior', 1, False),
+        ('tf.compat.v1.disable_eager_execution', 1, False),
+    ]
     assert findings[1].replacement == 'nothing: remove the call'
     assert "'with tf.Graph().as_default():' block" in findings[1].note and 'wrap_graph' in findings[1].note
 
@@ -420,33 +515,56 @@ def test_eager_switches_are_removed_at_stage_1():
 # ---------------------------------------------------------------------------------------------------------
 # What blocks stage 1: lines that fail on TensorFlow 2.21 as written, each with the edit that makes it run.
 
+
 def blocking(source: str) -> list[tuple[str, int]]:
     """(construct, line) of each finding of `source` (dedented) that blocks stage 1."""
     return [(f.construct, f.line) for f in check.check_source(textwrap.dedent(source), 'x.py') if f.blocks]
 
 
-@pytest.mark.parametrize('source, construct, replacement', [
-        ('import tensorflow as tf\ninit = tf.contrib.layers.xavier_initializer()',
-         'tf.contrib.layers.xavier_initializer',
-         'tf.compat.v1.glorot_uniform_initializer() (uniform=False: tf.compat.v1.glorot_normal_initializer())'),
-        ('import tensorflow.compat.v1 as tf\nreg = tf.contrib.layers.l2_regularizer(0.1)',
-         'tf.contrib.layers.l2_regularizer', 'tf.keras.regularizers.l2(scale / 2)'),
-        ('import tensorflow as tf\nhparams = tf.contrib.training.HParams(learning_rate=0.1)',
-         'tf.contrib.training.HParams', 'a plain Python object: types.SimpleNamespace(**values) or a dataclass'),
-        ('import tensorflow as tf\nnet = tf.contrib.slim.conv2d(images, 32, 3)', 'tf.contrib.slim.conv2d',
-         'tf_slim.conv2d'),
-        ('import tensorflow as tf\nstep = tf.contrib.framework.get_or_create_global_step()',
-         'tf.contrib.framework.get_or_create_global_step', 'tf.compat.v1.train.get_or_create_global_step()'),
-        ('import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(64)', 'tf.contrib.rnn.LSTMCell',
-         "tf.compat.v1.nn.rnn_cell.LSTMCell, with pip install 'compat-mts[legacy]' and TF_USE_LEGACY_KERAS=1 "
-         'set before TensorFlow is imported'),
-        ('import tensorflow as tf\ndecoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, state)',
-         'tf.contrib.seq2seq.BasicDecoder', 'a rewrite: TensorFlow 2 has no tf.contrib.seq2seq.BasicDecoder'),
-])
+@pytest.mark.parametrize(
+    'source, construct, replacement',
+    [
+        (
+            'import tensorflow as tf\ninit = tf.contrib.layers.xavier_initializer()',
+            'tf.contrib.layers.xavier_initializer',
+            'tf.compat.v1.glorot_uniform_initializer() (uniform=False: tf.compat.v1.glorot_normal_initializer())',
+        ),
+        (
+            'import tensorflow.compat.v1 as tf\nreg = tf.contrib.layers.l2_regularizer(0.1)',
+            'tf.contrib.layers.l2_regularizer',
+            'tf.keras.regularizers.l2(scale / 2)',
+        ),
+        (
+            'import tensorflow as tf\nhparams = tf.contrib.training.HParams(learning_rate=0.1)',
+            'tf.contrib.training.HParams',
+            'a plain Python object: types.SimpleNamespace(**values) or a dataclass',
+        ),
+        (
+            'import tensorflow as tf\nnet = tf.contrib.slim.conv2d(images, 32, 3)',
+            'tf.contrib.slim.conv2d',
+            'tf_slim.conv2d',
+        ),
+        (
+            'import tensorflow as tf\nstep = tf.contrib.framework.get_or_create_global_step()',
+            'tf.contrib.framework.get_or_create_global_step',
+            'tf.compat.v1.train.get_or_create_global_step()',
+        ),
+        (
+            'import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(64)',
+            'tf.contrib.rnn.LSTMCell',
+            "tf.compat.v1.nn.rnn_cell.LSTMCell, with pip install 'compat-mts[legacy]' and TF_USE_LEGACY_KERAS=1 "
+            'set before TensorFlow is imported',
+        ),
+        (
+            'import tensorflow as tf\ndecoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, state)',
+            'tf.contrib.seq2seq.BasicDecoder',
+            'a rewrite: TensorFlow 2 has no tf.contrib.seq2seq.BasicDecoder',
+        ),
+    ],
+)
 def test_each_use_of_tf_contrib_blocks_stage_1_with_its_replacement(source, construct, replacement):
     finding = only(source)
-    assert (finding.construct, finding.replacement, finding.stage, finding.blocks) == (
-            construct, replacement, 1, True)
+    assert (finding.construct, finding.replacement, finding.stage, finding.blocks) == (construct, replacement, 1, True)
     assert finding.note.startswith('tf.contrib was removed in TensorFlow 2.0')
 
 
@@ -456,7 +574,8 @@ def test_the_l2_regularizer_edit_keeps_the_contrib_penalty():
 
 
 def test_a_contrib_import_is_one_finding_and_the_uses_it_covers_are_not_repeated():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         from tensorflow.contrib import slim
         import tensorflow.contrib.layers as layers
@@ -469,34 +588,43 @@ def test_a_contrib_import_is_one_finding_and_the_uses_it_covers_are_not_repeated
         embedded = layers.embed_sequence(ids, vocab_size=10, embed_dim=4)
         with framework.arg_scope([slim.conv2d], padding='SAME'):
             pass
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.col, f.blocks) for f in findings] == [
-            ('tf.contrib.slim', 2, 32, True),
-            ('tf.contrib.layers', 3, 8, True),
-            ('tf.contrib.layers.xavier_initializer', 4, 39, True),
-            ('tf.contrib.framework', 5, 13, True),
-            ('tf.contrib.slim.learning.train', 7, 1, True),  # tf_slim has no session loop
-            ('tf.contrib.layers.embed_sequence', 10, 12, True)]  # nor this
+        ('tf.contrib.slim', 2, 32, True),
+        ('tf.contrib.layers', 3, 8, True),
+        ('tf.contrib.layers.xavier_initializer', 4, 39, True),
+        ('tf.contrib.framework', 5, 13, True),
+        ('tf.contrib.slim.learning.train', 7, 1, True),  # tf_slim has no session loop
+        ('tf.contrib.layers.embed_sequence', 10, 12, True),
+    ]  # nor this
     assert findings[0].replacement == 'tf_slim (pip install tf-slim): import tf_slim as slim'
     assert findings[4].replacement.startswith('a compat_mts.MonitoredTrainingSession loop')
 
 
 def test_premade_estimators_block_stage_1_and_point_to_keras():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         classifier = tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=columns, n_classes=3)
         regressor = tf.compat.v1.estimator.LinearRegressor(feature_columns=columns)
         head = tf.estimator.MultiClassHead(3)
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
-            ('tf.estimator.DNNClassifier', 2, 1, True), ('tf.estimator.LinearRegressor', 3, 1, True),
-            ('tf.estimator.MultiClassHead', 4, 1, True)]
+        ('tf.estimator.DNNClassifier', 2, 1, True),
+        ('tf.estimator.LinearRegressor', 3, 1, True),
+        ('tf.estimator.MultiClassHead', 4, 1, True),
+    ]
     assert findings[0].replacement.startswith('Keras: tf.keras.Sequential of Dense layers')
     assert 'custom model_fn Estimators only' in findings[0].note
 
 
 def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         config = tf.estimator.RunConfig(model_dir='/tmp/model')
         estimator = tf.compat.v1.estimator.Estimator(model_fn, config=config)
@@ -504,32 +632,42 @@ def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():
         receiver = tf.estimator.export.ServingInputReceiver(features, receivers)
         tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
         input_fn = tf.estimator.inputs.numpy_input_fn({'x': x}, y)
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
-            ('tf.estimator.RunConfig', 2, 'compat_mts.estimator.RunConfig', False),
-            ('tf.estimator.Estimator', 3, 'compat_mts.estimator.Estimator', False),
-            ('tf.estimator.EstimatorSpec', 4, 'compat_mts.estimator.EstimatorSpec', False),
-            ('tf.estimator.ModeKeys', 4, 'compat_mts.estimator.ModeKeys', False),
-            ('tf.estimator.export.ServingInputReceiver', 5, 'compat_mts.estimator.export.ServingInputReceiver',
-             False),
-            ('tf.estimator.train_and_evaluate', 6, 'compat_mts.estimator.train_and_evaluate', False),
-            ('tf.estimator.inputs.numpy_input_fn', 7,
-             'an input_fn returning tf.data.Dataset.from_tensor_slices((x, y)).batch(n)', True)]
+        ('tf.estimator.RunConfig', 2, 'compat_mts.estimator.RunConfig', False),
+        ('tf.estimator.Estimator', 3, 'compat_mts.estimator.Estimator', False),
+        ('tf.estimator.EstimatorSpec', 4, 'compat_mts.estimator.EstimatorSpec', False),
+        ('tf.estimator.ModeKeys', 4, 'compat_mts.estimator.ModeKeys', False),
+        ('tf.estimator.export.ServingInputReceiver', 5, 'compat_mts.estimator.export.ServingInputReceiver', False),
+        ('tf.estimator.train_and_evaluate', 6, 'compat_mts.estimator.train_and_evaluate', False),
+        (
+            'tf.estimator.inputs.numpy_input_fn',
+            7,
+            'an input_fn returning tf.data.Dataset.from_tensor_slices((x, y)).batch(n)',
+            True,
+        ),
+    ]
     assert {f.stage for f in findings} == {1}
 
 
 def test_an_estimator_import_is_the_edit_and_only_the_names_it_cannot_cover_are_listed_again():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         from tensorflow import estimator
         est = tf.estimator
         model = estimator.Estimator(model_fn)
         baseline = est.BaselineClassifier(n_classes=2)
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
-            ('tf.estimator', 2, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
-            ('tf.estimator', 3, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
-            ('tf.estimator.BaselineClassifier', 5, findings[-1].replacement, True)]
+        ('tf.estimator', 2, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
+        ('tf.estimator', 3, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
+        ('tf.estimator.BaselineClassifier', 5, findings[-1].replacement, True),
+    ]
 
 
 def _literal_assignment(path: pathlib.Path, name: str):
@@ -543,59 +681,89 @@ def _literal_assignment(path: pathlib.Path, name: str):
 def test_the_estimator_catalogue_is_what_compat_mts_estimator_has():
     package = REPO / 'compat_mts' / 'estimator'
     import compat_mts.estimator as estimator  # One table: the module refuses each premade name the checker blocks.
+
     for name, keras_instead in catalogue.PREMADE_ESTIMATORS.items():
         with pytest.raises(AttributeError, match=re.escape(keras_instead)):
             getattr(estimator, name)
     provided = set(_literal_assignment(package / '__init__.py', '__all__'))
     assert catalogue._ESTIMATOR_NAMES <= provided  # pylint: disable=protected-access
-    export = {node.name for node in ast.parse((package / 'export.py').read_text()).body
-              if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    export = {
+        node.name
+        for node in ast.parse((package / 'export.py').read_text()).body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+    }
     assert catalogue._ESTIMATOR_EXPORT_NAMES <= export  # pylint: disable=protected-access
 
 
-@pytest.mark.parametrize('source, construct, keras', [
-        ('import tensorflow.compat.v1 as tf\nh = tf.layers.dense(x, 10)', 'tf.compat.v1.layers.dense',
-         'tf.keras.layers.Dense'),
-        ('import tensorflow as tf\nh = tf.compat.v1.layers.Conv2D(8, 3)(x)', 'tf.compat.v1.layers.Conv2D',
-         'tf.keras.layers.Conv2D'),
-        ('import tensorflow as tf\nh = tf.layers.max_pooling2d(x, 2, 2)', 'tf.compat.v1.layers.max_pooling2d',
-         'tf.keras.layers.MaxPooling2D'),
-        ('from tensorflow.compat.v1 import layers\nh = layers.batch_normalization(x)',
-         'tf.compat.v1.layers.batch_normalization', 'tf.keras.layers.BatchNormalization'),
-        ('import tensorflow as tf\ncell = tf.compat.v1.nn.rnn_cell.BasicLSTMCell(8)',
-         'tf.compat.v1.nn.rnn_cell.BasicLSTMCell', 'tf.keras.layers.LSTMCell'),
-])
+@pytest.mark.parametrize(
+    'source, construct, keras',
+    [
+        (
+            'import tensorflow.compat.v1 as tf\nh = tf.layers.dense(x, 10)',
+            'tf.compat.v1.layers.dense',
+            'tf.keras.layers.Dense',
+        ),
+        (
+            'import tensorflow as tf\nh = tf.compat.v1.layers.Conv2D(8, 3)(x)',
+            'tf.compat.v1.layers.Conv2D',
+            'tf.keras.layers.Conv2D',
+        ),
+        (
+            'import tensorflow as tf\nh = tf.layers.max_pooling2d(x, 2, 2)',
+            'tf.compat.v1.layers.max_pooling2d',
+            'tf.keras.layers.MaxPooling2D',
+        ),
+        (
+            'from tensorflow.compat.v1 import layers\nh = layers.batch_normalization(x)',
+            'tf.compat.v1.layers.batch_normalization',
+            'tf.keras.layers.BatchNormalization',
+        ),
+        (
+            'import tensorflow as tf\ncell = tf.compat.v1.nn.rnn_cell.BasicLSTMCell(8)',
+            'tf.compat.v1.nn.rnn_cell.BasicLSTMCell',
+            'tf.keras.layers.LSTMCell',
+        ),
+    ],
+)
 def test_v1_layers_block_stage_1_with_the_legacy_keras_edit_and_become_keras_at_stage_2(source, construct, keras):
     finding = only(source)
     assert (finding.construct, finding.stage, finding.blocks) == (construct, 1, True)
-    assert finding.replacement == (f"pip install 'compat-mts[legacy]' and TF_USE_LEGACY_KERAS=1 set before "
-                                   f'TensorFlow is imported; at stage 2 {keras}')
+    assert finding.replacement == (
+        f"pip install 'compat-mts[legacy]' and TF_USE_LEGACY_KERAS=1 set before "
+        f'TensorFlow is imported; at stage 2 {keras}'
+    )
     assert 'is not available with Keras 3' in finding.note
 
 
 def test_v1_layers_do_not_block_when_the_script_sets_legacy_keras_before_importing_tensorflow():
-    layers = "h = tf.compat.v1.layers.dense(x, 10)\n"
+    layers = 'h = tf.compat.v1.layers.dense(x, 10)\n'
     before = "import os\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\nimport tensorflow as tf\n" + layers
     finding = only(before)
     assert (finding.stage, finding.blocks, finding.replacement) == (2, False, 'tf.keras.layers.Dense')
     assert 'sets TF_USE_LEGACY_KERAS=1' in finding.note
-    assert only("import os\nos.environ.setdefault('TF_USE_LEGACY_KERAS', '1')\nimport tensorflow as tf\n"
-                + layers).blocks is False
+    assert (
+        only("import os\nos.environ.setdefault('TF_USE_LEGACY_KERAS', '1')\nimport tensorflow as tf\n" + layers).blocks
+        is False
+    )
     too_late = "import os\nimport tensorflow as tf\nos.environ['TF_USE_LEGACY_KERAS'] = '1'\n" + layers
     assert only(too_late).blocks is True
     assert only("import os\nos.environ['TF_USE_LEGACY_KERAS'] = '0'\nimport tensorflow as tf\n" + layers).blocks
 
 
 def test_v1_losses_and_metrics_are_not_findings():
-    assert constructs("""\
+    assert (
+        constructs("""\
         import tensorflow.compat.v1 as tf
         loss = tf.losses.softmax_cross_entropy(labels, logits)
         accuracy, update = tf.metrics.accuracy(labels, predictions)
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_reading_value_of_a_shape_dimension_blocks_stage_1():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         units = x.shape[1].value
         dim = reshape.get_shape()[1].value
@@ -606,43 +774,61 @@ def test_reading_value_of_a_shape_dimension_blocks_stage_1():
         fine = x.shape.dims[1].value
         rest = x.shape[1:].num_elements()
         known = tf.compat.v1.dimension_value(x.shape[1])
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.col, f.blocks) for f in findings] == [
-            ('x.shape[1].value', 2, 9, True), ('reshape.get_shape()[1].value', 3, 7, True),
-            ('shape[-1].value', 5, 12, True), ('also[2].value', 7, 9, True)]
-    assert findings[0].replacement == ('tf.compat.v1.dimension_value(x.shape[1]), or '
-                                       'tf.compat.v1.disable_v2_tensorshape() at the top of the script')
+        ('x.shape[1].value', 2, 9, True),
+        ('reshape.get_shape()[1].value', 3, 7, True),
+        ('shape[-1].value', 5, 12, True),
+        ('also[2].value', 7, 9, True),
+    ]
+    assert findings[0].replacement == (
+        'tf.compat.v1.dimension_value(x.shape[1]), or tf.compat.v1.disable_v2_tensorshape() at the top of the script'
+    )
     assert "'int' object has no attribute 'value'" in findings[0].note
 
 
 def test_shape_value_does_not_block_once_the_script_keeps_v1_shapes():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         tf.compat.v1.disable_v2_tensorshape()
         units = x.shape[1].value
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.stage, f.blocks) for f in findings] == [
-            ('tf.compat.v1.disable_v2_tensorshape', 2, False), ('x.shape[1].value', 2, False)]
+        ('tf.compat.v1.disable_v2_tensorshape', 2, False),
+        ('x.shape[1].value', 2, False),
+    ]
     assert findings[1].replacement == 'tf.compat.v1.dimension_value(x.shape[1]), or x.shape[1] (an int or None)'
 
 
 def test_disable_v2_behavior_does_not_keep_shape_reads_working_since_it_goes_at_stage_1():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         tf.disable_v2_behavior()
         units = x.shape[1].value
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.stage, f.blocks) for f in findings] == [
-            ('tf.compat.v1.disable_v2_behavior', 1, False), ('x.shape[1].value', 1, True)]
+        ('tf.compat.v1.disable_v2_behavior', 1, False),
+        ('x.shape[1].value', 1, True),
+    ]
     switch = findings[0]
-    assert switch.replacement == ('nothing: remove the call (tf.compat.v1.disable_v2_tensorshape() in its place '
-                                  'keeps v1 shapes)')
+    assert switch.replacement == (
+        'nothing: remove the call (tf.compat.v1.disable_v2_tensorshape() in its place keeps v1 shapes)'
+    )
     assert 'x.shape[i].value raises AttributeError' in switch.note
     assert 'disable_v2_tensorshape() keeps v1 shapes' in switch.note
 
 
 def test_a_graph_block_runs_as_written_at_stage_1():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         with tf.Graph().as_default():
             pass
@@ -650,15 +836,21 @@ def test_a_graph_block_runs_as_written_at_stage_1():
         with graph.as_default() as g:
             pass
         other.as_default()
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
-            ('tf.Graph().as_default()', 2, 2, False), ('graph.as_default()', 5, 2, False)]
-    assert findings[0].note.startswith('Runs as written at stage 1: a compat_mts session created inside it runs '
-                                       'that graph eagerly')
+        ('tf.Graph().as_default()', 2, 2, False),
+        ('graph.as_default()', 5, 2, False),
+    ]
+    assert findings[0].note.startswith(
+        'Runs as written at stage 1: a compat_mts session created inside it runs that graph eagerly'
+    )
 
 
 def test_a_parameter_server_cluster_blocks_stage_1():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         hosts = {'ps': ['ps0:2222'], 'worker': ['worker0:2222']}
         cluster = tf.train.ClusterSpec(hosts)
@@ -667,25 +859,34 @@ def test_a_parameter_server_cluster_blocks_stage_1():
         ps_task = tf.train.Server(other_cluster, job_name='ps', task_index=0)
         workers = tf.train.ClusterSpec({'worker': ['localhost:2222']})
         single = tf.train.Server(workers, job_name='worker', task_index=0)
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.blocks) for f in findings] == [
-            ('tf.compat.v1.train.ClusterSpec', 3, True), ('tf.compat.v1.train.ClusterSpec', 4, True),
-            ('tf.compat.v1.train.Server', 5, True), ('tf.compat.v1.train.Server', 6, True),
-            ('tf.compat.v1.train.ClusterSpec', 7, False), ('tf.compat.v1.train.Server', 8, False)]
+        ('tf.compat.v1.train.ClusterSpec', 3, True),
+        ('tf.compat.v1.train.ClusterSpec', 4, True),
+        ('tf.compat.v1.train.Server', 5, True),
+        ('tf.compat.v1.train.Server', 6, True),
+        ('tf.compat.v1.train.ClusterSpec', 7, False),
+        ('tf.compat.v1.train.Server', 8, False),
+    ]
     assert "add a 'chief' job to the cluster" in findings[0].note
     assert 'compat_mts.parameter_server_strategy(cluster)' in findings[0].replacement
-    assert "single-task server runs in-process" in findings[-1].note
+    assert 'single-task server runs in-process' in findings[-1].note
 
 
 def test_a_ps_cluster_and_its_device_setter_work_at_stage_1_on_the_chief_of_parameter_server_strategy():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         import compat_mts as mts
         cluster = tf.train.ClusterSpec({'chief': ['c:1'], 'ps': ['ps0:2222'], 'worker': ['worker0:2222']})
         strategy = mts.parameter_server_strategy(cluster)
         with tf.device(tf.train.replica_device_setter(cluster=cluster)):
             pass
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     by_construct = {f.construct: f for f in findings}
     assert not any(f.blocks for f in findings), findings
     assert by_construct['tf.compat.v1.train.replica_device_setter'].stage == 2
@@ -694,7 +895,8 @@ def test_a_ps_cluster_and_its_device_setter_work_at_stage_1_on_the_chief_of_para
 
 
 def test_a_device_function_blocks_stage_1_under_tf2_tf_device_only():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         setter = tf.compat.v1.train.replica_device_setter(ps_tasks=1)
         with tf.device(setter):
@@ -705,47 +907,68 @@ def test_a_device_function_blocks_stage_1_under_tf2_tf_device_only():
             pass
         with tf.device('/cpu:0'):
             pass
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
-            ('tf.compat.v1.train.replica_device_setter', 2, findings[0].replacement, True),
-            ('tf.device(<device function>)', 3, 'tf.compat.v1.device(...)', True),
-            ('tf.device(<device function>)', 5, 'tf.compat.v1.device(...)', True)]
+        ('tf.compat.v1.train.replica_device_setter', 2, findings[0].replacement, True),
+        ('tf.device(<device function>)', 3, 'tf.compat.v1.device(...)', True),
+        ('tf.device(<device function>)', 5, 'tf.compat.v1.device(...)', True),
+    ]
     assert 'tf.device does not support functions' in findings[1].note
     assert blocking('import tensorflow.compat.v1 as tf\nwith tf.device(setter):\n    pass\n') == []
 
 
 def test_saver_max_to_keep_is_honoured_at_stage_1_and_says_where_it_goes():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow.compat.v1 as tf
         saver = tf.train.Saver(max_to_keep=3, keep_checkpoint_every_n_hours=2)
         positional = tf.train.Saver(None, False, False, 10)
-        """), 'x.py')
+        """),
+        'x.py',
+    )
     assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
-            ('tf.compat.v1.train.Saver', 2, 2, False), ('tf.compat.v1.train.Saver(max_to_keep=...)', 2, 2, False),
-            ('tf.compat.v1.train.Saver(keep_checkpoint_every_n_hours=...)', 2, 2, False),
-            ('tf.compat.v1.train.Saver', 3, 2, False), ('tf.compat.v1.train.Saver(max_to_keep=...)', 3, 2, False)]
-    assert findings[1].replacement == ('tf.train.CheckpointManager(..., max_to_keep=...) as '
-                                       'compat_mts.Scaffold(saver=...)')
+        ('tf.compat.v1.train.Saver', 2, 2, False),
+        ('tf.compat.v1.train.Saver(max_to_keep=...)', 2, 2, False),
+        ('tf.compat.v1.train.Saver(keep_checkpoint_every_n_hours=...)', 2, 2, False),
+        ('tf.compat.v1.train.Saver', 3, 2, False),
+        ('tf.compat.v1.train.Saver(max_to_keep=...)', 3, 2, False),
+    ]
+    assert findings[1].replacement == (
+        'tf.train.CheckpointManager(..., max_to_keep=...) as compat_mts.Scaffold(saver=...)'
+    )
     assert 'compat_mts.Scaffold(saver=...)' in findings[0].note and 'max_to_keep' in findings[0].note
 
 
 def test_text_marks_what_blocks_stage_1_and_counts_it():
-    findings = check.check_source('import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n'
-                                  'init = tf.contrib.layers.xavier_initializer()\n', 'train.py')
+    findings = check.check_source(
+        'import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n'
+        'init = tf.contrib.layers.xavier_initializer()\n',
+        'train.py',
+    )
     lines = check.format_text(findings, files_checked=1).splitlines()
     assert lines[0].startswith('train.py:2:5: stage 1: tf.compat.v1.train.StopAtStepHook -> ')
-    assert lines[2].startswith('train.py:3:8: blocks stage 1: tf.contrib.layers.xavier_initializer -> '
-                               'tf.compat.v1.glorot_uniform_initializer()')
-    assert lines[-2:] == ['2 constructs to migrate in 1 file (stage 1: 2).',
-                          '1 construct blocks stage 1: the script cannot run on compat_mts until it changes.']
+    assert lines[2].startswith(
+        'train.py:3:8: blocks stage 1: tf.contrib.layers.xavier_initializer -> '
+        'tf.compat.v1.glorot_uniform_initializer()'
+    )
+    assert lines[-2:] == [
+        '2 constructs to migrate in 1 file (stage 1: 2).',
+        '1 construct blocks stage 1: the script cannot run on compat_mts until it changes.',
+    ]
 
 
 def test_json_says_which_findings_block_stage_1():
-    findings = check.check_source('import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n'
-                                  'units = x.shape[1].value\n', 'train.py')
+    findings = check.check_source(
+        'import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\nunits = x.shape[1].value\n',
+        'train.py',
+    )
     document = json.loads(check.format_json(findings))
     assert [(f['construct'], f['blocks']) for f in document['findings']] == [
-            ('tf.compat.v1.train.StopAtStepHook', False), ('x.shape[1].value', True)]
+        ('tf.compat.v1.train.StopAtStepHook', False),
+        ('x.shape[1].value', True),
+    ]
 
 
 def test_fail_on_blocking_fails_only_on_what_blocks_stage_1(tmp_path):
@@ -762,7 +985,7 @@ def test_fail_on_blocking_fails_only_on_what_blocks_stage_1(tmp_path):
 
 # The catalogue's claims about TensorFlow 2.21, checked on the TensorFlow installed here.
 
-_BLOCKERS_FAIL = r'''
+_BLOCKERS_FAIL = r"""
 import tensorflow as tf
 v1 = tf.compat.v1
 
@@ -792,9 +1015,9 @@ assert error(lambda x, labels: v1.get_variable('w', [4], regularizer=tf.keras.re
 v1.disable_v2_tensorshape()
 assert error(lambda x, labels: x.shape[1].value) is None
 print('ok')
-'''
+"""
 
-_LEGACY_KERAS_WORKS = r'''
+_LEGACY_KERAS_WORKS = r"""
 import tensorflow as tf
 with tf.Graph().as_default():
     x = tf.compat.v1.placeholder(tf.float32, [None, 4])
@@ -802,7 +1025,7 @@ with tf.Graph().as_default():
     outputs, _ = tf.compat.v1.nn.dynamic_rnn(tf.compat.v1.nn.rnn_cell.LSTMCell(2), tf.zeros([2, 3, 4]),
                                              dtype=tf.float32)
     print(sorted(v.name for v in tf.compat.v1.global_variables())[:2])
-'''
+"""
 
 
 def test_what_the_catalogue_calls_blocking_fails_on_this_tensorflow():
@@ -819,8 +1042,10 @@ def test_v1_layers_build_with_legacy_keras_as_the_edit_says():
 # ---------------------------------------------------------------------------------------------------------
 # What is not reported.
 
+
 def test_a_tf2_keras_script_has_nothing_to_migrate():
-    assert constructs("""\
+    assert (
+        constructs("""\
         import tensorflow as tf
         from tensorflow import keras
 
@@ -840,11 +1065,14 @@ def test_a_tf2_keras_script_has_nothing_to_migrate():
         strategy.run(lambda: optimizer.minimize(lambda: 0.0, var_list=model.trainable_variables))
         model.fit(dataset.batch(10), epochs=2,
                   callbacks=[keras.callbacks.TensorBoard('/tmp/logs'), keras.callbacks.TerminateOnNaN()])
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_names_from_other_libraries_are_not_reported():
-    assert constructs("""\
+    assert (
+        constructs("""\
         import tensorflow as tf
         from requests import Session
         from mylib import placeholder, Saver
@@ -853,7 +1081,9 @@ def test_names_from_other_libraries_are_not_reported():
         session.run('https://example.com')
         placeholder()
         Saver().save()
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_session_heuristics_need_a_tensorflow_import():
@@ -863,8 +1093,10 @@ def test_session_heuristics_need_a_tensorflow_import():
 # ---------------------------------------------------------------------------------------------------------
 # A half-migrated script: the compat_mts constructs are listed at the stage that removes them.
 
+
 def test_a_stage_2_compat_mts_script_lists_what_stages_3_and_4_change():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         import compat_mts as mts
         from compat_mts.keras import HooksCallback
@@ -881,26 +1113,29 @@ def test_a_stage_2_compat_mts_script_lists_what_stages_3_and_4_change():
 
         callback = HooksCallback(hooks)
         graph = mts.wrap_graph(build_graph)
-        """))
+        """)
+    )
     assert [(f.construct, f.line, f.stage) for f in findings] == [
-            ('compat_mts.get_or_create_global_step', 5, 3),
-            ('compat_mts.Scaffold', 6, 3),
-            ('compat_mts.StopAtStepHook', 7, 4),
-            ('compat_mts.NanTensorHook', 7, 4),
-            ('compat_mts.MonitoredTrainingSession', 8, 3),
-            ('compat_mts.MonitoredTrainingSession(checkpoint_dir=...)', 8, 3),
-            ('compat_mts.MonitoredTrainingSession(scaffold=...)', 8, 3),
-            ('compat_mts.MonitoredTrainingSession(hooks=...)', 8, 3),
-            ('sess.run(...)', 10, 3),
-            ('feed_dict', 10, 3),
-            ('class Recorder(compat_mts.SessionRunHook)', 12, 4),
-            ('compat_mts.keras.HooksCallback', 15, 4),
-            ('compat_mts.wrap_graph', 16, 2)]
+        ('compat_mts.get_or_create_global_step', 5, 3),
+        ('compat_mts.Scaffold', 6, 3),
+        ('compat_mts.StopAtStepHook', 7, 4),
+        ('compat_mts.NanTensorHook', 7, 4),
+        ('compat_mts.MonitoredTrainingSession', 8, 3),
+        ('compat_mts.MonitoredTrainingSession(checkpoint_dir=...)', 8, 3),
+        ('compat_mts.MonitoredTrainingSession(scaffold=...)', 8, 3),
+        ('compat_mts.MonitoredTrainingSession(hooks=...)', 8, 3),
+        ('sess.run(...)', 10, 3),
+        ('feed_dict', 10, 3),
+        ('class Recorder(compat_mts.SessionRunHook)', 12, 4),
+        ('compat_mts.keras.HooksCallback', 15, 4),
+        ('compat_mts.wrap_graph', 16, 2),
+    ]
     assert findings[3].replacement == 'keras.callbacks.TerminateOnNaN()'
 
 
 def test_the_global_step_of_a_wrapped_graph_changes_with_the_model_at_stage_2():
-    findings = check.check_source(textwrap.dedent("""\
+    findings = check.check_source(
+        textwrap.dedent("""\
         import tensorflow as tf
         import compat_mts as mts
 
@@ -911,12 +1146,14 @@ def test_the_global_step_of_a_wrapped_graph_changes_with_the_model_at_stage_2():
 
         graph = mts.wrap_graph(build_graph)
         outside = tf.compat.v1.train.get_global_step()
-        """))
+        """)
+    )
     assert [(f.construct, f.line, f.stage) for f in findings] == [
-            ('tf.compat.v1.placeholder', 5, 2),
-            ('tf.compat.v1.train.get_or_create_global_step', 6, 2),  # wrap_graph keeps it at stage 1
-            ('compat_mts.wrap_graph', 9, 2),
-            ('tf.compat.v1.train.get_global_step', 10, 1)]
+        ('tf.compat.v1.placeholder', 5, 2),
+        ('tf.compat.v1.train.get_or_create_global_step', 6, 2),  # wrap_graph keeps it at stage 1
+        ('compat_mts.wrap_graph', 9, 2),
+        ('tf.compat.v1.train.get_global_step', 10, 1),
+    ]
 
 
 def test_the_stage_1_example_of_the_guide_has_nothing_left_for_stage_1():
@@ -928,6 +1165,7 @@ def test_the_stage_1_example_of_the_guide_has_nothing_left_for_stage_1():
 
 # ---------------------------------------------------------------------------------------------------------
 # Errors, output formats and the checker's own guarantees.
+
 
 def test_syntax_error_names_its_line():
     with pytest.raises(check.CheckError) as error:
@@ -950,13 +1188,20 @@ def test_the_file_is_read_never_run(tmp_path):
 
 
 def test_check_imports_nothing_but_the_standard_library_and_its_catalogue():
-    siblings = {f'{prefix}{name}' for name in ('check_catalogue', 'check_names', 'check_checker', 'check_report')
-                for prefix in ('compat_mts.cli.', '')}
+    siblings = {
+        f'{prefix}{name}'
+        for name in ('check_catalogue', 'check_names', 'check_checker', 'check_report')
+        for prefix in ('compat_mts.cli.', '')
+    }
     for path in (CHECK_SCRIPT, CATALOGUE, *CHECKER_MODULES):
         tree = ast.parse(path.read_text())
         modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        modules |= {f'{node.module}.{alias.name}' if node.module in ('compat_mts', 'compat_mts.cli') else node.module
-                    for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        modules |= {
+            f'{node.module}.{alias.name}' if node.module in ('compat_mts', 'compat_mts.cli') else node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
         others = {module for module in modules - siblings if module.split('.')[0] != '__future__'}
         assert {module.split('.')[0] for module in others} <= set(sys.stdlib_module_names), (path, modules)
 
@@ -968,19 +1213,30 @@ def test_json_output_shape():
     assert set(document) == {'findings', 'errors'}
     assert len(document['findings']) == len(EXPECTED['regression.py'])
     first = document['findings'][0]
-    assert first == {'file': str(SAMPLES / 'regression.py'), 'line': 8, 'col': 1,
-                     'construct': 'tf.compat.v1.disable_eager_execution', 'replacement': 'nothing: remove the call',
-                     'stage': 1, 'note': first['note'], 'blocks': False}
+    assert first == {
+        'file': str(SAMPLES / 'regression.py'),
+        'line': 8,
+        'col': 1,
+        'construct': 'tf.compat.v1.disable_eager_execution',
+        'replacement': 'nothing: remove the call',
+        'stage': 1,
+        'note': first['note'],
+        'blocks': False,
+    }
     assert document['errors'] == [{'file': 'bad.py', 'line': 3, 'col': 12, 'message': 'syntax error: invalid syntax'}]
 
 
 def test_text_output_has_one_located_line_per_finding_and_a_count_by_stage():
-    findings = check.check_source('import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\n'
-                                  'h = tf.train.StopAtStepHook(num_steps=5)\n', 'train.py')
+    findings = check.check_source(
+        'import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\nh = tf.train.StopAtStepHook(num_steps=5)\n',
+        'train.py',
+    )
     text = check.format_text(findings, files_checked=1)
     lines = text.splitlines()
-    assert lines[0] == "train.py:2:5: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, " \
-                       "fed with feed_dict={'x': batch}"
+    assert (
+        lines[0] == 'train.py:2:5: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, '
+        "fed with feed_dict={'x': batch}"
+    )
     assert lines[1].startswith('    Works unchanged inside compat_mts.wrap_graph')
     assert lines[-1] == '2 constructs to migrate in 1 file (stage 1: 1, stage 2: 1).'
     assert check.format_text([], files_checked=3) == 'Nothing to migrate in 3 files.\n'
@@ -1013,15 +1269,25 @@ def test_add_check_command_plugs_into_a_subcommand_parser(capsys):
 # The exit status, through real processes. `python -m compat_mts.cli.check` imports the compat_mts package (and so
 # TensorFlow) first; the file itself runs standalone, without TensorFlow, which keeps the other runs quick.
 
+
 def run_standalone(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
     return run_python(str(CHECK_SCRIPT), *args, cwd=cwd, timeout=60)
 
 
 def test_module_command_exits_1_on_v1_constructs_and_prints_json(tmp_path):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
-    result = subprocess.run([sys.executable, '-m', 'compat_mts.cli.check', '--json', str(SAMPLES / 'regression.py')],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL='2',
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get('PYTHONPATH')])),
+    )
+    result = subprocess.run(
+        [sys.executable, '-m', 'compat_mts.cli.check', '--json', str(SAMPLES / 'regression.py')],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert result.returncode == 1, result.stderr[-3000:]
     findings = json.loads(result.stdout)['findings']
     assert [(f['construct'], f['line']) for f in findings] == EXPECTED['regression.py']
@@ -1038,8 +1304,9 @@ def test_exit_1_when_constructs_are_found(tmp_path):
     result = run_standalone(str(SAMPLES / 'distributed_hooks.py'), cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.splitlines()[-2:] == [
-            '22 constructs to migrate in 1 file (stage 1: 9, stage 2: 6, stage 3: 7).',
-            '4 constructs block stage 1: the script cannot run on compat_mts until they change.']
+        '22 constructs to migrate in 1 file (stage 1: 9, stage 2: 6, stage 3: 7).',
+        '4 constructs block stage 1: the script cannot run on compat_mts until they change.',
+    ]
 
 
 def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path):
@@ -1050,8 +1317,9 @@ def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path
     assert re.match(rf'{re.escape(str(broken))}:2:\d+: syntax error: ', result.stderr), result.stderr
     assert 'regression.py:8:1: stage 1:' in result.stdout
     assert result.stdout.splitlines()[-2:] == [
-            '14 constructs to migrate in the 1 file checked (stage 1: 4, stage 2: 7, stage 3: 3).',
-            '1 file could not be read or parsed, so it was not checked.']
+        '14 constructs to migrate in the 1 file checked (stage 1: 4, stage 2: 7, stage 3: 3).',
+        '1 file could not be read or parsed, so it was not checked.',
+    ]
 
 
 def test_a_file_that_does_not_parse_alone_prints_only_its_error(tmp_path):
@@ -1069,8 +1337,9 @@ def test_a_missing_file_among_clean_ones_is_not_called_clean(tmp_path):
     result = run_standalone(str(migrated), str(missing), cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith(f'{missing}: cannot read: ')
-    assert result.stdout == ('No constructs found in the 1 file checked.\n'
-                             '1 file could not be read or parsed, so it was not checked.\n')
+    assert result.stdout == (
+        'No constructs found in the 1 file checked.\n1 file could not be read or parsed, so it was not checked.\n'
+    )
     assert 'Nothing to migrate' not in result.stdout
     alone = run_standalone(str(missing), str(tmp_path / 'also_missing.py'), cwd=tmp_path)
     assert (alone.returncode, alone.stdout, len(alone.stderr.splitlines())) == (2, '', 2)
@@ -1079,9 +1348,11 @@ def test_a_missing_file_among_clean_ones_is_not_called_clean(tmp_path):
 def test_text_summary_counts_the_files_that_could_not_be_checked():
     assert check.format_text([], files_checked=0, files_failed=2) == ''
     assert check.format_text([], files_checked=2, files_failed=1) == (
-            'No constructs found in the 2 files checked.\n1 file could not be read or parsed, so it was not checked.\n')
+        'No constructs found in the 2 files checked.\n1 file could not be read or parsed, so it was not checked.\n'
+    )
     assert check.format_text([], files_checked=1, files_failed=3).splitlines()[-1] == (
-            '3 files could not be read or parsed, so they were not checked.')
+        '3 files could not be read or parsed, so they were not checked.'
+    )
 
 
 def test_exit_2_on_a_bad_command_line(tmp_path):
@@ -1092,9 +1363,10 @@ def test_exit_2_on_a_bad_command_line(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # The guide's example output is what the checker prints.
 
+
 def test_guide_example_output_is_current():
     guide = (REPO / 'migration_guide' / 'check.md').read_text(encoding='utf-8')
-    example = guide[guide.index('## Example'):]
+    example = guide[guide.index('## Example') :]
     program, output = re.findall(r'```text\n(.*?)```', example, re.DOTALL)[:2]
     command, expected = output.split('\n', 1)
     assert command == '$ compat-mts check train.py'
@@ -1102,10 +1374,12 @@ def test_guide_example_output_is_current():
 
 
 def test_the_global_step_of_a_graph_block_stays_until_stage_2_as_in_a_wrap_graph_build_fn():
-    source = ('import tensorflow as tf\n'
-              'with tf.Graph().as_default():\n'
-              '    step = tf.compat.v1.train.get_or_create_global_step()\n'
-              'other = tf.compat.v1.train.get_or_create_global_step()\n')
+    source = (
+        'import tensorflow as tf\n'
+        'with tf.Graph().as_default():\n'
+        '    step = tf.compat.v1.train.get_or_create_global_step()\n'
+        'other = tf.compat.v1.train.get_or_create_global_step()\n'
+    )
     stages = {(f.construct, f.line): f.stage for f in check.check_source(source, 'graph_block.py')}
     assert stages[('tf.compat.v1.train.get_or_create_global_step', 3)] == 2
     assert stages[('tf.compat.v1.train.get_or_create_global_step', 4)] == 1

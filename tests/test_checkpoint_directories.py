@@ -24,8 +24,9 @@ from tests.v1_programs.directory_legs import leg_compat
 _LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
 
 
-def _v1_legs(directory: str, *legs: str, cwd: str | None = None, model: str = 'regression',
-             max_to_keep: int | None = None) -> list[dict]:
+def _v1_legs(
+    directory: str, *legs: str, cwd: str | None = None, model: str = 'regression', max_to_keep: int | None = None
+) -> list[dict]:
     options = ['--max-to-keep', str(max_to_keep)] if max_to_keep is not None else []
     result = run_python(_LEGS, 'v1', directory, *legs, '--model', model, *options, cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -34,8 +35,11 @@ def _v1_legs(directory: str, *legs: str, cwd: str | None = None, model: str = 'r
 
 def _checkpoint_files(directory) -> dict[str, bytes]:
     """The checkpoint files and the state file of `directory`, with their contents."""
-    return {path.name: path.read_bytes() for path in directory.iterdir()
-            if path.name == 'checkpoint' or path.name.startswith('model.ckpt')}
+    return {
+        path.name: path.read_bytes()
+        for path in directory.iterdir()
+        if path.name == 'checkpoint' or path.name.startswith('model.ckpt')
+    }
 
 
 def _straight_weights(last_step: int) -> list[float]:
@@ -106,7 +110,7 @@ def test_a_checkpoint_of_another_program_is_refused_as_v1_refused_it(tmp_path):
     before = _checkpoint_files(tmp_path)
 
     v1 = _v1_legs(directory, '4:0')
-    assert v1[0]['error'] == 'NotFoundError' and "Key w not found in checkpoint" in v1[0]['message']
+    assert v1[0]['error'] == 'NotFoundError' and 'Key w not found in checkpoint' in v1[0]['message']
 
     with pytest.raises(mts.CheckpointMismatchError) as refused:
         leg_compat(directory, 4, 0, 'regression')
@@ -125,8 +129,11 @@ def test_an_eager_program_refuses_a_v1_directory_of_another_model_instead_of_res
     global_step = mts.get_or_create_global_step()
     model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(1)])
     scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model))
-    with pytest.raises(mts.CheckpointMismatchError, match=r'variables of the program: sequential/dense/kernel, '
-                                                          r'sequential/dense/bias\.'):
+    with pytest.raises(
+        mts.CheckpointMismatchError,
+        match=r'variables of the program: sequential/dense/kernel, '
+        r'sequential/dense/bias\.',
+    ):
         mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold)
     assert checkpoint_steps(directory) == [0, 2]
     del global_step
@@ -151,8 +158,9 @@ def test_a_missing_or_unreadable_state_file_is_rebuilt_from_the_checkpoints_on_d
     if damage == 'deleted':
         state.unlink()
     else:
-        state.write_bytes({'text_garbage': b'not a checkpoint state\n', 'empty': b'',
-                           'binary_garbage': bytes(range(256))}[damage])
+        state.write_bytes(
+            {'text_garbage': b'not a checkpoint state\n', 'empty': b'', 'binary_garbage': bytes(range(256))}[damage]
+        )
     mts.reset_global_step()
     resumed = leg_compat(directory, 6, 2, 'regression')
     assert resumed['start'] == 4
@@ -176,9 +184,14 @@ def test_a_flipped_byte_in_the_newest_v1_named_checkpoint_falls_back_to_the_prev
 
 def test_a_second_live_writer_is_refused_and_a_killed_ones_lock_is_taken_over(tmp_path, tf_logs):
     directory = str(tmp_path)
-    child = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, 'tests', 'train_until.py'), directory, '100000'],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=REPO_ROOT))
+    child = subprocess.Popen(
+        [sys.executable, os.path.join(REPO_ROOT, 'tests', 'train_until.py'), directory, '100000'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=REPO_ROOT),
+    )
     try:
         assert child.stdout.readline().startswith('restored 0')
         child.stdout.readline()  # A step is done: the child is saving into the directory.
@@ -191,8 +204,9 @@ def test_a_second_live_writer_is_refused_and_a_killed_ones_lock_is_taken_over(tm
         child.stdout.close()
     mts.reset_global_step()
     model = Regression()  # The child's program, resuming the checkpoints the child saved.
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      hooks=[mts.StopAtStepHook(num_steps=1)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold(), hooks=[mts.StopAtStepHook(num_steps=1)]
+    ) as session:
         while not session.should_stop():
             session.run(model.step)
     assert any('whose process is gone' in message for message in tf_logs.messages())

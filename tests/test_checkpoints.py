@@ -23,9 +23,13 @@ _TRAIN_UNTIL = os.path.join(REPO_ROOT, 'tests', 'train_until.py')
 
 def _train(directory: str, last_step: int) -> Regression:
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      save_checkpoint_steps=2, save_summaries_steps=0,
-                                      hooks=[mts.StopAtStepHook(last_step=last_step)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=model.scaffold(),
+        save_checkpoint_steps=2,
+        save_summaries_steps=0,
+        hooks=[mts.StopAtStepHook(last_step=last_step)],
+    ) as session:
         while not session.should_stop():
             session.run(model.step)
     return model
@@ -34,13 +38,16 @@ def _train(directory: str, last_step: int) -> Regression:
 def _restored_step(directory: str) -> int:
     mts.reset_global_step()
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      save_checkpoint_secs=0) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold(), save_checkpoint_secs=0
+    ) as session:
         return int(session.run(model.global_step))
 
 
-@pytest.mark.parametrize('damage', ['truncate_data', 'garble_data', 'flip_a_data_byte', 'flip_an_index_byte',
-                                    'truncate_index', 'delete_data'])
+@pytest.mark.parametrize(
+    'damage',
+    ['truncate_data', 'garble_data', 'flip_a_data_byte', 'flip_an_index_byte', 'truncate_index', 'delete_data'],
+)
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tf_logs, damage):
     directory = str(tmp_path)
     _train(directory, last_step=5)
@@ -71,18 +78,30 @@ def test_when_no_checkpoint_loads_the_session_refuses_to_start_afresh_over_them(
     for name in os.listdir(directory):
         if name.startswith('model.ckpt-') and name.endswith('.index'):
             (tmp_path / name).write_bytes(b'')
-    files = {name: (tmp_path / name).read_bytes() for name in os.listdir(directory) if name != 'graph.pbtxt'
-             and not name.startswith('events.')}
-    with pytest.raises(mts.DamagedCheckpointsError, match=r'No checkpoint of .* could be restored: '
-                                                          r'model\.ckpt-1 \(\w+\), model\.ckpt-0'):
+    files = {
+        name: (tmp_path / name).read_bytes()
+        for name in os.listdir(directory)
+        if name != 'graph.pbtxt' and not name.startswith('events.')
+    }
+    with pytest.raises(
+        mts.DamagedCheckpointsError,
+        match=r'No checkpoint of .* could be restored: '
+        r'model\.ckpt-1 \(\w+\), model\.ckpt-0',
+    ):
         _restored_step(directory)
     assert {name: (tmp_path / name).read_bytes() for name in files} == files  # Nothing written over them.
 
 
 def _start(directory: str, last_step: int) -> subprocess.Popen:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=REPO_ROOT)
-    return subprocess.Popen([sys.executable, _TRAIN_UNTIL, directory, str(last_step)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO_ROOT)
+    return subprocess.Popen(
+        [sys.executable, _TRAIN_UNTIL, directory, str(last_step)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+    )
 
 
 def _checkpoint_values(directory: str) -> tuple[int, list]:
@@ -131,7 +150,7 @@ def test_sigkill_at_random_moments_resumes_from_the_newest_complete_checkpoint(t
     assert set(range(restored_final + 1, last_step + 1)) <= set(loss_steps)
 
 
-_V1_PROGRAM = '''
+_V1_PROGRAM = """
 import sys
 import numpy as np
 import tensorflow as tf
@@ -145,11 +164,12 @@ with tf.compat.v1.train.MonitoredTrainingSession(
         checkpoint_dir=sys.argv[1], hooks=[tf.compat.v1.train.StopAtStepHook(last_step=3)]) as session:
     while not session.should_stop():
         session.run(train_op)
-'''
+"""
 
 
 def test_a_checkpoint_of_the_real_v1_session_is_resumed(tmp_path):
     from tests.support import run_python
+
     directory = str(tmp_path)
     result = run_python(_V1_PROGRAM, directory)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -158,8 +178,9 @@ def test_a_checkpoint_of_the_real_v1_session_is_resumed(tmp_path):
         reference.step()
     mts.reset_global_step()
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold(), hooks=[mts.StopAtStepHook(num_steps=2)]
+    ) as session:
         np.testing.assert_allclose(model.w.numpy(), reference.w.numpy(), rtol=1e-6)
         assert int(model.global_step.numpy()) == 3
         while not session.should_stop():
@@ -188,8 +209,12 @@ def _keras_program(seed_weights):
 def _train_to(directory, last_step, seed_weights):
     mts.reset_global_step()
     model, optimizer, step, scaffold = _keras_program(seed_weights)
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_steps=5,
-                                      hooks=[mts.StopAtStepHook(last_step=last_step)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=scaffold,
+        save_checkpoint_steps=5,
+        hooks=[mts.StopAtStepHook(last_step=last_step)],
+    ) as session:
         while not session.should_stop():
             session.run(step)
     return model.get_weights(), int(optimizer.iterations.numpy())
@@ -200,8 +225,11 @@ def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoi
     uninterrupted, _ = _train_to(str(tmp_path / 'once'), 20, seed_weights)
     _train_to(str(tmp_path / 'twice'), 10, seed_weights)
     restored = tf.train.load_checkpoint(str(tmp_path / 'twice' / 'model.ckpt-10'))
-    slots_before = {name: restored.get_tensor(name) for name in restored.get_variable_to_shape_map()
-                    if name.startswith('optimizer/_variables/')}
+    slots_before = {
+        name: restored.get_tensor(name)
+        for name in restored.get_variable_to_shape_map()
+        if name.startswith('optimizer/_variables/')
+    }
     assert slots_before  # Adam's moments were saved.
     resumed, iterations = _train_to(str(tmp_path / 'twice'), 20, seed_weights)
     assert iterations == 20
@@ -210,5 +238,7 @@ def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoi
     kept = tf.train.load_checkpoint(str(tmp_path / 'twice' / 'model.ckpt-10'))
     for name, value in slots_before.items():
         np.testing.assert_array_equal(kept.get_tensor(name), value)
-    assert any(line.endswith('model.ckpt-10 holds what this session restored; its files are kept as they are.')
-               for line in tf_logs.messages())
+    assert any(
+        line.endswith('model.ckpt-10 holds what this session restored; its files are kept as they are.')
+        for line in tf_logs.messages()
+    )

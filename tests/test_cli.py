@@ -24,8 +24,14 @@ def checkout_env() -> dict[str, str]:
 
 
 def run_command(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'compat_mts', *args], cwd=cwd, env=checkout_env(),
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, '-m', 'compat_mts', *args],
+        cwd=cwd,
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _checked(result: subprocess.CompletedProcess) -> str:
@@ -43,8 +49,10 @@ def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
     # Not a terminal: one progress line at each quarter of the run, with the rate and what is left.
     progress_lines = [line for line in first.splitlines() if re.match(r'\d+/30 steps', line)]
     assert [line.split(' ')[0] for line in progress_lines] == ['8/30', '15/30', '23/30', '30/30'], first
-    assert all(re.search(r' \(\d+%\), [\d.]+ steps/s, (ETA|took) [\dhms.]+, global step \d+, loss \d', line)
-               for line in progress_lines), progress_lines
+    assert all(
+        re.search(r' \(\d+%\), [\d.]+ steps/s, (ETA|took) [\dhms.]+, global step \d+, loss \d', line)
+        for line in progress_lines
+    ), progress_lines
     assert f'tensorboard --logdir {demo_dir}' in first
 
     second = _checked(run_command('demo', '--dir', str(demo_dir), '--steps', '20', cwd=tmp_path))
@@ -75,7 +83,8 @@ def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp
     result = run_command('demo', '--dir', str(demo_dir), '--steps', '5', cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     assert command_errors(result) == [
-            f"compat-mts demo: `--dir` '{demo_dir}' cannot be created: {regular_file} is not a directory"]
+        f"compat-mts demo: `--dir` '{demo_dir}' cannot be created: {regular_file} is not a directory"
+    ]
     assert result.stdout == ''
     assert regular_file.read_text() == 'not a directory\n'
     assert sorted(path.name for path in tmp_path.iterdir()) == ['notes.txt']
@@ -83,6 +92,7 @@ def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp
 
 def test_run_demo_refuses_an_unusable_directory_before_it_reports_or_builds_anything(tmp_path):
     from compat_mts.cli import demo
+
     regular_file = tmp_path / 'notes.txt'
     regular_file.write_text('')
     lines = []
@@ -92,11 +102,14 @@ def test_run_demo_refuses_an_unusable_directory_before_it_reports_or_builds_anyt
 
 
 def test_help_answers_without_importing_tensorflow(tmp_path):
-    probe = ('import sys; from compat_mts import cli\n'
-             'try:\n    cli.main(["demo", "--help"])\nexcept SystemExit:\n    pass\n'
-             'assert "tensorflow" not in sys.modules, "compat-mts demo --help imported TensorFlow"')
-    result = subprocess.run([sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True,
-                            text=True, timeout=60)
+    probe = (
+        'import sys; from compat_mts import cli\n'
+        'try:\n    cli.main(["demo", "--help"])\nexcept SystemExit:\n    pass\n'
+        'assert "tensorflow" not in sys.modules, "compat-mts demo --help imported TensorFlow"'
+    )
+    result = subprocess.run(
+        [sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert '--steps STEPS' in result.stdout
 
@@ -104,12 +117,15 @@ def test_help_answers_without_importing_tensorflow(tmp_path):
 def test_check_runs_without_importing_tensorflow(tmp_path):
     script = tmp_path / 'train.py'
     script.write_text('import tensorflow.compat.v1 as tf\nsaver = tf.train.Saver()\n')
-    probe = ('import sys; from compat_mts import cli\n'
-             f'code = cli.main(["check", {str(script)!r}])\n'
-             'assert "tensorflow" not in sys.modules, "compat-mts check imported TensorFlow"\n'
-             'sys.exit(code)')
-    result = subprocess.run([sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True,
-                            text=True, timeout=60)
+    probe = (
+        'import sys; from compat_mts import cli\n'
+        f'code = cli.main(["check", {str(script)!r}])\n'
+        'assert "tensorflow" not in sys.modules, "compat-mts check imported TensorFlow"\n'
+        'sys.exit(code)'
+    )
+    result = subprocess.run(
+        [sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True, text=True, timeout=60
+    )
     assert 'imported TensorFlow' not in result.stderr, result.stderr
     assert 'train.py:2:9: stage 2: tf.compat.v1.train.Saver' in result.stdout, result.stdout
 
@@ -124,9 +140,11 @@ def test_bad_command_lines_exit_with_usage_status(argv, capsys):
 
 def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_nothing_there(tmp_path):
     import tensorflow as tf
+
     other = tf.Variable(tf.zeros([2, 2]), name='other')
-    tf.train.CheckpointManager(tf.train.Checkpoint(other=other), str(tmp_path), max_to_keep=1,
-                               checkpoint_name='model.ckpt').save(checkpoint_number=7)
+    tf.train.CheckpointManager(
+        tf.train.Checkpoint(other=other), str(tmp_path), max_to_keep=1, checkpoint_name='model.ckpt'
+    ).save(checkpoint_number=7)
     before = sorted(path.name for path in tmp_path.iterdir())
     result = run_command('demo', '--dir', str(tmp_path), '--steps', '5', cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
@@ -134,7 +152,8 @@ def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_n
     assert len(errors) == 1 and 'does not hold these variables of the program' in errors[0], result.stderr[-3000:]
     assert 'Traceback' not in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(('model.ckpt', 'checkpoint'))) == [
-            name for name in before if name.startswith(('model.ckpt', 'checkpoint'))]
+        name for name in before if name.startswith(('model.ckpt', 'checkpoint'))
+    ]
 
 
 def test_demo_starts_quietly_and_verbose_shows_tensorflows_and_the_hooks_lines(tmp_path):
@@ -143,7 +162,8 @@ def test_demo_starts_quietly_and_verbose_shows_tensorflows_and_the_hooks_lines(t
     quiet = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert quiet.returncode == 0 and quiet.stderr == '', quiet.stderr[-3000:]
     assert 'Finished at step 5' in quiet.stdout
-    verbose = subprocess.run(command + ['--verbose'], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=180)
+    verbose = subprocess.run(
+        command + ['--verbose'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180
+    )
     assert verbose.returncode == 0, verbose.stderr[-3000:]
     assert 'INFO:tensorflow:Saving checkpoints for 10 into' in verbose.stderr

@@ -37,8 +37,10 @@ def _run_side(script: str) -> dict:
     try:
         results = support.last_json_line(process.stdout)
     except ValueError as error:
-        pytest.fail(f'{script} exited with {process.returncode} without a JSON result ({error}).\n'
-                    f'stderr:\n{process.stderr[-6000:]}')
+        pytest.fail(
+            f'{script} exited with {process.returncode} without a JSON result ({error}).\n'
+            f'stderr:\n{process.stderr[-6000:]}'
+        )
     if process.returncode != 0:
         pytest.fail(f'{script} exited with {process.returncode}.\nstderr:\n{process.stderr[-6000:]}')
     return results
@@ -70,7 +72,7 @@ def _pair(runs: dict, name: str) -> tuple[dict, dict]:
 def _context(compat: dict) -> str:
     """The compat side's unexpected error, if any, to explain a mismatch further down."""
     error = compat.get('error')
-    return f"\ncompat_mts raised:\n{error['traceback']}" if error else ''
+    return f'\ncompat_mts raised:\n{error["traceback"]}' if error else ''
 
 
 def _differences(v1, compat, path: str = '') -> list[str]:
@@ -114,8 +116,9 @@ def _key_log_lines(result: dict) -> dict:
     def steps(pattern):
         return [int(match.group(1)) for match in map(re.compile(pattern).match, lines) if match]
 
-    saving = [match.groups() for match in map(re.compile(r'Saving checkpoints for (\d+) into (.*)\.$').match, lines)
-              if match]
+    saving = [
+        match.groups() for match in map(re.compile(r'Saving checkpoints for (\d+) into (.*)\.$').match, lines) if match
+    ]
     return {
         # The step, and the checkpoint prefix without the (per-side temporary) directory.
         'saving checkpoints for': [[int(step), os.path.basename(prefix)] for step, prefix in saving],
@@ -135,14 +138,24 @@ def _comparable_files(result: dict, drop_meta: bool) -> list[str]:
     file (`compat_mts.lock`), which a session that ended in an error leaves until its process exits, is
     compat_mts's own.
     """
-    names = {re.sub(r'^events\.out\.tfevents\..*$', 'events.out.tfevents.*', name) for name in result['files']
-             if name != 'compat_mts.lock'}
+    names = {
+        re.sub(r'^events\.out\.tfevents\..*$', 'events.out.tfevents.*', name)
+        for name in result['files']
+        if name != 'compat_mts.lock'
+    }
     return sorted(name for name in names if not (drop_meta and name.endswith('.meta')))
 
 
 # The scenarios whose session gets a checkpoint_dir, with checkpoints enabled and save_graph_def left True.
-CHECKPOINT_SCENARIOS = ['default_hooks', 'resume_num_steps', 'exit_out_of_range', 'exit_value_error',
-                        'use_default_checkpoint_secs', 'checkpoint_steps_only', 'checkpoint_retention']
+CHECKPOINT_SCENARIOS = [
+    'default_hooks',
+    'resume_num_steps',
+    'exit_out_of_range',
+    'exit_value_error',
+    'use_default_checkpoint_secs',
+    'checkpoint_steps_only',
+    'checkpoint_retention',
+]
 
 
 def test_both_sides_ran_every_scenario(runs):
@@ -169,7 +182,9 @@ def test_v1_reference_behaves_as_the_spec_says(v1_runs):
     assert not any(name == 'graph.pbtxt' or name.endswith('.meta') for name in v1['no_graph_def']['files'])
     assert v1['no_graph_def']['has_graph_event']
     assert _error(v1['both_checkpoint_secs_and_steps']) == (
-        'ValueError', 'Can not provide both every_secs and every_steps.')
+        'ValueError',
+        'Can not provide both every_secs and every_steps.',
+    )
 
 
 @pytest.mark.parametrize('name', SCENARIOS)
@@ -288,8 +303,11 @@ def test_step_fn_request_stop_leaves_should_stop_false(runs):
 def _tensor_log_lines(result: dict) -> list[list]:
     """LoggingTensorHook's `loss = <value>` lines: the value, and whether the `(<secs> sec)` suffix is there."""
     pattern = re.compile(r'loss = (\S+)( \(\d+\.\d{3} sec\))?$')
-    return [[float(match.group(1)), match.group(2) is not None]
-            for match in map(pattern.match, result['log_lines']) if match]
+    return [
+        [float(match.group(1)), match.group(2) is not None]
+        for match in map(pattern.match, result['log_lines'])
+        if match
+    ]
 
 
 def test_logging_tensor_hook_logs_the_same_lines(runs):

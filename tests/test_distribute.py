@@ -29,8 +29,11 @@ CHILD_TIMEOUT_SECS = 180
 
 
 def child_env() -> dict[str, str]:
-    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
-                PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])))
+    return dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL='2',
+        PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])),
+    )
 
 
 def events_of(stdout: str) -> dict[str, dict]:
@@ -40,8 +43,17 @@ def events_of(stdout: str) -> dict[str, dict]:
 # `master`
 
 
-@pytest.mark.parametrize('master', ['localhost:2222', 'grpc://localhost', 'grpc://:2222', 'http://host:80',
-                                    'grpc://host:80/path', 'grpc://two words:1'])
+@pytest.mark.parametrize(
+    'master',
+    [
+        'localhost:2222',
+        'grpc://localhost',
+        'grpc://:2222',
+        'http://host:80',
+        'grpc://host:80/path',
+        'grpc://two words:1',
+    ],
+)
 def test_a_malformed_master_is_a_value_error_naming_the_accepted_form(master):
     Regression()
     with pytest.raises(ValueError, match="`master` must be '' \\(in-process\\) or a TensorFlow server target"):
@@ -55,10 +67,12 @@ def server_target():
     The server binds `localhost:0` and reports the port it got in `.target`, so no other process can take the
     port between choosing and binding it.
     """
-    code = ('import sys, tensorflow as tf\n'
-            "server = tf.distribute.Server({'worker': ['localhost:0']}, job_name='worker', task_index=0)\n"
-            'print(server.target, flush=True)\n'
-            'server.join()\n')
+    code = (
+        'import sys, tensorflow as tf\n'
+        "server = tf.distribute.Server({'worker': ['localhost:0']}, job_name='worker', task_index=0)\n"
+        'print(server.target, flush=True)\n'
+        'server.join()\n'
+    )
     server = subprocess.Popen([sys.executable, '-c', code], env=child_env(), stdout=subprocess.PIPE, text=True)
     try:
         target = server.stdout.readline().strip()
@@ -71,9 +85,14 @@ def server_target():
 
 @pytest.fixture(scope='module')
 def remote_run(server_target):
-    result = subprocess.run([sys.executable, os.path.join(TESTS_DIR, 'distributed_local.py'), 'remote',
-                             server_target], env=child_env(), cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=CHILD_TIMEOUT_SECS)
+    result = subprocess.run(
+        [sys.executable, os.path.join(TESTS_DIR, 'distributed_local.py'), 'remote', server_target],
+        env=child_env(),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECS,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return events_of(result.stdout)
 
@@ -105,15 +124,16 @@ def test_master_is_ignored_inside_a_strategy_scope(tf_logs):
 
 
 def test_config_fields_without_a_tf2_equivalent_are_named_in_one_warning(tf_logs):
-    config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=5, isolate_session_state=True,
-                                      allow_soft_placement=True)
+    config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=5, isolate_session_state=True, allow_soft_placement=True)
     config.gpu_options.per_process_gpu_memory_fraction = 0.3
     with mts.MonitoredTrainingSession(config=config):
         pass
     warnings = [m for m in tf_logs.messages() if 'ConfigProto' in m]
-    assert warnings == ['compat_mts cannot honour these ConfigProto fields eagerly and ignores them: '
-                        'gpu_options.per_process_gpu_memory_fraction, isolate_session_state, '
-                        'operation_timeout_in_ms.']
+    assert warnings == [
+        'compat_mts cannot honour these ConfigProto fields eagerly and ignores them: '
+        'gpu_options.per_process_gpu_memory_fraction, isolate_session_state, '
+        'operation_timeout_in_ms.'
+    ]
 
 
 def test_threads_set_after_the_runtime_started_are_reported_as_too_late(tf_logs):
@@ -132,9 +152,14 @@ def placement_lines(stdout: str, op_name: str) -> list[str]:
 
 
 def run_placement_program(when: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, os.path.join(TESTS_DIR, 'placement_program.py'), when],
-                            env=dict(child_env(), TF_CPP_MIN_LOG_LEVEL='2'), cwd=REPO_ROOT, capture_output=True,
-                            text=True, timeout=CHILD_TIMEOUT_SECS)
+    result = subprocess.run(
+        [sys.executable, os.path.join(TESTS_DIR, 'placement_program.py'), when],
+        env=dict(child_env(), TF_CPP_MIN_LOG_LEVEL='2'),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECS,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return result
 
@@ -157,16 +182,23 @@ def test_log_device_placement_after_the_runtime_started_is_one_warning_that_says
     assert not placement_lines(result.stdout, 'graph_step_matmul')
     warnings = [line for line in result.stderr.splitlines() if 'log_device_placement' in line]
     assert len(warnings) == 2, result.stderr[-4000:]  # One per session; the program creates two.
-    assert "so the step's ops are not logged; call tf.debugging.set_log_device_placement(True) right after " \
-           'importing TensorFlow' in warnings[0]
+    assert (
+        "so the step's ops are not logged; call tf.debugging.set_log_device_placement(True) right after "
+        'importing TensorFlow' in warnings[0]
+    )
 
 
 @pytest.fixture(scope='module')
 def local_run(tmp_path_factory):
     directory = tmp_path_factory.mktemp('mirrored')
-    result = subprocess.run([sys.executable, os.path.join(TESTS_DIR, 'distributed_local.py'), 'local',
-                             str(directory)], env=child_env(), cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=CHILD_TIMEOUT_SECS)
+    result = subprocess.run(
+        [sys.executable, os.path.join(TESTS_DIR, 'distributed_local.py'), 'local', str(directory)],
+        env=child_env(),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECS,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return events_of(result.stdout), str(directory)
 
@@ -174,12 +206,15 @@ def local_run(tmp_path_factory):
 def test_config_before_the_runtime_starts_sets_threads_soft_placement_and_cpu_devices(local_run):
     config = local_run[0]['config']
     assert (config['intra'], config['inter'], config['cpus'], config['soft']) == (2, 1, 2, True)
-    assert config['warnings'] == ['compat_mts cannot honour these ConfigProto fields eagerly and ignores them: '
-                                  'gpu_options.per_process_gpu_memory_fraction, operation_timeout_in_ms.']
+    assert config['warnings'] == [
+        'compat_mts cannot honour these ConfigProto fields eagerly and ignores them: '
+        'gpu_options.per_process_gpu_memory_fraction, operation_timeout_in_ms.'
+    ]
     late = local_run[0]['late']
     assert late['intra'] == 2
-    assert late['warnings'][0].endswith('too late to apply; set them before any TensorFlow operation runs: '
-                                        'intra_op_parallelism_threads.')
+    assert late['warnings'][0].endswith(
+        'too late to apply; set them before any TensorFlow operation runs: intra_op_parallelism_threads.'
+    )
 
 
 def test_a_session_in_a_mirrored_strategy_scope_trains_checkpoints_and_summarizes(local_run):
@@ -209,13 +244,17 @@ def test_a_single_process_session_pays_nothing_for_multi_worker_agreement(tmp_pa
 
 
 def test_a_session_outside_the_strategy_scope_of_a_tf_config_cluster_says_it_runs_alone(monkeypatch, tf_logs):
-    monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': {'worker': ['localhost:1', 'localhost:2']},
-                                                'task': {'type': 'worker', 'index': 0}}))
+    monkeypatch.setenv(
+        'TF_CONFIG',
+        json.dumps({'cluster': {'worker': ['localhost:1', 'localhost:2']}, 'task': {'type': 'worker', 'index': 0}}),
+    )
     monkeypatch.setattr(distribute, '_warned_outside_scope', False)
     with mts.MonitoredTrainingSession():
         pass
-    assert any(m.startswith('TF_CONFIG describes a cluster of several workers, but no MultiWorkerMirroredStrategy')
-               for m in tf_logs.messages())
+    assert any(
+        m.startswith('TF_CONFIG describes a cluster of several workers, but no MultiWorkerMirroredStrategy')
+        for m in tf_logs.messages()
+    )
 
 
 # Preemption
@@ -224,8 +263,14 @@ def test_a_session_outside_the_strategy_scope_of_a_tf_config_cluster_says_it_run
 def test_sigterm_saves_a_checkpoint_at_the_current_step_exits_42_and_the_next_start_resumes(tmp_path):
     directory = str(tmp_path)
     program = os.path.join(TESTS_DIR, 'train_until.py')
-    child = subprocess.Popen([sys.executable, program, directory, '100000'], env=child_env(), cwd=REPO_ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, program, directory, '100000'],
+        env=child_env(),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         steps = []
         for line in child.stdout:
@@ -240,8 +285,14 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step_exits_42_and_the_next_st
     assert code == preemption.PREEMPTION_EXIT_CODE == 42, child.stderr.read()[-3000:]
     assert steps[-1] < 100000
     assert latest_checkpoint_step(directory) == steps[-1]
-    resumed = subprocess.run([sys.executable, program, directory, str(steps[-1] + 1)], env=child_env(),
-                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECS)
+    resumed = subprocess.run(
+        [sys.executable, program, directory, str(steps[-1] + 1)],
+        env=child_env(),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_SECS,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stdout.splitlines()[0].split()[:2] == ['restored', str(steps[-1])]
 
@@ -256,8 +307,9 @@ def test_sigterm_is_left_alone_outside_a_checkpointing_session(tmp_path):
 def test_sigterm_in_this_process_stops_after_the_run_and_close_exits_42(tmp_path):
     model = Regression()
     before = signal.getsignal(signal.SIGTERM)
-    session = mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold(),
-                                           save_checkpoint_secs=None, save_checkpoint_steps=1000)
+    session = mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), scaffold=model.scaffold(), save_checkpoint_secs=None, save_checkpoint_steps=1000
+    )
     assert signal.getsignal(signal.SIGTERM) is not before
     session.run(model.step)
     os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler in this thread before the next line.
@@ -287,8 +339,10 @@ class ThreadHook(mts.SessionRunHook):
 
 def test_close_waits_stop_grace_period_secs_for_the_threads_and_names_those_still_running(tf_logs):
     release = threading.Event()
-    hooks = [ThreadHook(lambda coord: coord.wait_for_stop(), 'polite-reader'),
-             ThreadHook(lambda coord: release.wait(30), 'stubborn-writer')]
+    hooks = [
+        ThreadHook(lambda coord: coord.wait_for_stop(), 'polite-reader'),
+        ThreadHook(lambda coord: release.wait(30), 'stubborn-writer'),
+    ]
     session = mts.MonitoredSession(hooks=hooks, stop_grace_period_secs=0.5)
     started = time.monotonic()
     try:
@@ -298,13 +352,16 @@ def test_close_waits_stop_grace_period_secs_for_the_threads_and_names_those_stil
         release.set()
     assert 0.4 < elapsed < 10
     stragglers = [m for m in tf_logs.messages() if 'stop_grace_period_secs' in m]
-    assert stragglers == ['These threads of the session were still running 0.5 secs (stop_grace_period_secs) '
-                          'after close() asked them to stop; they are left running: stubborn-writer.']
+    assert stragglers == [
+        'These threads of the session were still running 0.5 secs (stop_grace_period_secs) '
+        'after close() asked them to stop; they are left running: stubborn-writer.'
+    ]
 
 
 def test_close_returns_as_soon_as_the_threads_have_stopped(tf_logs):
-    session = mts.MonitoredSession(hooks=[ThreadHook(lambda coord: coord.wait_for_stop(), 'polite-reader')],
-                                   stop_grace_period_secs=60)
+    session = mts.MonitoredSession(
+        hooks=[ThreadHook(lambda coord: coord.wait_for_stop(), 'polite-reader')], stop_grace_period_secs=60
+    )
     started = time.monotonic()
     session.close()
     assert time.monotonic() - started < 10

@@ -72,18 +72,26 @@ class LocalCluster:
         for index in range(workers):
             temporary = root / f'tmp_worker{index}'
             temporary.mkdir(parents=True, exist_ok=True)
-            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TMPDIR=str(temporary),
-                       TF_CONFIG=json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}}),
-                       PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])))
+            env = dict(
+                os.environ,
+                TF_CPP_MIN_LOG_LEVEL='2',
+                TMPDIR=str(temporary),
+                TF_CONFIG=json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}}),
+                PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])),
+            )
             stderr_path = root / f'worker{index}.stderr'
             self.stderr_paths.append(stderr_path)
             with open(stderr_path, 'w') as stderr:
                 process = subprocess.Popen(
                     [sys.executable, os.path.join(TESTS_DIR, 'distributed_worker.py'), scenario, checkpoint_dir],
-                    env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
+                    env=env,
+                    cwd=REPO_ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    text=True,
+                )
             self.processes.append(process)
-            reader = threading.Thread(target=self._read, args=(self.events[index], self._changed, process),
-                                      daemon=True)
+            reader = threading.Thread(target=self._read, args=(self.events[index], self._changed, process), daemon=True)
             reader.start()
             self.readers.append(reader)
 
@@ -147,8 +155,10 @@ class LocalCluster:
         parts = []
         for index, process in enumerate(self.processes):
             stderr = self.stderr_paths[index].read_text()[-3000:]
-            parts.append(f'--- worker {index} (exit {process.poll()}) events: '
-                         f'{[found["event"] for found in self.events[index]]}\n{stderr}')
+            parts.append(
+                f'--- worker {index} (exit {process.poll()}) events: '
+                f'{[found["event"] for found in self.events[index]]}\n{stderr}'
+            )
         return '\n'.join(parts)
 
 

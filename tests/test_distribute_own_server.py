@@ -15,7 +15,7 @@ import numpy as np
 
 from tests.support import run_python, run_pythons
 
-_PROGRAM = '''
+_PROGRAM = """
 import json
 import sys
 import tempfile
@@ -42,14 +42,15 @@ with tf.Graph().as_default():
         while not session.should_stop():
             session.run(train_op)
 print(json.dumps({'step': int(final.final_ops_values['step']), 'w': final.final_ops_values['w'].tolist()}))
-'''
+"""
 
 
 def test_the_programs_own_server_alone_in_its_cluster_runs_as_written_as_in_v1():
     jobs = json.dumps({'worker': ['localhost:0']})
     results = {}
-    for mode, result in zip(('v1', 'compat'), run_pythons((_PROGRAM, 'v1', jobs), (_PROGRAM, 'compat', jobs),
-                                                          timeout=120)):
+    for mode, result in zip(
+        ('v1', 'compat'), run_pythons((_PROGRAM, 'v1', jobs), (_PROGRAM, 'compat', jobs), timeout=120)
+    ):
         assert result.returncode == 0, result.stderr[-3000:]
         results[mode] = json.loads(result.stdout.splitlines()[-1])
     assert results['compat']['step'] == results['v1']['step'] == 4
@@ -68,8 +69,7 @@ def test_the_programs_own_server_in_a_ps_worker_cluster_gets_an_error_that_says_
 
 def test_a_graph_placed_on_ps_tasks_without_a_server_gets_the_same_advice():
     program = _PROGRAM.replace('master=server.target', "master=''")
-    result = run_python(program, 'compat', json.dumps({'ps': ['localhost:0'], 'worker': ['localhost:0']}),
-                        timeout=120)
+    result = run_python(program, 'compat', json.dumps({'ps': ['localhost:0'], 'worker': ['localhost:0']}), timeout=120)
     assert result.returncode != 0
     message = result.stderr.strip().splitlines()[-1]
     assert message.startswith("ValueError: The graph places ops on the job(s) ['ps']")

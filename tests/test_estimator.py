@@ -15,8 +15,9 @@ from tests.estimator_programs import linear
 
 
 def make_estimator(model_dir, params=None, **config):
-    return estimator.Estimator(linear.model_fn, config=estimator.RunConfig(model_dir=str(model_dir), **config),
-                               params=params or {})
+    return estimator.Estimator(
+        linear.model_fn, config=estimator.RunConfig(model_dir=str(model_dir), **config), params=params or {}
+    )
 
 
 def test_train_with_max_steps_writes_v1s_files_then_skips_once_there(tmp_path, tf_logs):
@@ -114,9 +115,13 @@ def test_keep_checkpoint_max_rotates_the_checkpoints(tmp_path):
 
 def test_v1_built_in_hooks_of_the_spec_run_as_compat_mts_hooks(tmp_path, tf_logs):
     def hooks(loss):
-        return {'training_hooks': [tf.compat.v1.train.StopAtStepHook(num_steps=3),
-                                   tf.compat.v1.train.NanTensorHook(loss),
-                                   tf.compat.v1.train.LoggingTensorHook([loss], every_n_iter=1, at_end=True)]}
+        return {
+            'training_hooks': [
+                tf.compat.v1.train.StopAtStepHook(num_steps=3),
+                tf.compat.v1.train.NanTensorHook(loss),
+                tf.compat.v1.train.LoggingTensorHook([loss], every_n_iter=1, at_end=True),
+            ]
+        }
 
     model = make_estimator(tmp_path, {'hooks': hooks})
     model.train(linear.input_fn())
@@ -144,6 +149,7 @@ def test_each_call_forgets_its_graph_and_global_step(tmp_path):
     model.evaluate(linear.input_fn(repeat=False))
     assert mts.get_global_step() is None
     from compat_mts import fetches
+
     assert fetches.graph_runners() == []
 
 
@@ -158,8 +164,9 @@ def test_evaluate_runs_steps_batches_and_writes_eval_name(tmp_path, tf_logs):
     events = support.read_events(model.eval_dir('training_data'))
     assert events['loss'] == [(20, pytest.approx(float(results['loss'])))]
     assert events['mae'] == [(20, pytest.approx(float(results['mae'])))]
-    assert ('Saving dict for global step 20: global_step = 20, loss = %s, mae = %s'
-            % (results['loss'], results['mae'])) in tf_logs.messages()
+    assert (
+        'Saving dict for global step 20: global_step = 20, loss = %s, mae = %s' % (results['loss'], results['mae'])
+    ) in tf_logs.messages()
 
 
 def test_evaluate_without_a_checkpoint_evaluates_the_initial_model(tmp_path, tf_logs):
@@ -205,11 +212,13 @@ def test_predict_yields_examples_or_batches_until_the_data_ends(tmp_path):
 def test_warm_start_from_initializes_from_another_model_dir(tmp_path):
     trained = make_estimator(tmp_path / 'trained')
     trained.train(linear.input_fn(), max_steps=20)
-    warm = estimator.Estimator(linear.model_fn, model_dir=str(tmp_path / 'warm'), params={},
-                               warm_start_from=str(tmp_path / 'trained'))
+    warm = estimator.Estimator(
+        linear.model_fn, model_dir=str(tmp_path / 'warm'), params={}, warm_start_from=str(tmp_path / 'trained')
+    )
     # Evaluating without a checkpoint of its own, the warm-started model has the trained weights.
     assert warm.evaluate(linear.input_fn(repeat=False))['loss'] == pytest.approx(
-        trained.evaluate(linear.input_fn(repeat=False))['loss'], rel=1e-5)
+        trained.evaluate(linear.input_fn(repeat=False))['loss'], rel=1e-5
+    )
     warm.train(linear.input_fn(), steps=1)
     np.testing.assert_allclose(warm.get_variable_value('w'), trained.get_variable_value('w'), atol=0.1)
 

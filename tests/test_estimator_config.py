@@ -34,16 +34,21 @@ def test_run_config_replace_clears_the_other_checkpoint_period():
         config.replace(is_chief=False)
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({'save_checkpoints_steps': 1, 'save_checkpoints_secs': 1},
-     '`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.'),
-    ({'model_dir': ''}, 'model_dir should be non-empty.'),
-    ({'save_summary_steps': -1}, 'save_summary_steps should be >= 0'),
-    ({'keep_checkpoint_max': -1}, 'keep_checkpoint_max should be >= 0'),
-    ({'log_step_count_steps': 0}, 'log_step_count_steps should be > 0'),
-    ({'tf_random_seed': 1.5}, 'tf_random_seed must be integer.'),
-    ({'session_config': 'fast'}, 'session_config must be instance of ConfigProto'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        (
+            {'save_checkpoints_steps': 1, 'save_checkpoints_secs': 1},
+            '`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.',
+        ),
+        ({'model_dir': ''}, 'model_dir should be non-empty.'),
+        ({'save_summary_steps': -1}, 'save_summary_steps should be >= 0'),
+        ({'keep_checkpoint_max': -1}, 'keep_checkpoint_max should be >= 0'),
+        ({'log_step_count_steps': 0}, 'log_step_count_steps should be > 0'),
+        ({'tf_random_seed': 1.5}, 'tf_random_seed must be integer.'),
+        ({'session_config': 'fast'}, 'session_config must be instance of ConfigProto'),
+    ],
+)
 def test_run_config_rejects_bad_values_with_v1s_messages(kwargs, message):
     with pytest.raises(ValueError) as error:
         estimator.RunConfig(**kwargs)
@@ -53,8 +58,9 @@ def test_run_config_rejects_bad_values_with_v1s_messages(kwargs, message):
 def test_run_config_refuses_distribution_and_clusters(monkeypatch):
     with pytest.raises(NotImplementedError, match=r'RunConfig\(train_distribute=...\) is not supported'):
         estimator.RunConfig(train_distribute=tf.distribute.get_strategy())
-    monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': {'chief': ['localhost:2222']},
-                                                'task': {'type': 'chief', 'index': 0}}))
+    monkeypatch.setenv(
+        'TF_CONFIG', json.dumps({'cluster': {'chief': ['localhost:2222']}, 'task': {'type': 'chief', 'index': 0}})
+    )
     with pytest.raises(NotImplementedError, match='TF_CONFIG describes a cluster'):
         estimator.RunConfig()
     monkeypatch.setenv('TF_CONFIG', json.dumps({'model_dir': '/from/tf_config'}))
@@ -66,12 +72,17 @@ def test_estimator_resolves_model_dir_and_config_as_v1(tmp_path, tf_logs):
     assert os.path.isdir(model.model_dir)
     assert any(message.startswith('Using temporary folder as model directory: ') for message in tf_logs.messages())
     assert model.config.session_config.allow_soft_placement  # v1's default session config.
-    same = estimator.Estimator(linear.model_fn, model_dir=tmp_path, params={},
-                               config=estimator.RunConfig(model_dir=str(tmp_path)))
+    same = estimator.Estimator(
+        linear.model_fn, model_dir=tmp_path, params={}, config=estimator.RunConfig(model_dir=str(tmp_path))
+    )
     assert same.model_dir == str(tmp_path) and same.config.model_dir == str(tmp_path)
     with pytest.raises(ValueError, match='^`model_dir` are set both in constructor and `RunConfig`, but with'):
-        estimator.Estimator(linear.model_fn, model_dir=str(tmp_path / 'a'), params={},
-                            config=estimator.RunConfig(model_dir=str(tmp_path / 'b')))
+        estimator.Estimator(
+            linear.model_fn,
+            model_dir=str(tmp_path / 'a'),
+            params={},
+            config=estimator.RunConfig(model_dir=str(tmp_path / 'b')),
+        )
     with pytest.raises(ValueError, match='^config must be an instance of `RunConfig`, but provided'):
         estimator.Estimator(linear.model_fn, params={}, config=tf.compat.v1.ConfigProto())
     assert model.params == {} and model.params is not model.params
@@ -82,8 +93,11 @@ def test_estimator_members_cannot_be_overridden():
         def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
             return self
 
-    with pytest.raises(ValueError, match=r"^Subclasses of Estimator cannot override members of Estimator. .* "
-                                         r"does override \['train'\]$"):
+    with pytest.raises(
+        ValueError,
+        match=r'^Subclasses of Estimator cannot override members of Estimator. .* '
+        r"does override \['train'\]$",
+    ):
         Overriding(linear.model_fn, params={})
 
 
@@ -118,8 +132,7 @@ def test_estimator_spec_checks_each_mode_with_v1s_messages():
 
 
 def test_mode_keys_are_v1s_strings():
-    assert (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT) == (
-        'train', 'eval', 'infer')
+    assert (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT) == ('train', 'eval', 'infer')
 
 
 def test_train_and_eval_specs_check_with_v1s_messages():
@@ -127,7 +140,11 @@ def test_train_and_eval_specs_check_with_v1s_messages():
     assert (train_spec.max_steps, train_spec.hooks, train_spec.saving_listeners) == (10, (), ())
     eval_spec = estimator.EvalSpec(linear.input_fn())
     assert (eval_spec.steps, eval_spec.name, eval_spec.start_delay_secs, eval_spec.throttle_secs) == (
-        100, None, 120, 600)
+        100,
+        None,
+        120,
+        600,
+    )
     with pytest.raises(TypeError, match='^`input_fn` must be callable, given: 3$'):
         estimator.TrainSpec(3)
     with pytest.raises(ValueError, match=r'^Must specify max_steps > 0, given: 0$'):
@@ -141,8 +158,11 @@ def test_train_and_eval_specs_check_with_v1s_messages():
 
 
 def test_premade_estimators_point_to_keras():
-    with pytest.raises(AttributeError, match=r'compat_mts.estimator.DNNClassifier is not provided.*Use Keras instead: '
-                                             r'tf.keras.Sequential of Dense layers'):
+    with pytest.raises(
+        AttributeError,
+        match=r'compat_mts.estimator.DNNClassifier is not provided.*Use Keras instead: '
+        r'tf.keras.Sequential of Dense layers',
+    ):
         estimator.DNNClassifier  # pylint: disable=pointless-statement
     assert getattr(estimator, 'LinearRegressor', None) is None
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
@@ -161,15 +181,28 @@ def test_v1_built_in_hooks_become_their_compat_mts_twins_with_the_same_arguments
     with tf.Graph().as_default():
         loss = tf.constant(1.0)
         v1 = tf.compat.v1.train
-        twins = _hooks.as_compat_hooks([
-            v1.LoggingTensorHook({'loss': loss}, every_n_secs=5), v1.StopAtStepHook(last_step=7),
-            v1.NanTensorHook(loss, fail_on_nan_loss=False), v1.StepCounterHook(every_n_steps=3),
-            v1.SummarySaverHook(save_steps=4, summary_op=tf.compat.v1.summary.scalar('s', loss)),
-            v1.FinalOpsHook({'loss': loss}), v1.FeedFnHook(dict), v1.GlobalStepWaiterHook(9)])
+        twins = _hooks.as_compat_hooks(
+            [
+                v1.LoggingTensorHook({'loss': loss}, every_n_secs=5),
+                v1.StopAtStepHook(last_step=7),
+                v1.NanTensorHook(loss, fail_on_nan_loss=False),
+                v1.StepCounterHook(every_n_steps=3),
+                v1.SummarySaverHook(save_steps=4, summary_op=tf.compat.v1.summary.scalar('s', loss)),
+                v1.FinalOpsHook({'loss': loss}),
+                v1.FeedFnHook(dict),
+                v1.GlobalStepWaiterHook(9),
+            ]
+        )
     assert [type(twin) for twin in twins] == [
-        compat_mts.LoggingTensorHook, compat_mts.StopAtStepHook, compat_mts.NanTensorHook,
-        compat_mts.StepCounterHook, compat_mts.SummarySaverHook, compat_mts.FinalOpsHook, compat_mts.FeedFnHook,
-        compat_mts.GlobalStepWaiterHook]
+        compat_mts.LoggingTensorHook,
+        compat_mts.StopAtStepHook,
+        compat_mts.NanTensorHook,
+        compat_mts.StepCounterHook,
+        compat_mts.SummarySaverHook,
+        compat_mts.FinalOpsHook,
+        compat_mts.FeedFnHook,
+        compat_mts.GlobalStepWaiterHook,
+    ]
     logging_hook, stop, nan, counter, saver, final_ops, feed, waiter = twins
     assert logging_hook._timer._every_secs == 5 and logging_hook._tags == ['loss']  # pylint: disable=protected-access
     assert stop.last_step == 7 and nan._fail_on_nan_loss is False  # pylint: disable=protected-access

@@ -42,9 +42,14 @@ def test_export_outputs_become_signatures_with_v1s_output_keys(trained, tmp_path
     def model_fn(features, mode):
         w = tf.compat.v1.get_variable('w', [2, 1])
         value = tf.matmul(features['x'], w)
-        return estimator.EstimatorSpec(mode, predictions={'value': value}, export_outputs={
-            'serving_default': estimator.export.RegressionOutput(value),
-            'scores': estimator.export.ClassificationOutput(scores=tf.nn.softmax(value))})
+        return estimator.EstimatorSpec(
+            mode,
+            predictions={'value': value},
+            export_outputs={
+                'serving_default': estimator.export.RegressionOutput(value),
+                'scores': estimator.export.ClassificationOutput(scores=tf.nn.softmax(value)),
+            },
+        )
 
     model = estimator.Estimator(model_fn, model_dir=trained)
     loaded = tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path), SERVING, as_text=True)))
@@ -67,18 +72,21 @@ def test_export_needs_a_checkpoint_with_every_variable(trained, tmp_path):
         extra = tf.compat.v1.get_variable('not_trained', [1])
         return estimator.EstimatorSpec(mode, predictions=features['x'] + extra)
 
-    with pytest.raises(ValueError, match=r"^Could not load all requested variables from checkpoint.[\s\S]*not_trained"):
+    with pytest.raises(ValueError, match=r'^Could not load all requested variables from checkpoint.[\s\S]*not_trained'):
         estimator.Estimator(model_fn, model_dir=trained).export_saved_model(str(tmp_path), SERVING)
 
 
 def test_latest_exporter_exports_after_each_evaluation_and_keeps_the_latest(tmp_path):
-    model = estimator.Estimator(linear.model_fn, params={}, config=estimator.RunConfig(
-        model_dir=str(tmp_path), save_checkpoints_steps=10))
+    model = estimator.Estimator(
+        linear.model_fn, params={}, config=estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=10)
+    )
     exporter = estimator.LatestExporter('latest', SERVING, exports_to_keep=1)
     final = estimator.FinalExporter('final', SERVING)
     metrics, exports = estimator.train_and_evaluate(
-        model, estimator.TrainSpec(linear.input_fn(), max_steps=20),
-        estimator.EvalSpec(linear.input_fn(repeat=False), steps=None, throttle_secs=0, exporters=[exporter, final]))
+        model,
+        estimator.TrainSpec(linear.input_fn(), max_steps=20),
+        estimator.EvalSpec(linear.input_fn(repeat=False), steps=None, throttle_secs=0, exporters=[exporter, final]),
+    )
     assert metrics['global_step'] == 20
     latest_dir, final_dir = exports
     assert os.path.dirname(latest_dir) == os.fsencode(os.path.join(str(tmp_path), 'export', 'latest'))
@@ -101,7 +109,10 @@ def test_the_export_leaves_the_log_lines_single(tmp_path):
         'serving = estimator.export.build_raw_serving_input_receiver_fn(\n'
         "    {'x': tf.TensorSpec([None, 2], tf.float32)})\n"
         'model.export_saved_model(sys.argv[2], serving)\n'
-        "tf.compat.v1.logging.info('after the export')\n", str(tmp_path / 'model'), str(tmp_path / 'export'))
+        "tf.compat.v1.logging.info('after the export')\n",
+        str(tmp_path / 'model'),
+        str(tmp_path / 'export'),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if line.startswith('INFO:tensorflow:')]
     assert any(line.startswith('INFO:tensorflow:SavedModel written to') for line in lines), lines

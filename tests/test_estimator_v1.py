@@ -47,8 +47,14 @@ class V1Side:
         self._log_path = log_path
         self._log = open(log_path, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
         self._process = subprocess.Popen(  # pylint: disable=consider-using-with
-            [sys.executable, RUNNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
-            env=env, cwd=support.REPO_ROOT)
+            [sys.executable, RUNNER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+            cwd=support.REPO_ROOT,
+        )
 
     def run(self, calls: list[dict]) -> list[dict]:
         self._process.stdin.write(json.dumps(calls) + '\n')
@@ -80,8 +86,7 @@ def runs(tmp_path_factory):
     """Round 1: the straight 60-step runs on both sides and the first 40 steps of each hand-over; round 2: the
     last 20 steps of each hand-over on the other side."""
     root = tmp_path_factory.mktemp('estimator')
-    directory = {name: str(root / name) for name in
-                 ('v1', 'compat', 'v1_then_compat', 'compat_then_v1', 'v1_then_v1')}
+    directory = {name: str(root / name) for name in ('v1', 'compat', 'v1_then_compat', 'compat_then_v1', 'v1_then_v1')}
 
     def v1_call(name, max_steps, evaluate_after_save=False):
         return {'model_dir': directory[name], 'max_steps': max_steps, 'evaluate_after_save': evaluate_after_save}
@@ -93,27 +98,42 @@ def runs(tmp_path_factory):
     v1_side = V1Side(root / 'v1_side.log')
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            v1_future = pool.submit(v1_side.run, [
-                v1_call('v1', LAST_STEP, evaluate_after_save=True), v1_call('v1_then_compat', HANDOVER_STEP),
-                v1_call('v1_then_v1', HANDOVER_STEP), v1_call('v1_then_v1', LAST_STEP)])
+            v1_future = pool.submit(
+                v1_side.run,
+                [
+                    v1_call('v1', LAST_STEP, evaluate_after_save=True),
+                    v1_call('v1_then_compat', HANDOVER_STEP),
+                    v1_call('v1_then_v1', HANDOVER_STEP),
+                    v1_call('v1_then_v1', LAST_STEP),
+                ],
+            )
             tf_logger.addHandler(lines)
             try:
                 compat = classifier.main(compat_mts.estimator, directory['compat'], LAST_STEP)
             finally:
                 tf_logger.removeHandler(lines)
-            compat_first_leg = classifier.main(compat_mts.estimator, directory['compat_then_v1'], HANDOVER_STEP,
-                                               evaluate_after_save=False)
+            compat_first_leg = classifier.main(
+                compat_mts.estimator, directory['compat_then_v1'], HANDOVER_STEP, evaluate_after_save=False
+            )
             v1, _, _, v1_legs = v1_future.result()
             v1_future = pool.submit(v1_side.run, [v1_call('compat_then_v1', LAST_STEP)])
-            compat_second_leg = classifier.main(compat_mts.estimator, directory['v1_then_compat'], LAST_STEP,
-                                                evaluate_after_save=False)
-            v1_second_leg, = v1_future.result()
+            compat_second_leg = classifier.main(
+                compat_mts.estimator, directory['v1_then_compat'], LAST_STEP, evaluate_after_save=False
+            )
+            (v1_second_leg,) = v1_future.result()
     finally:
         v1_side.close()
         tf.compat.v1.logging.set_verbosity(previous_verbosity)
-    return {'directory': directory, 'v1': v1, 'compat': compat, 'compat_log': lines.lines,
-            'compat_first_leg': compat_first_leg, 'compat_second_leg': compat_second_leg,
-            'v1_second_leg': v1_second_leg, 'v1_legs': v1_legs}
+    return {
+        'directory': directory,
+        'v1': v1,
+        'compat': compat,
+        'compat_log': lines.lines,
+        'compat_first_leg': compat_first_leg,
+        'compat_second_leg': compat_second_leg,
+        'v1_second_leg': v1_second_leg,
+        'v1_legs': v1_legs,
+    }
 
 
 def _latest_values(directory: str) -> dict:
@@ -161,11 +181,13 @@ def test_train_and_evaluate_evaluates_after_each_checkpoint_as_v1(runs):
     assert sorted(compat_events) == sorted(v1_events) == [tag for tag in EVAL_TAGS if tag != 'checkpoint_path']
     for tag, pairs in v1_events.items():
         assert [step for step, _ in compat_events[tag]] == [step for step, _ in pairs] == [20, 40, 60]
-        np.testing.assert_allclose([value for _, value in compat_events[tag]], [value for _, value in pairs],
-                                   rtol=RTOL, err_msg=tag)
+        np.testing.assert_allclose(
+            [value for _, value in compat_events[tag]], [value for _, value in pairs], rtol=RTOL, err_msg=tag
+        )
     for index, evaluation in enumerate(runs['v1']['evaluations']):
         assert [compat_events[tag][index][1] for tag in sorted(compat_events)] == pytest.approx(
-            [evaluation[tag] for tag in sorted(compat_events)], rel=RTOL)
+            [evaluation[tag] for tag in sorted(compat_events)], rel=RTOL
+        )
     metrics = runs['compat']['metrics']
     assert metrics['global_step'] == 60 and isinstance(metrics['global_step'], np.int64)
     assert isinstance(metrics['accuracy'], np.float32)
@@ -180,13 +202,19 @@ def test_the_eval_directory_holds_the_checkpoint_paths_as_v1(runs):
         found = []
         for path in support.events_files(os.path.join(directory, 'eval')):
             for event in LegacyEventFileLoader(path).Load():
-                found += [(event.step, os.path.basename(tf.make_ndarray(value.tensor).item().decode()))
-                          for value in event.summary.value if value.tag == 'checkpoint_path']
+                found += [
+                    (event.step, os.path.basename(tf.make_ndarray(value.tensor).item().decode()))
+                    for value in event.summary.value
+                    if value.tag == 'checkpoint_path'
+                ]
         return found
 
     directories = runs['directory']
-    assert paths(directories['compat']) == paths(directories['v1']) == [
-        (step, f'model.ckpt-{step}') for step in (20, 40, 60)]
+    assert (
+        paths(directories['compat'])
+        == paths(directories['v1'])
+        == [(step, f'model.ckpt-{step}') for step in (20, 40, 60)]
+    )
     assert support.has_graph_event(os.path.join(directories['compat'], 'eval'))
 
 
@@ -195,15 +223,23 @@ def test_the_model_dir_has_the_checkpoints_v1s_estimator_wrote(runs):
     assert support.checkpoint_steps(compat_dir) == support.checkpoint_steps(v1_dir) == CHECKPOINT_STEPS
     compat_state, v1_state = _state_file(compat_dir), _state_file(v1_dir)
     assert compat_state.model_checkpoint_path == v1_state.model_checkpoint_path == 'model.ckpt-60'  # Relative.
-    assert list(compat_state.all_model_checkpoint_paths) == list(v1_state.all_model_checkpoint_paths) == [
-        f'model.ckpt-{step}' for step in CHECKPOINT_STEPS]
+    assert (
+        list(compat_state.all_model_checkpoint_paths)
+        == list(v1_state.all_model_checkpoint_paths)
+        == [f'model.ckpt-{step}' for step in CHECKPOINT_STEPS]
+    )
     _assert_same_values(_latest_values(compat_dir), _latest_values(v1_dir))
     assert {'global_step', 'hidden/kernel', 'hidden/kernel/Adam', 'beta1_power'} <= set(_latest_values(compat_dir))
 
     def layout(directory):  # v1 also wrote a `.meta` file per checkpoint; events files are named by time,
         # and v1 kept one open per directory for the process where compat_mts writes one per session.
-        return sorted({re.sub(r'events\.out\.tfevents\..*', 'events', name) for name in support.listed_files(directory)
-                       if not name.endswith('.meta')})
+        return sorted(
+            {
+                re.sub(r'events\.out\.tfevents\..*', 'events', name)
+                for name in support.listed_files(directory)
+                if not name.endswith('.meta')
+            }
+        )
 
     assert layout(compat_dir) == layout(v1_dir)
 
@@ -219,8 +255,9 @@ def test_the_model_dir_has_v1s_training_events_and_graph(runs):
     v1_losses, compat_losses = dict(v1_events['loss']), dict(compat_events['loss'])
     common = sorted(set(v1_losses) & set(compat_losses))
     assert common
-    np.testing.assert_allclose([compat_losses[step] for step in common], [v1_losses[step] for step in common],
-                               rtol=RTOL)
+    np.testing.assert_allclose(
+        [compat_losses[step] for step in common], [v1_losses[step] for step in common], rtol=RTOL
+    )
     assert support.value_kinds(compat_dir)['global_step/sec'] == ['simple_value']
     assert support.has_graph_event(compat_dir)
     from google.protobuf import text_format
@@ -229,7 +266,8 @@ def test_the_model_dir_has_v1s_training_events_and_graph(runs):
     with open(os.path.join(compat_dir, 'graph.pbtxt'), encoding='utf-8') as graph_file:
         text_format.Parse(graph_file.read(), graph_def)
     assert {'global_step', 'hidden/kernel', 'logits/kernel', 'IteratorGetNext'} <= {
-        node.name for node in graph_def.node}
+        node.name for node in graph_def.node
+    }
 
 
 def test_a_v1_model_dir_resumes_at_its_step_and_ends_with_v1s_weights(runs):

@@ -241,11 +241,12 @@ def test_python_numbers_fed_to_a_tf_function_step_do_not_trace_it_again():
         return {'scaled': learning_rate * tf.cast(training, tf.float32)}
 
     with mts.MonitoredSession(hooks=[mts.StopAtStepHook(last_step=20)]) as session:
-        values = [session.run(step, feed_dict={'learning_rate': 0.1 * 0.9 ** run, 'training': True})['scaled']
-                  for run in range(20)]
+        values = [
+            session.run(step, feed_dict={'learning_rate': 0.1 * 0.9**run, 'training': True})['scaled']
+            for run in range(20)
+        ]
     assert len(traces) <= 2  # The step's own trace, and the session's call of it with the stale step read.
-    np.testing.assert_allclose(values, [0.1 * 0.9 ** run for run in range(20)], rtol=1e-6)
-
+    np.testing.assert_allclose(values, [0.1 * 0.9**run for run in range(20)], rtol=1e-6)
 
 
 def test_a_failing_op_in_a_step_that_has_run_before_names_the_node_as_a_tf_function_call_does():

@@ -31,11 +31,14 @@ def test_set_global_step_registers_an_existing_counter():
         assert session.run('iterations') == 5
 
 
-@pytest.mark.parametrize('value, error, message', [
-    (3, TypeError, 'must be a tf.Variable of an integer dtype, got int'),
-    (tf.Variable(1.0), TypeError, 'got float32'),
-    (tf.Variable([1, 2]), ValueError, 'must be a scalar'),
-])
+@pytest.mark.parametrize(
+    'value, error, message',
+    [
+        (3, TypeError, 'must be a tf.Variable of an integer dtype, got int'),
+        (tf.Variable(1.0), TypeError, 'got float32'),
+        (tf.Variable([1, 2]), ValueError, 'must be a scalar'),
+    ],
+)
 def test_set_global_step_rejects_what_cannot_count(value, error, message):
     with pytest.raises(error, match=message):
         mts.set_global_step(value)

@@ -24,10 +24,13 @@ def run_until_stop(hooks, step, limit=100, **session_kwargs):
 # StopAtStepHook
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({}, 'One of num_steps or last_step must be specified.'),
-    ({'num_steps': 1, 'last_step': 2}, 'Only one of num_steps or last_step can be specified.'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        ({}, 'One of num_steps or last_step must be specified.'),
+        ({'num_steps': 1, 'last_step': 2}, 'Only one of num_steps or last_step can be specified.'),
+    ],
+)
 def test_stop_at_step_hook_v1_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         mts.StopAtStepHook(**kwargs)
@@ -101,21 +104,25 @@ class Listener(mts.CheckpointSaverListener):
 def test_checkpoint_hook_saves_at_creation_on_its_timer_and_at_end(tmp_path, tf_logs):
     model = Regression()
     calls = []
-    hook = mts.CheckpointSaverHook(str(tmp_path), save_steps=3, scaffold=model.scaffold(),
-                                   listeners=[Listener(calls)])
-    run_until_stop([hook, mts.StopAtStepHook(last_step=7)], model.step,
-                   session_creator=mts.ChiefSessionCreator(scaffold=model.scaffold()))
+    hook = mts.CheckpointSaverHook(str(tmp_path), save_steps=3, scaffold=model.scaffold(), listeners=[Listener(calls)])
+    run_until_stop(
+        [hook, mts.StopAtStepHook(last_step=7)],
+        model.step,
+        session_creator=mts.ChiefSessionCreator(scaffold=model.scaffold()),
+    )
     assert checkpoint_steps(str(tmp_path)) == [0, 3, 6, 7]
     assert calls == ['begin'] + [c for step in (0, 3, 6, 7) for c in (('before_save', step), ('after_save', step))] + [
-        ('end', 7)]
+        ('end', 7)
+    ]
     messages = tf_logs.messages()
     assert 'Create CheckpointSaverHook.' in messages
     save_lines = [m for m in messages if m.startswith('Saving checkpoints for ')]
     assert save_lines[1] == f'Saving checkpoints for 3 into {os.path.join(str(tmp_path), "model.ckpt")}.'
     index = messages.index(save_lines[1])
     assert messages[index - 1] == 'Calling checkpoint listeners before saving checkpoint 3...'
-    assert messages[index + 1 + [m.startswith('Calling') for m in messages[index + 1:]].index(True)] == (
-        'Calling checkpoint listeners after saving checkpoint 3...')
+    assert messages[index + 1 + [m.startswith('Calling') for m in messages[index + 1 :]].index(True)] == (
+        'Calling checkpoint listeners after saving checkpoint 3...'
+    )
 
 
 def test_end_does_not_save_a_step_that_was_just_saved(tmp_path):
@@ -128,18 +135,21 @@ def test_end_does_not_save_a_step_that_was_just_saved(tmp_path):
 def test_a_listener_asking_to_stop_stops_training(tmp_path, tf_logs):
     model = Regression()
     calls = []
-    hook = mts.CheckpointSaverHook(str(tmp_path), save_steps=2, scaffold=model.scaffold(),
-                                   listeners=[Listener(calls, stop_after=4), Listener([])])
+    hook = mts.CheckpointSaverHook(
+        str(tmp_path), save_steps=2, scaffold=model.scaffold(), listeners=[Listener(calls, stop_after=4), Listener([])]
+    )
     run_until_stop([hook], model.step)
     assert int(model.global_step.numpy()) == 4
-    assert any(m.startswith('A CheckpointSaverListener requested that training be stopped.')
-               for m in tf_logs.messages())
+    assert any(
+        m.startswith('A CheckpointSaverListener requested that training be stopped.') for m in tf_logs.messages()
+    )
 
 
 def test_checkpoint_hook_with_a_checkpoint_as_saver(tmp_path):
     model = Regression()
-    hook = mts.CheckpointSaverHook(str(tmp_path), save_steps=1, saver=tf.train.Checkpoint(w=model.w),
-                                   checkpoint_basename='weights')
+    hook = mts.CheckpointSaverHook(
+        str(tmp_path), save_steps=1, saver=tf.train.Checkpoint(w=model.w), checkpoint_basename='weights'
+    )
     run_until_stop([hook, mts.StopAtStepHook(last_step=1)], model.step)
     reader = tf.train.load_checkpoint(str(tmp_path / 'weights-1'))
     assert int(reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE')) == 1
@@ -226,7 +236,8 @@ def test_summary_hook_with_a_summary_op_callable(tmp_path):
 def test_summary_hook_with_serialized_summaries(tmp_path):
     model = Regression()
     serialized = tf.compat.v1.Summary(
-        value=[tf.compat.v1.Summary.Value(tag='legacy', simple_value=2.5)]).SerializeToString()
+        value=[tf.compat.v1.Summary.Value(tag='legacy', simple_value=2.5)]
+    ).SerializeToString()
     hook = mts.SummarySaverHook(save_steps=3, output_dir=str(tmp_path), summary_op=lambda: tf.constant(serialized))
     run_until_stop([hook, mts.StopAtStepHook(last_step=4)], model.step)
     assert read_events(str(tmp_path))['legacy'] == [(1, 2.5), (4, 2.5)]
@@ -242,6 +253,7 @@ def test_summary_hook_without_a_writer_writes_nothing(tmp_path, monkeypatch):
 
 def test_a_step_based_checkpoint_timer_reads_the_global_step_only_on_runs_that_may_save(tmp_path, monkeypatch):
     from compat_mts import global_step as global_step_lib
+
     reads = []
     read_value = global_step_lib.read_value
 
@@ -251,8 +263,13 @@ def test_a_step_based_checkpoint_timer_reads_the_global_step_only_on_runs_that_m
 
     monkeypatch.setattr(global_step_lib, 'read_value', counted)
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_steps=50, save_summaries_steps=0,
-                                      log_step_count_steps=0, scaffold=model.scaffold()) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path),
+        save_checkpoint_steps=50,
+        save_summaries_steps=0,
+        log_step_count_steps=0,
+        scaffold=model.scaffold(),
+    ) as session:
         for _ in range(200):
             session.run(model.step)
     assert checkpoint_steps(str(tmp_path)) == [0, 50, 100, 150, 200]

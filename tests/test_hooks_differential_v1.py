@@ -25,6 +25,7 @@ from compat_mts import global_step as global_step_lib
 from tests import hooks_v1_scenarios as scenarios
 from tests import support
 
+
 class EagerModel:
     """`GraphModel`'s program as a `tf.function` step; names and variables stand where v1 had tensors."""
 
@@ -82,8 +83,7 @@ class EagerSide:
 def v1_process():
     """The v1 subprocess, started first so that it runs while this process plays the eager side."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        yield pool.submit(support.run_python, os.path.join(support.TESTS_DIR, 'hooks_v1_scenarios.py'),
-                          timeout=600)
+        yield pool.submit(support.run_python, os.path.join(support.TESTS_DIR, 'hooks_v1_scenarios.py'), timeout=600)
 
 
 @pytest.fixture(scope='module')
@@ -119,19 +119,32 @@ def _equal(v1, compat) -> bool:
 def assert_same(v1: dict, compat: dict, ignore=()):
     v1, compat = _without_traceback(v1), _without_traceback(compat)
     if compat.get('error') and not v1.get('error'):
-        pytest.fail(f"compat_mts raised {compat['error']}")
+        pytest.fail(f'compat_mts raised {compat["error"]}')
     for key in sorted(set(v1) | set(compat)):
         if key not in ignore:
             assert _equal(v1.get(key), compat.get(key)), f'{key}: v1 {v1.get(key)!r}\n compat {compat.get(key)!r}'
 
 
 SAME_AS_V1 = [
-    'nan_fail', 'nan_stop', 'nan_vector_loss',
-    'logging_sorted_dict_every_n_iter', 'logging_list_in_given_order', 'logging_every_n_secs',
-    'logging_formatter', 'logging_only_at_end', 'logging_at_end_with_timer', 'logging_counts_from_each_begin',
-    'waiter_zero_never_waits', 'waiter_polls_until_the_step', 'waiter_needs_a_global_step',
-    'final_ops_values', 'final_ops_feed_dict', 'final_ops_out_of_range',
-    'feed_fn_feeds_every_run', 'feed_fn_conflicts_with_user_feed', 'feed_fn_conflicts_between_hooks',
+    'nan_fail',
+    'nan_stop',
+    'nan_vector_loss',
+    'logging_sorted_dict_every_n_iter',
+    'logging_list_in_given_order',
+    'logging_every_n_secs',
+    'logging_formatter',
+    'logging_only_at_end',
+    'logging_at_end_with_timer',
+    'logging_counts_from_each_begin',
+    'waiter_zero_never_waits',
+    'waiter_polls_until_the_step',
+    'waiter_needs_a_global_step',
+    'final_ops_values',
+    'final_ops_feed_dict',
+    'final_ops_out_of_range',
+    'feed_fn_feeds_every_run',
+    'feed_fn_conflicts_with_user_feed',
+    'feed_fn_conflicts_between_hooks',
 ]
 
 
@@ -155,13 +168,13 @@ def test_profiler_hook_traces_the_steps_v1_traces(name, v1_runs, compat_runs):
     # v1 never flushed its run metadata: what reached its file when the process ended (none, or the first
     # step's, as its writer's thread allowed) is a prefix of its traced steps. compat_mts writes each at its step.
     v1_tags = [tag for tag, _ in v1['run_metadata_tags']]
-    assert len(v1_tags) <= 1 and v1_tags == [f'step_{step}' for step in _timeline_steps(v1)][:len(v1_tags)]
+    assert len(v1_tags) <= 1 and v1_tags == [f'step_{step}' for step in _timeline_steps(v1)][: len(v1_tags)]
     assert compat['run_metadata_tags'] == [[f'step_{step}', step] for step in _timeline_steps(compat)]
     assert_same(v1, compat, ignore=('run_metadata_tags',))
 
 
 def _timeline_steps(result):
-    return [int(name[len('timeline-'):-len('.json')]) for name in result['timelines']]
+    return [int(name[len('timeline-') : -len('.json')]) for name in result['timelines']]
 
 
 def test_constructors_reject_what_v1_rejects_with_v1_class_and_message(v1_runs, compat_runs):

@@ -55,8 +55,11 @@ def test_hook_feeds_merge_with_the_callers_feeds():
 def test_a_key_fed_by_the_hook_and_the_caller_raises_v1s_error():
     scaled_step = make_scaled_step()
     with mts.MonitoredSession(hooks=[FeedFnHook(lambda: {'scale': np.float32(1.0)})]) as session:
-        with pytest.raises(RuntimeError, match=r"^Same tensor is fed by a SessionRunHook and user. "
-                                               r"Conflict\(s\): \['scale'\]$"):
+        with pytest.raises(
+            RuntimeError,
+            match=r'^Same tensor is fed by a SessionRunHook and user. '
+            r"Conflict\(s\): \['scale'\]$",
+        ):
             session.run(scaled_step, feed_dict={'scale': np.float32(2.0)})
 
 

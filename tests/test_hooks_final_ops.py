@@ -24,8 +24,11 @@ def fresh_global_step():
 @pytest.fixture
 def warnings(caplog):
     caplog.set_level(logging.INFO, logger='tensorflow')
-    return lambda: [r.getMessage() for r in caplog.records
-                    if r.pathname.endswith(os.path.join('hooks', 'final_ops.py')) and r.levelno == logging.WARNING]
+    return lambda: [
+        r.getMessage()
+        for r in caplog.records
+        if r.pathname.endswith(os.path.join('hooks', 'final_ops.py')) and r.levelno == logging.WARNING
+    ]
 
 
 def train(hooks, runs=2):
@@ -89,10 +92,14 @@ def test_step_outputs_do_not_exist_at_the_end_and_the_error_lists_what_does():
         train([FinalOpsHook('loss')])
 
 
-@pytest.mark.parametrize('make_final_op', [
-    lambda: iter(tf.data.Dataset.range(0)).get_next,
-    lambda: (lambda: next(iter([]))),
-], ids=['OutOfRangeError', 'StopIteration'])
+@pytest.mark.parametrize(
+    'make_final_op',
+    [
+        lambda: iter(tf.data.Dataset.range(0)).get_next,
+        lambda: lambda: next(iter([])),
+    ],
+    ids=['OutOfRangeError', 'StopIteration'],
+)
 def test_reading_the_input_at_the_end_warns_as_v1_and_reraises(make_final_op, warnings):
     error = tf.errors.OutOfRangeError if 'get_next' in repr(make_final_op()) else StopIteration
     with pytest.raises(error):
@@ -101,11 +108,14 @@ def test_reading_the_input_at_the_end_warns_as_v1_and_reraises(make_final_op, wa
     assert 'have a dependency back to some input source' in warnings()[0]
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({'final_ops': 5}, '`final_ops` must be a name'),
-    ({'final_ops': [tf.constant(1.0), 2.5]}, '`final_ops` must be a name'),
-    ({'final_ops': 'global_step', 'final_ops_feed_dict': [('scale', 1.0)]}, '`final_ops_feed_dict` must be None'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        ({'final_ops': 5}, '`final_ops` must be a name'),
+        ({'final_ops': [tf.constant(1.0), 2.5]}, '`final_ops` must be a name'),
+        ({'final_ops': 'global_step', 'final_ops_feed_dict': [('scale', 1.0)]}, '`final_ops_feed_dict` must be None'),
+    ],
+)
 def test_constructor_rejects_what_is_not_a_fetch(kwargs, message):
     with pytest.raises(TypeError, match=message):
         FinalOpsHook(**kwargs)

@@ -26,8 +26,11 @@ def fresh_global_step():
 def lines(caplog):
     """The INFO lines this hook logged (the `tensorflow` logger), read at assertion time."""
     caplog.set_level(logging.INFO, logger='tensorflow')
-    return lambda: [r.getMessage() for r in caplog.records
-                    if r.pathname.endswith(os.path.join('hooks', 'logging.py')) and r.levelno == logging.INFO]
+    return lambda: [
+        r.getMessage()
+        for r in caplog.records
+        if r.pathname.endswith(os.path.join('hooks', 'logging.py')) and r.levelno == logging.INFO
+    ]
 
 
 @pytest.fixture
@@ -60,11 +63,13 @@ def run(hooks, step, runs):
 # Validation (v1's messages first)
 
 
-@pytest.mark.parametrize('kwargs', [{}, {'every_n_iter': 1, 'every_n_secs': 1.0},
-                                    {'every_n_iter': 1, 'every_n_secs': 1.0, 'at_end': True}])
+@pytest.mark.parametrize(
+    'kwargs', [{}, {'every_n_iter': 1, 'every_n_secs': 1.0}, {'every_n_iter': 1, 'every_n_secs': 1.0, 'at_end': True}]
+)
 def test_needs_at_end_and_or_exactly_one_trigger(kwargs):
-    with pytest.raises(ValueError, match='^either at_end and/or exactly one of every_n_iter and every_n_secs '
-                                         'must be provided.$'):
+    with pytest.raises(
+        ValueError, match='^either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.$'
+    ):
         LoggingTensorHook({'loss': 'loss'}, **kwargs)
 
 
@@ -74,14 +79,17 @@ def test_every_n_iter_must_be_positive(every_n_iter):
         LoggingTensorHook({'loss': 'loss'}, every_n_iter=every_n_iter, at_end=True)
 
 
-@pytest.mark.parametrize('args, kwargs, message', [
-    (('loss',), {'every_n_iter': 1}, r"`tensors` must be a dict .* for one name write \['loss'\]"),
-    ((5,), {'every_n_iter': 1}, '`tensors` must be a dict'),
-    (({'a': 'a'},), {'every_n_iter': 1.5}, '`every_n_iter` must be None or an integer'),
-    (({'a': 'a'},), {'every_n_secs': '3'}, '`every_n_secs` must be None or a number'),
-    (({'a': 'a'},), {'at_end': 1}, '`at_end` must be a bool'),
-    (({'a': 'a'},), {'every_n_iter': 1, 'formatter': 'x'}, '`formatter` must be None or a callable'),
-])
+@pytest.mark.parametrize(
+    'args, kwargs, message',
+    [
+        (('loss',), {'every_n_iter': 1}, r"`tensors` must be a dict .* for one name write \['loss'\]"),
+        ((5,), {'every_n_iter': 1}, '`tensors` must be a dict'),
+        (({'a': 'a'},), {'every_n_iter': 1.5}, '`every_n_iter` must be None or an integer'),
+        (({'a': 'a'},), {'every_n_secs': '3'}, '`every_n_secs` must be None or a number'),
+        (({'a': 'a'},), {'at_end': 1}, '`at_end` must be a bool'),
+        (({'a': 'a'},), {'every_n_iter': 1, 'formatter': 'x'}, '`formatter` must be None or a callable'),
+    ],
+)
 def test_rejects_wrong_types(args, kwargs, message):
     with pytest.raises(TypeError, match=message):
         LoggingTensorHook(*args, **kwargs)
@@ -97,8 +105,10 @@ def test_a_value_that_is_not_a_fetch_is_a_value_error_as_in_v1():
 
 def test_dict_tags_are_logged_in_sorted_order_and_list_items_in_the_given_order(lines):
     step = counting_step()
-    hooks = [LoggingTensorHook({'zeta': 'loss', 'alpha': 'global_step'}, every_n_iter=10),
-             LoggingTensorHook(['loss', 'global_step:0'], every_n_iter=10)]
+    hooks = [
+        LoggingTensorHook({'zeta': 'loss', 'alpha': 'global_step'}, every_n_iter=10),
+        LoggingTensorHook(['loss', 'global_step:0'], every_n_iter=10),
+    ]
     run(hooks, step, 1)
     assert lines() == ['alpha = 1, zeta = 0.0', 'loss = 0.0, global_step:0 = 1']
 
@@ -106,8 +116,7 @@ def test_dict_tags_are_logged_in_sorted_order_and_list_items_in_the_given_order(
 def test_values_can_be_names_variables_tensors_and_callables(lines):
     step = counting_step()
     weight = tf.Variable([1.5, 2.0], name='weight')
-    hook = LoggingTensorHook({'a': weight, 'b': lambda: weight * 2, 'c': tf.constant(7), 'd': 'small'},
-                             every_n_iter=10)
+    hook = LoggingTensorHook({'a': weight, 'b': lambda: weight * 2, 'c': tf.constant(7), 'd': 'small'}, every_n_iter=10)
     run([hook], step, 1)
     assert lines() == ['a = [1.5 2. ], b = [3. 4.], c = 7, d = [0.00001 1.5    ]']
 
@@ -219,8 +228,7 @@ def test_at_end_logs_step_outputs_from_the_last_run_and_the_time_since_the_last_
 
     hook = LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=3, at_end=True)
     run([hook, Tick()], step, 4)
-    assert lines() == ['loss = 0.0, step = 1', 'loss = 0.75, step = 4 (1.500 sec)',
-                       'loss = 0.75, step = 4 (0.500 sec)']
+    assert lines() == ['loss = 0.0, step = 1', 'loss = 0.75, step = 4 (1.500 sec)', 'loss = 0.75, step = 4 (0.500 sec)']
 
 
 def test_at_end_without_any_run_reads_what_exists_and_names_what_does_not():
@@ -267,8 +275,9 @@ def wrapped_regression():
 
 def test_in_a_wrapped_graph_tensors_and_names_without_a_colon_are_read_as_v1_read_them(lines):
     x, loss, train_op = wrapped_regression()
-    hook = LoggingTensorHook({'tensor': loss, 'name': 'loss', 'full_name': 'loss:0', 'step': 'global_step'},
-                             every_n_iter=10)
+    hook = LoggingTensorHook(
+        {'tensor': loss, 'name': 'loss', 'full_name': 'loss:0', 'step': 'global_step'}, every_n_iter=10
+    )
     with mts.MonitoredSession(hooks=[hook]) as session:
         session.run(train_op, feed_dict={x: np.ones([1, 2], np.float32)})
     assert lines() == ['full_name = 2.0, name = 2.0, step = 1, tensor = 2.0']
@@ -276,6 +285,9 @@ def test_in_a_wrapped_graph_tensors_and_names_without_a_colon_are_read_as_v1_rea
 
 def test_in_a_wrapped_graph_the_name_of_an_op_with_several_outputs_is_ambiguous_as_in_v1():
     wrapped_regression()
-    with pytest.raises(ValueError, match=r'^Name halves is ambiguous, as this `Operation` has multiple outputs '
-                                         r'\(at least 2\).$'):
+    with pytest.raises(
+        ValueError,
+        match=r'^Name halves is ambiguous, as this `Operation` has multiple outputs '
+        r'\(at least 2\).$',
+    ):
         mts.MonitoredSession(hooks=[LoggingTensorHook(['halves'], every_n_iter=1)])

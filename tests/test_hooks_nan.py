@@ -59,7 +59,8 @@ def test_nan_loss_logs_an_error_and_raises_nan_loss_during_training_error(tf_rec
     assert str(raised.value) == 'NaN loss during training.'
     assert isinstance(raised.value, RuntimeError)
     assert [(r.levelno, r.getMessage()) for r in tf_records.records if 'NaN' in r.getMessage()] == [
-        (logging.ERROR, 'Model diverged with loss = NaN.')]
+        (logging.ERROR, 'Model diverged with loss = NaN.')
+    ]
 
 
 def test_the_error_leaves_the_with_block_without_end_calls():
@@ -79,7 +80,8 @@ def test_without_fail_on_nan_loss_it_warns_and_requests_a_stop_and_the_run_retur
         assert np.isnan(session.run(step)['loss'])
         assert session.should_stop()
     assert [(r.levelno, r.getMessage()) for r in tf_records.records if 'NaN' in r.getMessage()] == [
-        (logging.WARNING, 'Model diverged with loss = NaN.')]
+        (logging.WARNING, 'Model diverged with loss = NaN.')
+    ]
 
 
 def test_the_loss_is_fetched_on_every_run_from_the_same_execution():
@@ -96,11 +98,15 @@ def test_the_loss_is_fetched_on_every_run_from_the_same_execution():
     assert seen == [1, 2, 3]
 
 
-@pytest.mark.parametrize('make_loss', [
-    lambda: tf.Variable(float('nan')),
-    lambda: (lambda: tf.constant(float('nan'))),
-    lambda: 'loss',
-], ids=['variable', 'callable', 'step_output_name'])
+@pytest.mark.parametrize(
+    'make_loss',
+    [
+        lambda: tf.Variable(float('nan')),
+        lambda: lambda: tf.constant(float('nan')),
+        lambda: 'loss',
+    ],
+    ids=['variable', 'callable', 'step_output_name'],
+)
 def test_the_loss_can_be_any_fetch(make_loss):
     step = scheduled_step([float('nan')])
     with pytest.raises(NanLossDuringTrainingError):
@@ -122,11 +128,14 @@ def test_the_loss_must_be_a_scalar_as_np_isnan_decides_in_v1():
             session.run(step)
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({'loss_tensor': None}, '`loss_tensor` must be a name'),
-    ({'loss_tensor': 3.5}, '`loss_tensor` must be a name'),
-    ({'loss_tensor': 'loss', 'fail_on_nan_loss': 'yes'}, '`fail_on_nan_loss` must be a bool'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        ({'loss_tensor': None}, '`loss_tensor` must be a name'),
+        ({'loss_tensor': 3.5}, '`loss_tensor` must be a name'),
+        ({'loss_tensor': 'loss', 'fail_on_nan_loss': 'yes'}, '`fail_on_nan_loss` must be a bool'),
+    ],
+)
 def test_constructor_rejects_what_is_not_a_loss_or_a_bool(kwargs, message):
     with pytest.raises(TypeError, match=message):
         NanTensorHook(**kwargs)

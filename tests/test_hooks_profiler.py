@@ -30,8 +30,9 @@ def fresh_global_step():
 @pytest.fixture
 def lines(caplog):
     caplog.set_level(logging.INFO, logger='tensorflow')
-    return lambda: [(r.levelno, r.getMessage()) for r in caplog.records
-                    if r.pathname.endswith(os.path.join('hooks', 'profiler.py'))]
+    return lambda: [
+        (r.levelno, r.getMessage()) for r in caplog.records if r.pathname.endswith(os.path.join('hooks', 'profiler.py'))
+    ]
 
 
 def make_step():
@@ -63,8 +64,11 @@ def run_metadata_tags(directory):
     tags = []
     for path in sorted(glob.glob(os.path.join(directory, 'events.out.tfevents.*'))):
         for event in LegacyEventFileLoader(path).Load():
-            tags.extend((value.tag, event.step) for value in event.summary.value
-                        if value.metadata.plugin_data.plugin_name == 'graph_run_metadata_graph')
+            tags.extend(
+                (value.tag, event.step)
+                for value in event.summary.value
+                if value.metadata.plugin_data.plugin_name == 'graph_run_metadata_graph'
+            )
     return tags
 
 
@@ -87,8 +91,7 @@ def test_a_timeline_is_a_chrome_trace_with_the_traced_steps_events(tmp_path):
     # oneDNN is on).
     texts = [text for event in complete for text in [event['name'], *event['args'].values()] if isinstance(text, str)]
     assert any('weights_product' in text for text in texts)
-    assert {event['args']['name'] for event in trace['traceEvents'] if event['name'] == 'process_name'} >= {
-        '/host:CPU'}
+    assert {event['args']['name'] for event in trace['traceEvents'] if event['name'] == 'process_name'} >= {'/host:CPU'}
 
 
 def test_the_capture_is_left_in_tensorboards_profile_plugin_layout(tmp_path):
@@ -153,22 +156,28 @@ def test_a_traced_run_that_raises_leaves_the_profiler_free(tmp_path):
     assert timelines(tmp_path) == ['timeline-4.json']
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({}, '^Either every_secs or every_steps should be provided.$'),
-    ({'save_steps': 1, 'save_secs': 1}, '^Can not provide both every_secs and every_steps.$'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        ({}, '^Either every_secs or every_steps should be provided.$'),
+        ({'save_steps': 1, 'save_secs': 1}, '^Can not provide both every_secs and every_steps.$'),
+    ],
+)
 def test_v1_timer_errors(kwargs, message, tmp_path):
     with pytest.raises(ValueError, match=message):
         ProfilerHook(output_dir=str(tmp_path), **kwargs)
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({'save_steps': 1, 'output_dir': None}, '`output_dir` must be a directory path'),
-    ({'save_steps': '1'}, '`save_steps` must be None or an integer'),
-    ({'save_secs': 'soon'}, '`save_secs` must be None or a number'),
-    ({'save_steps': 1, 'show_dataflow': 'yes'}, '`show_dataflow` must be a bool'),
-    ({'save_steps': 1, 'show_memory': None}, '`show_memory` must be a bool'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        ({'save_steps': 1, 'output_dir': None}, '`output_dir` must be a directory path'),
+        ({'save_steps': '1'}, '`save_steps` must be None or an integer'),
+        ({'save_secs': 'soon'}, '`save_secs` must be None or a number'),
+        ({'save_steps': 1, 'show_dataflow': 'yes'}, '`show_dataflow` must be a bool'),
+        ({'save_steps': 1, 'show_memory': None}, '`show_memory` must be a bool'),
+    ],
+)
 def test_wrong_types_are_rejected_before_anything_is_written(kwargs, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TypeError, match=message):
@@ -194,6 +203,7 @@ def test_a_resumed_session_is_first_traced_n_steps_after_the_restored_step(tmp_p
 def test_the_profile_extra_installs_the_plugin_that_opens_the_captures_and_the_guide_says_how():
     import pathlib
     import tomllib
+
     repo = pathlib.Path(__file__).resolve().parent.parent
     extras = tomllib.loads((repo / 'pyproject.toml').read_text())['project']['optional-dependencies']
     assert extras['profile'] == ['tensorboard-plugin-profile']

@@ -59,8 +59,10 @@ def test_the_first_run_polls_every_half_second_and_logs_progress_past_1000_steps
     with mts.MonitoredSession(hooks=[GlobalStepWaiterHook(2000)]) as session:
         assert session.run(step) == 2401
     assert slept == [0.5, 0.5, 0.5, 0.5]
-    assert lines() == ['Waiting for global step 2000 before starting training.',
-                       'Waiting for global step 2000 before starting training. Current step is 1200.']
+    assert lines() == [
+        'Waiting for global step 2000 before starting training.',
+        'Waiting for global step 2000 before starting training. Current step is 1200.',
+    ]
 
 
 def test_another_thread_moving_the_global_step_releases_the_wait():

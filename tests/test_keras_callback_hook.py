@@ -102,9 +102,12 @@ def test_batch_callbacks_get_the_scalar_step_outputs_as_logs():
     train([CallbackHook([recorder])], scripted_step(), last_step=2)
     assert recorder.events == [
         ('train_begin',),
-        ('batch_begin', 0), ('batch_end', 0, {'loss': 1.0}),
-        ('batch_begin', 1), ('batch_end', 1, {'loss': pytest.approx(0.9)}),
-        ('train_end', {'loss': pytest.approx(0.9)})]
+        ('batch_begin', 0),
+        ('batch_end', 0, {'loss': 1.0}),
+        ('batch_begin', 1),
+        ('batch_end', 1, {'loss': pytest.approx(0.9)}),
+        ('train_end', {'loss': pytest.approx(0.9)}),
+    ]
 
 
 def test_epochs_follow_the_global_step_when_a_session_resumes():
@@ -114,10 +117,18 @@ def test_epochs_follow_the_global_step_when_a_session_resumes():
     train([CallbackHook([recorder], steps_per_epoch=2)], step, last_step=6)
     assert [event[:2] for event in recorder.events] == [
         ('train_begin',),
-        ('epoch_begin', 1), ('batch_begin', 1), ('batch_end', 1), ('epoch_end', 1),
-        ('epoch_begin', 2), ('batch_begin', 0), ('batch_end', 0), ('batch_begin', 1), ('batch_end', 1),
+        ('epoch_begin', 1),
+        ('batch_begin', 1),
+        ('batch_end', 1),
+        ('epoch_end', 1),
+        ('epoch_begin', 2),
+        ('batch_begin', 0),
+        ('batch_end', 0),
+        ('batch_begin', 1),
+        ('batch_end', 1),
         ('epoch_end', 2),
-        ('train_end', {'loss': pytest.approx(0.7)})]
+        ('train_end', {'loss': pytest.approx(0.7)}),
+    ]
 
 
 class RequestSpy(CallbackHook):
@@ -139,16 +150,18 @@ def test_step_outputs_are_fetched_only_when_a_callback_reads_logs():
     train([quiet], step, last_step=2)
     assert quiet.requests == [None, None]
 
-    reading = RequestSpy([keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: None)],
-                         steps_per_epoch=2)
+    reading = RequestSpy([keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: None)], steps_per_epoch=2)
     train([reading], step, last_step=4)
     assert [request.fetches for request in reading.requests] == [step, step]
 
 
 def test_terminate_on_nan_stops_the_session():
     model = compiled_model()
-    final_step = train([CallbackHook([keras.callbacks.TerminateOnNaN()], model=model)],
-                       scripted_step([1.0, 0.5, math.nan, 0.2, 0.1]), last_step=5)
+    final_step = train(
+        [CallbackHook([keras.callbacks.TerminateOnNaN()], model=model)],
+        scripted_step([1.0, 0.5, math.nan, 0.2, 0.1]),
+        last_step=5,
+    )
     assert final_step == 3
     assert model.stop_training
 
@@ -175,7 +188,7 @@ def test_bad_input_raises_clear_errors():
         mts.MonitoredSession(hooks=[CallbackHook([], steps_per_epoch=2)])
 
 
-_TF_KERAS_SCRIPT = r'''
+_TF_KERAS_SCRIPT = r"""
 import csv, json, sys, tempfile
 import tensorflow as tf
 import compat_mts as mts
@@ -205,7 +218,7 @@ with open(path, newline='') as file:
     rows = [(int(row['epoch']), round(float(row['loss']), 4)) for row in csv.DictReader(file)]
 print(json.dumps({'keras': keras.__name__, 'step': int(global_step.numpy()), 'rows': rows, 'batches': len(batches),
                   'stopped_epoch': callbacks[0].stopped_epoch}))
-'''
+"""
 
 
 def test_tf_keras_callbacks_run_in_a_session():

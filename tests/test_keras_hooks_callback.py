@@ -26,8 +26,9 @@ def compiled_model(steps_per_execution: int = 1) -> keras.Model:
 
 
 def fit(model: keras.Model, hooks: list, epochs: int = 5) -> None:
-    model.fit(FEATURES, TARGETS, batch_size=8, epochs=epochs, shuffle=False, verbose=0,
-              callbacks=[HooksCallback(hooks)])
+    model.fit(
+        FEATURES, TARGETS, batch_size=8, epochs=epochs, shuffle=False, verbose=0, callbacks=[HooksCallback(hooks)]
+    )
 
 
 def iterations(model: keras.Model) -> int:
@@ -35,12 +36,16 @@ def iterations(model: keras.Model) -> int:
 
 
 def optimizer_slots(model: keras.Model) -> list[np.ndarray]:
-    return [variable.numpy() for variable in model.optimizer.variables
-            if 'iteration' not in variable.name and 'learning_rate' not in variable.name]
+    return [
+        variable.numpy()
+        for variable in model.optimizer.variables
+        if 'iteration' not in variable.name and 'learning_rate' not in variable.name
+    ]
 
 
 def logging_tensor_hook_class():
     from compat_mts.hooks.logging import LoggingTensorHook  # pylint: disable=import-outside-toplevel
+
     return LoggingTensorHook
 
 
@@ -56,18 +61,30 @@ def test_hooks_are_called_in_the_session_order_once_per_batch():
     calls = []
     fit(compiled_model(), [Recorder('first', calls), mts.StopAtStepHook(last_step=3), Recorder('second', calls)])
     around_a_run = [('first', 'before_run'), ('second', 'before_run'), ('first', 'after_run'), ('second', 'after_run')]
-    assert calls == [('first', 'begin'), ('second', 'begin'),
-                     ('first', 'after_create_session'), ('second', 'after_create_session'),
-                     *around_a_run * 3,
-                     ('first', 'end'), ('second', 'end')]
+    assert calls == [
+        ('first', 'begin'),
+        ('second', 'begin'),
+        ('first', 'after_create_session'),
+        ('second', 'after_create_session'),
+        *around_a_run * 3,
+        ('first', 'end'),
+        ('second', 'end'),
+    ]
 
 
 def test_logging_tensor_hook_logs_on_v1_iterations_next_to_stop_and_checkpoint_hooks(tmp_path, tf_logs):
     logging_tensor_hook = logging_tensor_hook_class()
     model = compiled_model()
     losses = Recorder('losses', [], fetches='loss')
-    fit(model, [mts.StopAtStepHook(last_step=7), logging_tensor_hook(['loss'], every_n_iter=2),
-                mts.CheckpointSaverHook(str(tmp_path), save_steps=3), losses])
+    fit(
+        model,
+        [
+            mts.StopAtStepHook(last_step=7),
+            logging_tensor_hook(['loss'], every_n_iter=2),
+            mts.CheckpointSaverHook(str(tmp_path), save_steps=3),
+            losses,
+        ],
+    )
     assert iterations(model) == 7
     assert checkpoint_steps(str(tmp_path)) == [0, 3, 6, 7]
     lines = [message for message in tf_logs.messages() if message.startswith('loss = ')]
@@ -91,8 +108,7 @@ def test_second_fit_resumes_weights_optimizer_slots_and_step(tmp_path):
             restored['weights'] = second.get_weights()
             restored['slots'] = optimizer_slots(second)
 
-    fit(second, [mts.StopAtStepHook(last_step=10), mts.CheckpointSaverHook(str(tmp_path), save_steps=3),
-                 Snapshot()])
+    fit(second, [mts.StopAtStepHook(last_step=10), mts.CheckpointSaverHook(str(tmp_path), save_steps=3), Snapshot()])
     assert restored['step'] == 7
     for restored_value, saved_value in zip(restored['weights'], first.get_weights(), strict=True):
         np.testing.assert_array_equal(restored_value, saved_value)
@@ -105,11 +121,17 @@ def test_second_fit_resumes_weights_optimizer_slots_and_step(tmp_path):
 
 def test_fetch_names_resolve_to_batch_logs_then_model_variables_then_global_step():
     model = compiled_model()
-    fetches = {'loss': 'loss', 'bias': 'regression/dense/bias', 'step': 'global_step',
-               'stale': mts.STALE_GLOBAL_STEP, 'iterations': model.optimizer.iterations.value}
+    fetches = {
+        'loss': 'loss',
+        'bias': 'regression/dense/bias',
+        'step': 'global_step',
+        'stale': mts.STALE_GLOBAL_STEP,
+        'iterations': model.optimizer.iterations.value,
+    }
     recorder = Recorder('names', [], fetches=fetches)
-    history = model.fit(FEATURES, TARGETS, batch_size=8, epochs=1, shuffle=False, verbose=0,
-                        callbacks=[HooksCallback([recorder])])
+    history = model.fit(
+        FEATURES, TARGETS, batch_size=8, epochs=1, shuffle=False, verbose=0, callbacks=[HooksCallback([recorder])]
+    )
     first, last = recorder.results[0], recorder.results[-1]
     assert (first['stale'], first['step'], first['iterations']) == (0, 1, 1)
     assert (last['stale'], last['step']) == (7, 8)
@@ -137,8 +159,15 @@ def test_stale_global_step_follows_every_move_of_iterations_across_batches_and_e
             if epoch == 1:
                 self.model.optimizer.iterations.assign_add(1000)
 
-    model.fit(FEATURES, TARGETS, batch_size=8, epochs=2, shuffle=False, verbose=0,
-              callbacks=[HooksCallback([stale, JumpAtTheThirdBatch()]), JumpAtEpochBegin()])
+    model.fit(
+        FEATURES,
+        TARGETS,
+        batch_size=8,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[HooksCallback([stale, JumpAtTheThirdBatch()]), JumpAtEpochBegin()],
+    )
     assert stale.results == [0, 1, 2, 103, 104, 105, 106, 107] + list(range(1108, 1116))
     assert iterations(model) == 1116
 
@@ -210,9 +239,11 @@ class SummarizingRegression(keras.Model):
 
 def test_summary_saver_and_step_counter_write_the_same_tags_and_steps_as_a_session(tmp_path):
     def hooks(directory):
-        return [mts.StopAtStepHook(last_step=6),
-                mts.SummarySaverHook(save_steps=2, output_dir=directory, scaffold=mts.Scaffold()),
-                mts.StepCounterHook(every_n_steps=2, output_dir=directory)]
+        return [
+            mts.StopAtStepHook(last_step=6),
+            mts.SummarySaverHook(save_steps=2, output_dir=directory, scaffold=mts.Scaffold()),
+            mts.StepCounterHook(every_n_steps=2, output_dir=directory),
+        ]
 
     fit_dir, session_dir = str(tmp_path / 'fit'), str(tmp_path / 'session')
     model = SummarizingRegression()
@@ -274,14 +305,14 @@ def test_stage_2_session_checkpoints_resume_in_fit(tmp_path):
         features, targets = next(dataset)
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(features) - targets))
-        model.optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                            model.trainable_variables))
+        model.optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         global_step.assign_add(1)
         return {'loss': loss}
 
     scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=model.optimizer))
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=scaffold,
-                                      hooks=[mts.StopAtStepHook(last_step=5)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), scaffold=scaffold, hooks=[mts.StopAtStepHook(last_step=5)]
+    ) as session:
         while not session.should_stop():
             session.run(train_step)
     stage_2_weights = model.get_weights()
@@ -295,8 +326,7 @@ def test_stage_2_session_checkpoints_resume_in_fit(tmp_path):
             restored['step'] = int(session.run('global_step'))
             restored['weights'] = stage_3.get_weights()
 
-    fit(stage_3, [mts.StopAtStepHook(last_step=8), mts.CheckpointSaverHook(str(tmp_path), save_steps=100),
-                  Snapshot()])
+    fit(stage_3, [mts.StopAtStepHook(last_step=8), mts.CheckpointSaverHook(str(tmp_path), save_steps=100), Snapshot()])
     assert restored['step'] == 5
     for restored_value, saved_value in zip(restored['weights'], stage_2_weights, strict=True):
         np.testing.assert_array_equal(restored_value, saved_value)
@@ -313,7 +343,7 @@ def test_bad_input_raises_clear_errors():
 
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(optimizer=None, loss='mse')
-    with pytest.raises(ValueError, match='needs the model\'s optimizer'):
+    with pytest.raises(ValueError, match="needs the model's optimizer"):
         fit(model, [mts.StopAtStepHook(last_step=1)])
 
     class Feeder(mts.SessionRunHook):
@@ -324,7 +354,7 @@ def test_bad_input_raises_clear_errors():
         fit(compiled_model(), [Feeder()])
 
 
-_TF_KERAS_SCRIPT = r'''
+_TF_KERAS_SCRIPT = r"""
 import json, sys, tempfile
 import numpy as np
 import tensorflow as tf
@@ -375,7 +405,7 @@ print(json.dumps({
     'second_stop': second_stop, 'spe_stop': spe_stop, 'directory': directory, 'spe_directory': spe_directory,
     'quiet_batch_hooks': HooksCallback([mts.SessionRunHook()])._implements_train_batch_hooks(),
     'busy_batch_hooks': HooksCallback([mts.StopAtStepHook(last_step=1)])._implements_train_batch_hooks()}))
-'''
+"""
 
 
 def test_tf_keras_fit_runs_the_same_hooks():

@@ -136,8 +136,9 @@ def test_an_iterator_advances_once_per_run_and_is_shared_by_every_fetch_set():
 
 
 def test_fetching_a_graph_variable_reads_it_before_the_step_updates_it(graph):
-    x, y, kernel, global_step, train_op = (graph.outputs[name] for name in ('x', 'y', 'kernel', 'global_step',
-                                                                           'train_op'))
+    x, y, kernel, global_step, train_op = (
+        graph.outputs[name] for name in ('x', 'y', 'kernel', 'global_step', 'train_op')
+    )
     with mts.MonitoredSession() as session:
         _, step, kernel_value = session.run([train_op, global_step, kernel], feed_dict={x: FEATURES, y: TARGETS})
         assert step == 0
@@ -159,8 +160,11 @@ def test_what_an_assign_returns_runs_the_assignment_and_reads_after_it():
 def test_feed_errors_are_v1s(graph):
     x, loss = graph.outputs['x'], graph.outputs['loss']
     with mts.MonitoredSession() as session:
-        with pytest.raises(ValueError, match=r"Cannot feed value of shape \(3,\) for Tensor x:0, which has shape "
-                                             r"\(None, 2\)"):
+        with pytest.raises(
+            ValueError,
+            match=r'Cannot feed value of shape \(3,\) for Tensor x:0, which has shape '
+            r'\(None, 2\)',
+        ):
             session.run(loss, feed_dict={x: np.zeros(3), 'y:0': TARGETS})
         with pytest.raises(TypeError, match='The value of a feed cannot be a tf.Tensor object'):
             session.run(loss, feed_dict={x: loss, 'y:0': TARGETS})
@@ -200,8 +204,9 @@ def test_a_new_program_on_the_same_directory_resumes_the_variables(tmp_path):
         mts.reset_global_step()  # Each call plays a new run of the program.
         graph = mts.wrap_graph(build_regression)
         x, y, train_op = graph.outputs['x'], graph.outputs['y'], graph.outputs['train_op']
-        with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir,
-                                          hooks=[mts.StopAtStepHook(last_step=last_step)]) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=checkpoint_dir, hooks=[mts.StopAtStepHook(last_step=last_step)]
+        ) as session:
             start = int(graph.global_step.numpy())
             while not session.should_stop():
                 session.run(train_op, feed_dict={x: FEATURES, y: TARGETS})
@@ -219,8 +224,9 @@ def test_merged_graph_summaries_are_the_default_summary_op(graph, tmp_path):
     from tests import support
 
     x, y, train_op = graph.outputs['x'], graph.outputs['y'], graph.outputs['train_op']
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_summaries_steps=2,
-                                      hooks=[mts.StopAtStepHook(last_step=5)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), save_summaries_steps=2, hooks=[mts.StopAtStepHook(last_step=5)]
+    ) as session:
         while not session.should_stop():
             session.run(train_op, feed_dict={x: FEATURES, y: TARGETS})
     events = support.read_events(str(tmp_path))
@@ -297,8 +303,12 @@ def test_recovery_without_a_checkpoint_goes_back_to_the_initial_values(graph):
 def test_partitioned_variables_are_saved_under_their_full_v1_name(tmp_path):
     def build():
         tf.compat.v1.train.get_or_create_global_step()
-        return tf.compat.v1.get_variable('table', [6, 2], initializer=tf.compat.v1.ones_initializer(),
-                                         partitioner=tf.compat.v1.fixed_size_partitioner(2))
+        return tf.compat.v1.get_variable(
+            'table',
+            [6, 2],
+            initializer=tf.compat.v1.ones_initializer(),
+            partitioner=tf.compat.v1.fixed_size_partitioner(2),
+        )
 
     graph = mts.wrap_graph(build)
     path = graph.checkpoint.write(str(tmp_path / 'model.ckpt-0'))
@@ -314,15 +324,21 @@ def test_partitioned_variables_are_saved_under_their_full_v1_name(tmp_path):
 
 def test_a_checkpoint_of_another_program_stops_the_session_instead_of_starting_afresh(tmp_path):
     other_kernel = tf.Variable(np.zeros((3, 3), np.float32))
-    manager = tf.train.CheckpointManager(legacy.NameBasedCheckpoint({'dense/kernel': other_kernel}), str(tmp_path),
-                                         max_to_keep=5, checkpoint_name='model.ckpt')
+    manager = tf.train.CheckpointManager(
+        legacy.NameBasedCheckpoint({'dense/kernel': other_kernel}),
+        str(tmp_path),
+        max_to_keep=5,
+        checkpoint_name='model.ckpt',
+    )
     manager.save(checkpoint_number=5)
     graph = mts.wrap_graph(build_regression)
     with pytest.raises(legacy.CheckpointMismatchError, match=r'dense/kernel: shape \[3, 3\] in the checkpoint'):
         mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
     assert int(graph.global_step.numpy()) == 0
     assert sorted(name for name in os.listdir(tmp_path) if name.startswith('model.ckpt')) == [
-        'model.ckpt-5.data-00000-of-00001', 'model.ckpt-5.index']  # Nothing written over the other program's.
+        'model.ckpt-5.data-00000-of-00001',
+        'model.ckpt-5.index',
+    ]  # Nothing written over the other program's.
 
 
 def test_the_overhead_benchmark_runs_end_to_end(capsys):
@@ -356,9 +372,11 @@ def test_graph_pbtxt_and_the_tensorboard_graph_are_the_wrapped_graph(graph, tmp_
 def test_fetching_what_needs_an_unfed_placeholder_raises_v1s_error(graph):
     loss = graph.outputs['loss']
     with mts.MonitoredSession() as session:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=r"You must feed a value for placeholder tensor 'y' with dtype float and shape "
-                                 r"\[\?,1\]"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"You must feed a value for placeholder tensor 'y' with dtype float and shape "
+            r'\[\?,1\]',
+        ):
             session.run(loss, feed_dict={'x:0': FEATURES})
 
 
@@ -388,7 +406,7 @@ def test_other_errors_of_build_fn_are_raised_as_they_are():
     assert raised.value is error
 
 
-_V1_SHAPES_PROGRAM = '''
+_V1_SHAPES_PROGRAM = """
 import json
 import tempfile
 
@@ -431,7 +449,7 @@ with tf.Graph().as_default():
 report['steps'] = [int(tf.train.load_variable(d, 'global_step')) for d in (wrapped_dir, graph_dir)]
 report['eager_after'] = tf.executing_eagerly()
 print(json.dumps(report))
-'''
+"""
 
 
 def test_v1_shapes_make_dimension_value_code_run_eagerly_in_wrap_graph_and_in_a_graph_block():

@@ -67,22 +67,26 @@ def test_restore_assigns_what_matches_and_reports_the_rest(v1_checkpoint_dir):
 def test_restore_of_a_value_that_does_not_fit_raises_and_assigns_nothing(v1_checkpoint_dir):
     bias, kernel = tf.Variable(np.zeros(2, np.float32)), tf.Variable(np.zeros((2, 3), np.float32))
     checkpoint = NameBasedCheckpoint({'dense/bias': bias, 'dense/kernel': kernel})
-    with pytest.raises(CheckpointMismatchError,
-                       match=r'dense/kernel: shape \[3, 2\] in the checkpoint, \[2, 3\] in the program'):
+    with pytest.raises(
+        CheckpointMismatchError, match=r'dense/kernel: shape \[3, 2\] in the checkpoint, \[2, 3\] in the program'
+    ):
         checkpoint.restore(tf.train.latest_checkpoint(v1_checkpoint_dir))
     np.testing.assert_array_equal(bias.numpy(), [0.0, 0.0])
 
 
 def test_checkpoint_manager_numbers_and_rotates_name_based_checkpoints(tmp_path):
     step = tf.Variable(0, dtype=tf.int64)
-    manager = tf.train.CheckpointManager(NameBasedCheckpoint({'global_step': step}), str(tmp_path), max_to_keep=2,
-                                         checkpoint_name='model.ckpt')
+    manager = tf.train.CheckpointManager(
+        NameBasedCheckpoint({'global_step': step}), str(tmp_path), max_to_keep=2, checkpoint_name='model.ckpt'
+    )
     for number in (1, 2, 3):
         step.assign(number)
         manager.save(checkpoint_number=number)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-3')
     assert sorted(name for name in os.listdir(tmp_path) if name.endswith('.index')) == [
-        'model.ckpt-2.index', 'model.ckpt-3.index']
+        'model.ckpt-2.index',
+        'model.ckpt-3.index',
+    ]
     assert tf.train.load_variable(str(tmp_path), 'global_step') == 3
 
 
@@ -107,8 +111,11 @@ def test_scaffold_saver_adds_the_global_step_under_its_v1_name(tmp_path):
 def test_restore_from_v1_dry_run_lists_matched_missing_and_unused_names(v1_checkpoint_dir):
     layer = tf.keras.layers.Dense(2)
     layer.build((None, 3))
-    report = restore_from_v1(v1_checkpoint_dir, {'dense/kernel': layer.kernel, 'dense/bias': layer.bias,
-                                                 'dense_1/bias': tf.Variable(BIAS)}, dry_run=True)
+    report = restore_from_v1(
+        v1_checkpoint_dir,
+        {'dense/kernel': layer.kernel, 'dense/bias': layer.bias, 'dense_1/bias': tf.Variable(BIAS)},
+        dry_run=True,
+    )
     assert report.path.endswith('model.ckpt-20') and not report.restored and not report.ok
     assert report.matched == ['dense/kernel', 'dense/bias'] and report.missing == ['dense_1/bias']
     assert report.unused == ['dense/kernel/Momentum', 'global_step']
@@ -119,8 +126,9 @@ def test_restore_from_v1_dry_run_lists_matched_missing_and_unused_names(v1_check
 def test_restore_from_v1_starts_a_keras_layer_from_a_v1_checkpoint(v1_checkpoint_dir):
     layer = tf.keras.layers.Dense(2)
     layer.build((None, 3))
-    report = restore_from_v1(os.path.join(v1_checkpoint_dir, 'model.ckpt-10'),
-                             {'dense/kernel': layer.kernel, 'dense/bias': layer.bias})
+    report = restore_from_v1(
+        os.path.join(v1_checkpoint_dir, 'model.ckpt-10'), {'dense/kernel': layer.kernel, 'dense/bias': layer.bias}
+    )
     assert report.restored and report.ok and report.matched == ['dense/kernel', 'dense/bias']
     np.testing.assert_array_equal(layer.kernel.numpy(), KERNEL)
     np.testing.assert_array_equal(layer(np.eye(3, dtype=np.float32)).numpy(), KERNEL + BIAS)
@@ -168,7 +176,7 @@ def test_a_compat_session_resumes_the_global_step_of_a_converted_v1_directory(v1
 
 
 def test_convert_checkpoint_rejects_bad_arguments(v1_checkpoint_dir, tmp_path):
-    with pytest.raises(ValueError, match="`to` must be one of"):
+    with pytest.raises(ValueError, match='`to` must be one of'):
         convert_checkpoint(v1_checkpoint_dir, str(tmp_path / 'out'), to='v1')
     with pytest.raises(ValueError, match='holds no checkpoint'):
         convert_checkpoint(str(tmp_path / 'empty'), str(tmp_path / 'out'), to='object')
@@ -180,16 +188,19 @@ def test_convert_checkpoint_rejects_bad_arguments(v1_checkpoint_dir, tmp_path):
 
 def test_compat_mts_convert_command_converts_a_directory(v1_checkpoint_dir, tmp_path, capsys):
     from compat_mts import cli
+
     object_dir = str(tmp_path / 'object')
     assert cli.main(['convert', v1_checkpoint_dir, object_dir, '--to', 'object']) == 0
     output = capsys.readouterr()
-    assert output.out.split() == [os.path.join(object_dir, 'model.ckpt-10'),
-                                  os.path.join(object_dir, 'model.ckpt-20')]
+    assert output.out.split() == [os.path.join(object_dir, 'model.ckpt-10'), os.path.join(object_dir, 'model.ckpt-20')]
     # The progress, on stderr (not a terminal here: a line at each quarter of the bytes that were converted).
     progress = output.err.splitlines()
     assert 1 <= len(progress) <= 4, progress
-    assert re.fullmatch(r'([\d.]+ [KM]?B)/\1 \(100%\), [\d.]+ [KMG]?B/s, took [\d.]+s, '
-                        r'model\.ckpt-20 \(2/2 checkpoints\)', progress[-1]), progress
+    assert re.fullmatch(
+        r'([\d.]+ [KM]?B)/\1 \(100%\), [\d.]+ [KMG]?B/s, took [\d.]+s, '
+        r'model\.ckpt-20 \(2/2 checkpoints\)',
+        progress[-1],
+    ), progress
     assert cli.main(['convert', v1_checkpoint_dir, object_dir, '--to', 'object']) == 2
     assert 'already holds checkpoints' in capsys.readouterr().err
 
@@ -234,22 +245,38 @@ def test_convert_checkpoint_names_a_damaged_file_and_leaves_dst_dir_as_it_was(ho
 @pytest.mark.parametrize('how', ['index truncated', 'data missing'])
 def test_compat_mts_convert_command_on_a_damaged_checkpoint_is_a_one_line_error(how, v1_checkpoint_dir, tmp_path):
     from tests.support import run_python
+
     hit = damage(v1_checkpoint_dir, 10, how)
-    result = run_python('import sys; from compat_mts import cli; sys.exit(cli.main(sys.argv[1:]))',
-                        'convert', v1_checkpoint_dir, str(tmp_path / 'object'), '--to', 'object', timeout=180)
+    result = run_python(
+        'import sys; from compat_mts import cli; sys.exit(cli.main(sys.argv[1:]))',
+        'convert',
+        v1_checkpoint_dir,
+        str(tmp_path / 'object'),
+        '--to',
+        'object',
+        timeout=180,
+    )
     assert result.returncode == 2, result.stderr[-3000:]
     assert 'Traceback' not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith('compat-mts convert: ')]
-    assert len(errors) == 1 and (hit if hit.endswith('.index') else 'model.ckpt-10.data-*') in errors[0], \
-        result.stderr
+    assert len(errors) == 1 and (hit if hit.endswith('.index') else 'model.ckpt-10.data-*') in errors[0], result.stderr
     assert result.stdout == ''
 
 
 def test_compat_mts_convert_command_takes_relative_directories(v1_checkpoint_dir, tmp_path):
     from tests.support import run_python
+
     command = 'import sys; from compat_mts import cli; sys.exit(cli.main(sys.argv[1:]))'
-    first = run_python(command, 'convert', os.path.relpath(v1_checkpoint_dir, tmp_path), 'object', '--to', 'object',
-                       cwd=str(tmp_path), timeout=180)
+    first = run_python(
+        command,
+        'convert',
+        os.path.relpath(v1_checkpoint_dir, tmp_path),
+        'object',
+        '--to',
+        'object',
+        cwd=str(tmp_path),
+        timeout=180,
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.split() == [os.path.join('object', 'model.ckpt-10'), os.path.join('object', 'model.ckpt-20')]
     # The state file of `object` lists relative paths, which are relative to the directory, not the cwd.

@@ -15,8 +15,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from tests.support import (REPO_ROOT, checkpoint_steps, events_files, read_events, run_pythons,
-                           state_file_steps)
+from tests.support import REPO_ROOT, checkpoint_steps, events_files, read_events, run_pythons, state_file_steps
 
 _TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
 
@@ -29,8 +28,11 @@ def tutorial_runs(tmp_path_factory):
     runs = {}
     for (mode, directory), result in zip(directories.items(), results):
         assert result.returncode == 0, result.stderr[-3000:]
-        runs[mode] = {'directory': directory, 'logged': json.loads(result.stdout.splitlines()[-1])['logged'],
-                      'lines': [line for line in result.stdout.splitlines() if line.startswith('step ')]}
+        runs[mode] = {
+            'directory': directory,
+            'logged': json.loads(result.stdout.splitlines()[-1])['logged'],
+            'lines': [line for line in result.stdout.splitlines() if line.startswith('step ')],
+        }
     return runs
 
 
@@ -60,8 +62,9 @@ def test_the_tutorial_trainer_writes_v1s_summaries_at_v1s_steps(tutorial_runs):
     assert sorted(compat) == sorted(v1)
     for tag in ('learning_rate', 'total_loss__raw_', 'conv1/conv1/conv1/sparsity'):
         assert [step for step, _ in compat[tag]] == [step for step, _ in v1[tag]], tag
-        np.testing.assert_allclose([value for _, value in compat[tag]], [value for _, value in v1[tag]],
-                                   rtol=1e-4, atol=1e-6, err_msg=tag)
+        np.testing.assert_allclose(
+            [value for _, value in compat[tag]], [value for _, value in v1[tag]], rtol=1e-4, atol=1e-6, err_msg=tag
+        )
     assert events_files(tutorial_runs['compat']['directory'])
 
 
@@ -120,8 +123,9 @@ def test_each_session_of_the_graph_starts_from_a_fresh_init_or_the_checkpoint_as
                 while not session.should_stop():
                     session.run(train_op)
         for expected_start in (0, 2):
-            with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
-                                              hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+            with mts.MonitoredTrainingSession(
+                checkpoint_dir=str(tmp_path), hooks=[mts.StopAtStepHook(num_steps=2)]
+            ) as session:
                 assert session.run(global_step) == expected_start
                 while not session.should_stop():
                     session.run(train_op)
@@ -153,8 +157,9 @@ def test_once_its_session_closes_the_graph_answers_no_names_of_later_eager_sessi
 
 def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
     other = tf.Variable(np.ones([2, 2], np.float32))
-    tf.train.CheckpointManager(mts.legacy.NameBasedCheckpoint({'w': other}), str(tmp_path), max_to_keep=1,
-                               checkpoint_name='model.ckpt').save(checkpoint_number=1)
+    tf.train.CheckpointManager(
+        mts.legacy.NameBasedCheckpoint({'w': other}), str(tmp_path), max_to_keep=1, checkpoint_name='model.ckpt'
+    ).save(checkpoint_number=1)
     with tf.Graph().as_default() as graph:
         _build_regression()
         with pytest.raises(mts.CheckpointMismatchError):
@@ -165,8 +170,9 @@ def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
 def test_a_full_scaffold_of_graph_ops_and_a_saver_runs_as_in_v1(tmp_path):
     program = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'full_scaffold_train.py')
     finals = {}
-    for mode, result in zip(('v1', 'compat'), run_pythons(*[(program, mode, str(tmp_path / mode))
-                                                              for mode in ('v1', 'compat')])):
+    for mode, result in zip(
+        ('v1', 'compat'), run_pythons(*[(program, mode, str(tmp_path / mode)) for mode in ('v1', 'compat')])
+    ):
         assert result.returncode == 0, result.stderr[-3000:]
         finals[mode] = json.loads(result.stdout.splitlines()[-1])
     assert finals['compat']['step'] == finals['v1']['step'] == 8

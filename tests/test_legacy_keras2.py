@@ -31,7 +31,7 @@ _LAST_STEP = 40
 
 # v1 graph code in a wrap_graph build_fn: v1 layers (batch normalization and its UPDATE_OPS, a regularizer), a
 # tf-keras layer, v1 losses and metrics; then a tf-keras model trained eagerly by model.fit in the same program.
-_WRAP_GRAPH_PROGRAM = '''
+_WRAP_GRAPH_PROGRAM = """
 import os
 os.environ['TF_USE_LEGACY_KERAS'] = '1'
 
@@ -86,11 +86,11 @@ print(json.dumps({'keras': tf.keras.__name__, 'layers': tf.compat.v1.layers.Dens
                   'variables': sorted(name for name, _ in tf.train.list_variables(sys.argv[1])),
                   'moving_mean_moved': bool(np.abs(moving_mean).max() > 0), **collected,
                   'losses': losses, 'accuracy': float(accuracy), 'fit_steps': int(model.optimizer.iterations)}))
-'''
+"""
 
 # Without the set-up: what wrap_graph says; then once the variable is set too late; then with the variable set and
 # tf-keras not installed (the import system is made not to find it) when TensorFlow first resolves `tf.keras`.
-_KERAS_3_PROGRAM = '''
+_KERAS_3_PROGRAM = """
 import importlib.machinery
 import json
 import os
@@ -143,7 +143,7 @@ sys.meta_path[:] = [_WithoutTfKeras if finder is importlib.machinery.PathFinder 
                     for finder in sys.meta_path]
 report['no_tf_keras'] = error_of(keras_dense)
 print(json.dumps(report))
-'''
+"""
 
 
 @pytest.fixture(scope='module')
@@ -152,14 +152,19 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp('keras2')
     calls = {
         'v1': (os.path.join(_PROGRAMS, 'mnist_layers_v1.py'), [str(root / 'v1'), str(_LAST_STEP)], _LEGACY_KERAS),
-        'compat': (os.path.join(_PROGRAMS, 'mnist_layers_compat.py'), [str(root / 'compat'), str(_LAST_STEP)],
-                   _LEGACY_KERAS),
+        'compat': (
+            os.path.join(_PROGRAMS, 'mnist_layers_compat.py'),
+            [str(root / 'compat'), str(_LAST_STEP)],
+            _LEGACY_KERAS,
+        ),
         'wrap_graph': (_WRAP_GRAPH_PROGRAM, [str(root / 'wrap_graph')], {}),
         'keras_3': (_KERAS_3_PROGRAM, [], _KERAS_3),
     }
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(run_python, program, *args, env=env, timeout=240)
-                   for name, (program, args, env) in calls.items()}
+        futures = {
+            name: pool.submit(run_python, program, *args, env=env, timeout=240)
+            for name, (program, args, env) in calls.items()
+        }
         results = {name: future.result() for name, future in futures.items()}
     for name, result in results.items():
         assert result.returncode == 0, f'{name}:\n{result.stderr[-4000:]}'
@@ -183,8 +188,13 @@ def test_the_mnist_trainer_on_compat_mts_checkpoints_v1s_steps_names_and_values(
     v1 = tf.train.load_checkpoint(tf.train.latest_checkpoint(v1_dir))
     compat = tf.train.load_checkpoint(tf.train.latest_checkpoint(compat_dir))
     names = sorted(v1.get_variable_to_shape_map())
-    assert {'conv_layer1/conv2d/kernel', 'conv_layer2/conv2d/bias/Adam', 'dense_1/kernel', 'beta2_power',
-            'global_step'} <= set(names)
+    assert {
+        'conv_layer1/conv2d/kernel',
+        'conv_layer2/conv2d/bias/Adam',
+        'dense_1/kernel',
+        'beta2_power',
+        'global_step',
+    } <= set(names)
     assert sorted(compat.get_variable_to_shape_map()) == names
     for name in names:
         np.testing.assert_allclose(compat.get_tensor(name), v1.get_tensor(name), rtol=1e-5, atol=1e-7, err_msg=name)
@@ -214,8 +224,13 @@ def test_the_mnist_trainer_on_compat_mts_prints_v1s_logging_tensor_hook_lines(ru
 def test_v1_layers_tf_keras_layers_losses_metrics_and_a_tf_keras_fit_share_one_program(runs):
     outcome = runs['wrap_graph']
     assert outcome['keras'].startswith('tf_keras') and outcome['layers'].startswith('tf_keras')
-    assert {'dense/kernel', 'batch_normalization/moving_mean', 'keras_dense/kernel/Adam', 'dense_1/bias',
-            'global_step'} <= set(outcome['variables'])
+    assert {
+        'dense/kernel',
+        'batch_normalization/moving_mean',
+        'keras_dense/kernel/Adam',
+        'dense_1/bias',
+        'global_step',
+    } <= set(outcome['variables'])
     assert outcome['update_ops'] == 2 and outcome['moving_mean_moved']  # batch_normalization's moving averages.
     assert outcome['regularization_losses'] == 1  # kernel_regularizer, summed by get_total_loss().
     assert len(outcome['losses']) == 30 and outcome['losses'][-1] < outcome['losses'][0]
@@ -248,5 +263,5 @@ def test_with_the_variable_set_and_no_tf_keras_wrap_graph_says_what_to_install(r
     error = runs['keras_3']['no_tf_keras']
     assert error['type'] == 'ImportError'
     assert 'Keras cannot be imported' in error['cause']
-    assert "TF_USE_LEGACY_KERAS is set, so TensorFlow looks for tf-keras, which is not installed" in error['message']
+    assert 'TF_USE_LEGACY_KERAS is set, so TensorFlow looks for tf-keras, which is not installed' in error['message']
     assert "pip install 'compat-mts[legacy]'" in error['message']

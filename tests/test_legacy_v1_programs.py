@@ -46,8 +46,14 @@ class V1Side:
         self._log_path = log_path
         self._log = open(log_path, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
         self._process = subprocess.Popen(  # pylint: disable=consider-using-with
-            [sys.executable, RUNNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            text=True, env=env, cwd=support.REPO_ROOT)
+            [sys.executable, RUNNER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+            cwd=support.REPO_ROOT,
+        )
 
     def run(self, plan: list[dict]) -> list[dict]:
         self._process.stdin.write(json.dumps(plan) + '\n')
@@ -105,10 +111,14 @@ def runs(tmp_path_factory):
     finally:
         v1_side.close()
     return {
-        'v1': {call['program']: dict(result, directory=call['checkpoint_dir'])
-               for call, result in zip(v1_plan, straight_v1)},
-        'compat': {call['program']: dict(result, directory=call['checkpoint_dir'])
-                   for call, result in zip(compat_plan, straight_compat)},
+        'v1': {
+            call['program']: dict(result, directory=call['checkpoint_dir'])
+            for call, result in zip(v1_plan, straight_v1)
+        },
+        'compat': {
+            call['program']: dict(result, directory=call['checkpoint_dir'])
+            for call, result in zip(compat_plan, straight_compat)
+        },
         'legs': {'v1_then_compat': legs[v1_first], 'compat_then_v1': legs[compat_first]},
     }
 
@@ -178,8 +188,9 @@ def test_input_pipeline_twin_writes_the_merged_summaries_at_the_v1_steps(runs):
     compat_losses = dict(support.read_events(compat_dir)['train_loss'])
     common = sorted(set(v1_losses) & set(compat_losses))
     assert common, (v1_losses, compat_losses)
-    np.testing.assert_allclose([compat_losses[step] for step in common], [v1_losses[step] for step in common],
-                               rtol=RTOL)
+    np.testing.assert_allclose(
+        [compat_losses[step] for step in common], [v1_losses[step] for step in common], rtol=RTOL
+    )
 
 
 @pytest.mark.parametrize('order', ['v1_then_compat', 'compat_then_v1'])
@@ -187,9 +198,13 @@ def test_a_directory_handed_back_and_forth_ends_at_the_right_step_with_the_right
     legs = runs['legs'][order]
     straight = runs['v1']['regression']
     assert [(leg['result']['start_step'], leg['result']['final_step']) for leg in legs] == [
-        (0, LEG), (LEG, 2 * LEG), (2 * LEG, 3 * LEG)]
-    np.testing.assert_allclose(sum((leg['result']['losses'] for leg in legs), []), straight['result']['losses'],
-                               rtol=RTOL, atol=ATOL)
+        (0, LEG),
+        (LEG, 2 * LEG),
+        (2 * LEG, 3 * LEG),
+    ]
+    np.testing.assert_allclose(
+        sum((leg['result']['losses'] for leg in legs), []), straight['result']['losses'], rtol=RTOL, atol=ATOL
+    )
     final = legs[-1]['latest_values']
     assert final['global_step'] == LAST_STEP
     _assert_same_values(final, straight['latest_values'])

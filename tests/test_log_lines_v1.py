@@ -11,7 +11,7 @@ import re
 
 from support import run_pythons
 
-_PROGRAM = '''
+_PROGRAM = """
 import sys
 import tempfile
 import tensorflow as tf
@@ -43,12 +43,14 @@ with train.MonitoredTrainingSession(checkpoint_dir=directory, hooks=hooks) as se
 with train.MonitoredTrainingSession(checkpoint_dir=directory, hooks=[train.StopAtStepHook(last_step=5)]) as session:
     while not session.should_stop():
         session.run(step)
-'''
+"""
 
 # v1's lines that a session with these hooks prints; v1's graph-only lines (`Graph was finalized.`, `Running
 # local_init_op.`) have no eager counterpart.
-_V1_LINE = re.compile(r'^INFO:tensorflow:(loss = |Saving checkpoints for |Restoring parameters from |'
-                      r'Calling checkpoint listeners |Create CheckpointSaverHook)')
+_V1_LINE = re.compile(
+    r'^INFO:tensorflow:(loss = |Saving checkpoints for |Restoring parameters from |'
+    r'Calling checkpoint listeners |Create CheckpointSaverHook)'
+)
 
 
 def _hook_lines(result) -> list[str]:

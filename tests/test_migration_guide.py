@@ -38,7 +38,7 @@ def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
             if match:
                 fence, language = match.group(2), match.group(3).lower()
                 start, lines = number + 1, []
-        elif match and match.group(2).startswith(fence) and not match.group(3) and not line[match.end():].strip():
+        elif match and match.group(2).startswith(fence) and not match.group(3) and not line[match.end() :].strip():
             if language in ('python', 'py'):
                 blocks.append((start, '\n'.join(lines) + '\n'))
             fence = None
@@ -83,18 +83,28 @@ def _run_block(source: str, directory: pathlib.Path) -> subprocess.CompletedProc
     script.write_text(source, encoding='utf-8')
     work = directory / 'work'
     work.mkdir()
-    return subprocess.run([sys.executable, str(script)], cwd=work, env=subprocess_env(), capture_output=True,
-                          text=True, timeout=BLOCK_TIMEOUT_SECS)
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=work,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_SECS,
+    )
 
 
 @pytest.fixture(scope='module')
 def block_results(request, tmp_path_factory):
     """The result of every selected block, run two at a time."""
-    selected = [item.callspec.params['block'] for item in request.session.items
-                if item.module is request.module and hasattr(item, 'callspec')]
+    selected = [
+        item.callspec.params['block']
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, 'callspec')
+    ]
     with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BLOCKS) as pool:
-        futures = {block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block'))
-                   for block in selected}
+        futures = {
+            block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block')) for block in selected
+        }
     return {block: future.result() for block, future in futures.items()}
 
 
@@ -103,7 +113,8 @@ def test_python_block_runs(block, block_results):
     expected_log_line = BLOCKS[block][1]
     result = block_results[block]
     assert result.returncode == 0, (
-            f'exit status {result.returncode}\n--- stdout ---\n{result.stdout[-4000:]}'
-            f'\n--- stderr ---\n{result.stderr[-8000:]}')
+        f'exit status {result.returncode}\n--- stdout ---\n{result.stdout[-4000:]}'
+        f'\n--- stderr ---\n{result.stderr[-8000:]}'
+    )
     if expected_log_line is not None:
         assert expected_log_line.search(result.stderr), result.stderr[-4000:]

@@ -20,10 +20,16 @@ def test_hook_methods_run_in_v1_order():
     with mts.MonitoredSession(hooks=hooks) as session:
         session.run(model.step)
     assert calls == [
-        ('a', 'begin'), ('b', 'begin'),
-        ('a', 'after_create_session'), ('b', 'after_create_session'),
-        ('a', 'before_run'), ('b', 'before_run'), ('a', 'after_run'), ('b', 'after_run'),
-        ('a', 'end'), ('b', 'end'),
+        ('a', 'begin'),
+        ('b', 'begin'),
+        ('a', 'after_create_session'),
+        ('b', 'after_create_session'),
+        ('a', 'before_run'),
+        ('b', 'before_run'),
+        ('a', 'after_run'),
+        ('b', 'after_run'),
+        ('a', 'end'),
+        ('b', 'end'),
     ]
 
 
@@ -220,9 +226,13 @@ def test_recovery_restores_the_latest_checkpoint_and_retries(tmp_path):
     recorder = Recorder('r', calls)
     steps = []
     with mts.MonitoredTrainingSession(
-            checkpoint_dir=str(tmp_path), scaffold=model.scaffold(), save_checkpoint_steps=2,
-            save_summaries_steps=0, log_step_count_steps=0,
-            hooks=[AbortOnce(), recorder, mts.StopAtStepHook(last_step=5)]) as session:
+        checkpoint_dir=str(tmp_path),
+        scaffold=model.scaffold(),
+        save_checkpoint_steps=2,
+        save_summaries_steps=0,
+        log_step_count_steps=0,
+        hooks=[AbortOnce(), recorder, mts.StopAtStepHook(last_step=5)],
+    ) as session:
         while not session.should_stop():
             session.run(model.step)
             steps.append(int(model.global_step.numpy()))
@@ -278,6 +288,7 @@ def test_run_step_fn_runs_with_and_without_hooks():
     model = Regression()
     hook = Recorder('a', [])
     with mts.MonitoredSession(hooks=[hook]) as session:
+
         def step_fn(step_context):
             step_context.session.run(model.step)
             return step_context.run_with_hooks(model.step)
@@ -291,6 +302,7 @@ def test_run_step_fn_runs_with_and_without_hooks():
 def test_step_context_request_stop_raises_stop_iteration_and_with_suppresses_it():
     hook = Recorder('a', [])
     with mts.MonitoredSession(hooks=[hook]) as session:
+
         def step_fn(step_context):
             step_context.request_stop()
 
@@ -334,10 +346,13 @@ def test_v1_user_hooks_work_unchanged():
     assert hook.values == [out['loss']]
 
 
-@pytest.mark.parametrize('hook, replacement', [
-    (lambda: tf.compat.v1.train.StopAtStepHook(last_step=3), 'compat_mts.StopAtStepHook'),
-    (lambda: tf.compat.v1.train.NanTensorHook('loss'), 'compat_mts.NanTensorHook'),
-])
+@pytest.mark.parametrize(
+    'hook, replacement',
+    [
+        (lambda: tf.compat.v1.train.StopAtStepHook(last_step=3), 'compat_mts.StopAtStepHook'),
+        (lambda: tf.compat.v1.train.NanTensorHook('loss'), 'compat_mts.NanTensorHook'),
+    ],
+)
 def test_v1_builtin_hooks_are_rejected_with_the_replacement(hook, replacement):
     with pytest.raises(TypeError, match=replacement):
         mts.MonitoredSession(hooks=[hook()])
@@ -352,7 +367,7 @@ def test_non_hooks_are_rejected_before_anything_runs():
         mts.MonitoredSession(session_creator='chief')
 
 
-_DATA_RUNS_OUT_V1 = '''
+_DATA_RUNS_OUT_V1 = """
 import sys
 import numpy as np
 import tensorflow as tf
@@ -366,11 +381,12 @@ with tf.control_dependencies([tf.compat.v1.assign_add(total, batch)]):  # What m
 with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as session:
     while not session.should_stop():
         session.run(train_op)
-'''
+"""
 
 
 def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_path):
     from tests.support import latest_checkpoint_step, run_python
+
     result = run_python(_DATA_RUNS_OUT_V1, str(tmp_path / 'v1'))
     assert result.returncode == 0, result.stderr[-2000:]
     global_step = mts.get_or_create_global_step()
@@ -391,10 +407,12 @@ def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_
 
 def _graph_of_value(value: float):
     """A legacy graph whose `value:0` is `value` and whose `train_op` increments its own global step."""
+
     def build_fn():
         global_step = tf.compat.v1.train.get_or_create_global_step()
         tf.constant(value, name='value')
         return {'train_op': tf.compat.v1.assign_add(global_step, 1, name='train_op')}
+
     return mts.wrap_graph(build_fn)
 
 
@@ -444,5 +462,6 @@ def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_h
         'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the core"\n'
         'import compat_mts.monitored_session\n'
         'hooks = sorted(name for name in sys.modules if name.startswith("compat_mts.hooks"))\n'
-        'assert not hooks, hooks\n')
+        'assert not hooks, hooks\n'
+    )
     assert result.returncode == 0, result.stderr[-3000:]

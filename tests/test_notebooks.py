@@ -27,16 +27,22 @@ import pytest
 from tests import execute_notebooks
 
 NOTEBOOKS = execute_notebooks.all_notebooks()
-NOTEBOOKS_WITH_HOOK_LINES = {'01_quickstart.ipynb', '02_legacy_script_stage_by_stage.ipynb',
-                             '03_hooks_inside_model_fit.ipynb'}
+NOTEBOOKS_WITH_HOOK_LINES = {
+    '01_quickstart.ipynb',
+    '02_legacy_script_stage_by_stage.ipynb',
+    '03_hooks_inside_model_fit.ipynb',
+}
 RE_EXECUTE = 'python tests/execute_notebooks.py'
 
 
 @pytest.fixture(scope='module')
 def executions(request):
     """The notebooks this run selected, executed two at a time; each test waits for its own."""
-    selected = [item.callspec.params['path'] for item in request.session.items
-                if item.module.__name__ == __name__ and hasattr(item, 'callspec')]
+    selected = [
+        item.callspec.params['path']
+        for item in request.session.items
+        if item.module.__name__ == __name__ and hasattr(item, 'callspec')
+    ]
     execute_notebooks.ensure_kernel()
     with concurrent.futures.ThreadPoolExecutor(execute_notebooks.PARALLEL_NOTEBOOKS) as pool:
         yield {path: pool.submit(execute_notebooks.execute, path) for path in dict.fromkeys(selected)}
@@ -50,23 +56,31 @@ def _described(cells: list[dict]) -> list[str]:
 def test_notebook_runs_and_its_committed_outputs_are_current(path, executions):
     committed = nbformat.read(path, as_version=4)
     assert any(cell.get('outputs') for cell in committed.cells if cell.cell_type == 'code'), (
-            f'{path.name} is committed without outputs; run `{RE_EXECUTE} {path.relative_to(path.parents[1])}`.')
+        f'{path.name} is committed without outputs; run `{RE_EXECUTE} {path.relative_to(path.parents[1])}`.'
+    )
 
     executed = executions[path].result()
 
     code_cells = [cell for cell in executed.cells if cell.cell_type == 'code']
-    printed = ''.join(output.get('text', '') for cell in code_cells for output in cell.outputs
-                      if output.output_type == 'stream')
+    printed = ''.join(
+        output.get('text', '') for cell in code_cells for output in cell.outputs if output.output_type == 'stream'
+    )
     assert printed.strip(), f'{path.name} printed nothing.'
     assert any('image/png' in output.get('data', {}) for cell in code_cells for output in cell.outputs), (
-            f'{path.name} shows no plot.')
+        f'{path.name} shows no plot.'
+    )
     if path.name in NOTEBOOKS_WITH_HOOK_LINES:  # v1's hook lines show where a v1 user looks for them.
         assert re.search(r'^INFO:tensorflow:loss = [\d.e+-]+', printed, re.MULTILINE), printed[-3000:]
 
     expected = execute_notebooks.comparable_outputs(execute_notebooks.clean(committed))
     actual = execute_notebooks.comparable_outputs(executed)
     if actual != expected:
-        difference = '\n'.join(difflib.unified_diff(_described(expected), _described(actual), 'committed',
-                                                    'executed now', lineterm='', n=2))
-        pytest.fail(f'The committed outputs of {path.name} are stale; run `{RE_EXECUTE} '
-                    f'{path.relative_to(path.parents[1])}` and commit the result.\n{difference[:6000]}')
+        difference = '\n'.join(
+            difflib.unified_diff(
+                _described(expected), _described(actual), 'committed', 'executed now', lineterm='', n=2
+            )
+        )
+        pytest.fail(
+            f'The committed outputs of {path.name} are stale; run `{RE_EXECUTE} '
+            f'{path.relative_to(path.parents[1])}` and commit the result.\n{difference[:6000]}'
+        )

@@ -22,8 +22,14 @@ import pytest
 import tensorflow as tf
 
 from compat_mts import parameter_server
-from tests.parameter_server_task import (AFTER_WORKER_LOSS, FIRST_STEPS, FROZEN_STEP_TIMEOUT_SECS, KILL_WORKER_AT,
-                                         LOSS_EVERY_N_RUNS, STEPS_PER_RUN)
+from tests.parameter_server_task import (
+    AFTER_WORKER_LOSS,
+    FIRST_STEPS,
+    FROZEN_STEP_TIMEOUT_SECS,
+    KILL_WORKER_AT,
+    LOSS_EVERY_N_RUNS,
+    STEPS_PER_RUN,
+)
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, read_events, state_file_steps
 from tests.test_distribute_cluster import PORT_TAKEN, free_ports
 
@@ -46,16 +52,28 @@ class Cluster:
 
     def _start(self, workers: int) -> None:
         ports = free_ports(2 + workers)
-        self.cluster = {'chief': [f'localhost:{ports[0]}'], 'ps': [f'localhost:{ports[1]}'],
-                        'worker': [f'localhost:{port}' for port in ports[2:]]}
-        self.env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PS_CLUSTER=json.dumps(self.cluster),
-                        PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])))
+        self.cluster = {
+            'chief': [f'localhost:{ports[0]}'],
+            'ps': [f'localhost:{ports[1]}'],
+            'worker': [f'localhost:{port}' for port in ports[2:]],
+        }
+        self.env = dict(
+            os.environ,
+            TF_CPP_MIN_LOG_LEVEL='2',
+            PS_CLUSTER=json.dumps(self.cluster),
+            PYTHONPATH=os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get('PYTHONPATH')])),
+        )
         self.tasks = {}
         for job, index in [('ps', 0)] + [('worker', index) for index in range(workers)]:
             stderr = open(self.root / f'{job}{index}.stderr', 'w')  # pylint: disable=consider-using-with
             self.tasks[job, index] = subprocess.Popen(
                 [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), job, str(index), '-'],
-                env=self.env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True)
+                env=self.env,
+                cwd=REPO_ROOT,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
         self.chief = None
 
     def _serving(self) -> bool:
@@ -75,11 +93,21 @@ class Cluster:
     def _run_chief(self, chief: str) -> bool:
         """Runs the chief to its end; False when it could not bind its own port."""
         ps, last_worker = self.tasks['ps', 0].pid, self.tasks['worker', len(self.cluster['worker']) - 1].pid
-        env = dict(self.env, PS_KILL_WORKER=str(last_worker), PS_KILL_PS=str(ps), PS_FREEZE_PS=str(ps),
-                   TF_CONFIG=json.dumps({'cluster': self.cluster, 'task': {'type': 'chief', 'index': 0}}))
+        env = dict(
+            self.env,
+            PS_KILL_WORKER=str(last_worker),
+            PS_KILL_PS=str(ps),
+            PS_FREEZE_PS=str(ps),
+            TF_CONFIG=json.dumps({'cluster': self.cluster, 'task': {'type': 'chief', 'index': 0}}),
+        )
         self.chief = subprocess.run(
             [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), chief, '0', self.checkpoint_dir],
-            env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS)
+            env=env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_SECS,
+        )
         self.ended_at = time.time()
         self.events = {}
         for line in self.chief.stdout.splitlines():
@@ -101,8 +129,10 @@ class Cluster:
 
     def report(self) -> str:
         chief = self.chief
-        return (f'chief exit {chief.returncode if chief else None}, events {sorted(self.events)}\n'
-                f'{chief.stderr[-4000:] if chief else ""}')
+        return (
+            f'chief exit {chief.returncode if chief else None}, events {sorted(self.events)}\n'
+            f'{chief.stderr[-4000:] if chief else ""}'
+        )
 
 
 @pytest.fixture(scope='module')
@@ -188,15 +218,21 @@ def test_a_lost_ps_ends_the_run_with_a_clear_error_in_bounded_time(cluster):
     assert saved_after_worker_loss <= reader.get_tensor('global_step')
 
 
-@pytest.mark.parametrize('arguments, message', [
-    (dict(cluster={'ps': ['h:1'], 'worker': ['h:2']}), 'needs one chief task'),
-    (dict(cluster={'chief': ['h:0'], 'worker': ['h:2']}), 'needs one chief task'),
-    (dict(cluster=['h:1']), '`cluster` must be a tf.train.ClusterSpec'),
-    (dict(cluster=None), 'needs `cluster`'),
-    (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run=0), '`steps_per_run`'),
-    (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=0), '`step_timeout_secs`'),
-    (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run='10'), r'\(str\)'),
-])
+@pytest.mark.parametrize(
+    'arguments, message',
+    [
+        (dict(cluster={'ps': ['h:1'], 'worker': ['h:2']}), 'needs one chief task'),
+        (dict(cluster={'chief': ['h:0'], 'worker': ['h:2']}), 'needs one chief task'),
+        (dict(cluster=['h:1']), '`cluster` must be a tf.train.ClusterSpec'),
+        (dict(cluster=None), 'needs `cluster`'),
+        (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run=0), '`steps_per_run`'),
+        (
+            dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=0),
+            '`step_timeout_secs`',
+        ),
+        (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run='10'), r'\(str\)'),
+    ],
+)
 def test_parameter_server_strategy_names_a_bad_argument(arguments, message, monkeypatch):
     monkeypatch.delenv('TF_CONFIG', raising=False)
     with pytest.raises((TypeError, ValueError), match=message):
@@ -204,8 +240,12 @@ def test_parameter_server_strategy_names_a_bad_argument(arguments, message, monk
 
 
 def test_parameter_server_strategy_runs_in_the_chief_only(monkeypatch):
-    monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': {'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']},
-                                                'task': {'type': 'worker', 'index': 0}}))
+    monkeypatch.setenv(
+        'TF_CONFIG',
+        json.dumps(
+            {'cluster': {'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, 'task': {'type': 'worker', 'index': 0}}
+        ),
+    )
     with pytest.raises(ValueError, match="runs in the chief's process.*join"):
         parameter_server.parameter_server_strategy()
 
@@ -216,6 +256,7 @@ def test_a_graph_on_job_ps_outside_a_parameter_server_chief_says_what_to_edit():
             tf.compat.v1.get_variable('weights', [2], initializer=tf.compat.v1.zeros_initializer())
 
     from compat_mts import legacy  # pylint: disable=import-outside-toplevel
+
     with pytest.raises(ValueError, match=r"\['ps'\].*add a 'chief' job.*compat_mts.parameter_server_strategy"):
         legacy.wrap_graph(build)
 
@@ -231,8 +272,9 @@ def test_a_callable_fetched_on_the_chief_says_it_would_not_run_on_the_workers():
 def test_worker_placements_are_dropped_and_ps_placements_kept():
     graph = tf.Graph()
     with graph.as_default():
-        with tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(
-                ps_tasks=2, worker_device='/job:worker/task:1')):
+        with tf.compat.v1.device(
+            tf.compat.v1.train.replica_device_setter(ps_tasks=2, worker_device='/job:worker/task:1')
+        ):
             first = tf.compat.v1.get_variable('first', [1])
             second = tf.compat.v1.get_variable('second', [1])
             total = tf.add(first, second, name='total')
@@ -258,7 +300,8 @@ def test_each_variable_goes_to_the_ps_task_its_op_names_else_round_robin():
     placement = parameter_server.VariablePlacement(2)
     assert placement.device_for('/job:ps/task:1') == '/job:ps/replica:0/task:1/device:CPU:0'
     assert [placement.device_for(device) for device in ('', '/job:worker/task:0', '/job:ps/task:7', '')] == [
-        f'/job:ps/replica:0/task:{task}/device:CPU:0' for task in (0, 1, 0, 1)]
+        f'/job:ps/replica:0/task:{task}/device:CPU:0' for task in (0, 1, 0, 1)
+    ]
 
 
 def test_a_chief_that_still_starts_v1_s_server_is_told_to_drop_it(monkeypatch):

@@ -26,10 +26,10 @@ def test_away_from_a_terminal_a_line_is_written_at_each_quarter_only():
         clock.now += 0.002  # 500 steps/s
         report.update(step, f'loss {1 / step:.3f}')
     assert lines == [
-            '250/1000 steps (25%), 500 steps/s, ETA 1.5s, loss 0.004',
-            '500/1000 steps (50%), 500 steps/s, ETA 1.0s, loss 0.002',
-            '750/1000 steps (75%), 500 steps/s, ETA 0.5s, loss 0.001',
-            '1000/1000 steps (100%), 500 steps/s, took 2.0s, loss 0.001',
+        '250/1000 steps (25%), 500 steps/s, ETA 1.5s, loss 0.004',
+        '500/1000 steps (50%), 500 steps/s, ETA 1.0s, loss 0.002',
+        '750/1000 steps (75%), 500 steps/s, ETA 0.5s, loss 0.001',
+        '1000/1000 steps (100%), 500 steps/s, took 2.0s, loss 0.001',
     ]
 
 
@@ -73,21 +73,27 @@ def test_work_that_stops_early_ends_the_live_line_at_finish():
 
 def test_bytes_are_shown_as_sizes():
     clock, lines = FakeClock(), []
-    report = progress.Progress(3 * 1024 ** 2, unit='bytes', out=lines.append, clock=clock)
+    report = progress.Progress(3 * 1024**2, unit='bytes', out=lines.append, clock=clock)
     report.update(1)
     clock.now += 0.5
-    report.update(1.5 * 1024 ** 2, 'model.ckpt-20 (1/2 checkpoints)')
+    report.update(1.5 * 1024**2, 'model.ckpt-20 (1/2 checkpoints)')
     assert lines == ['1.5 MB/3.0 MB (50%), 3.0 MB/s, ETA 0.5s, model.ckpt-20 (1/2 checkpoints)']
 
 
-@pytest.mark.parametrize('seconds, text', [(0.04, '0.0s'), (9.9, '9.9s'), (12.2, '13s'), (125, '2m05s'),
-                                           (3720, '1h02m')])
+@pytest.mark.parametrize(
+    'seconds, text', [(0.04, '0.0s'), (9.9, '9.9s'), (12.2, '13s'), (125, '2m05s'), (3720, '1h02m')]
+)
 def test_durations_read_at_a_glance(seconds, text):
     assert progress.format_duration(seconds) == text
 
 
-@pytest.mark.parametrize('arguments, message', [({'total': 0}, '`total` (0) must be a positive number.'),
-                                                ({'total': 5, 'unit': 'files'}, '`unit` must be one of')])
+@pytest.mark.parametrize(
+    'arguments, message',
+    [
+        ({'total': 0}, '`total` (0) must be a positive number.'),
+        ({'total': 5, 'unit': 'files'}, '`unit` must be one of'),
+    ],
+)
 def test_bad_arguments_name_the_argument(arguments, message):
     with pytest.raises(ValueError, match=message.replace('(', r'\(').replace(')', r'\)')):
         progress.Progress(**arguments)

@@ -10,9 +10,21 @@ import compat_mts as mts
 import compat_mts.hooks
 from tests.support import checkpoint_steps, run_python
 
-V1_HOOK_FAMILY = ['CheckpointSaverHook', 'CheckpointSaverListener', 'FeedFnHook', 'FinalOpsHook',
-                  'GlobalStepWaiterHook', 'LoggingTensorHook', 'NanLossDuringTrainingError', 'NanTensorHook',
-                  'ProfilerHook', 'SecondOrStepTimer', 'StepCounterHook', 'StopAtStepHook', 'SummarySaverHook']
+V1_HOOK_FAMILY = [
+    'CheckpointSaverHook',
+    'CheckpointSaverListener',
+    'FeedFnHook',
+    'FinalOpsHook',
+    'GlobalStepWaiterHook',
+    'LoggingTensorHook',
+    'NanLossDuringTrainingError',
+    'NanTensorHook',
+    'ProfilerHook',
+    'SecondOrStepTimer',
+    'StepCounterHook',
+    'StopAtStepHook',
+    'SummarySaverHook',
+]
 
 
 def counting_step():
@@ -36,15 +48,18 @@ def test_new_public_names_are_listed():
 
 
 def test_compat_mts_hooks_imports_nothing_until_a_name_is_used():
-    result = run_python('import sys, compat_mts.hooks\n'
-                        'assert "tensorflow" not in sys.modules, "imported at once"\n'
-                        'compat_mts.hooks.StopAtStepHook\n'
-                        'assert "compat_mts.hooks.stop" in sys.modules\n')
+    result = run_python(
+        'import sys, compat_mts.hooks\n'
+        'assert "tensorflow" not in sys.modules, "imported at once"\n'
+        'compat_mts.hooks.StopAtStepHook\n'
+        'assert "compat_mts.hooks.stop" in sys.modules\n'
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.parametrize('name', ['NanLossDuringTrainingError', 'CheckpointSaverListener', 'SecondOrStepTimer',
-                                  'SessionCreator'])
+@pytest.mark.parametrize(
+    'name', ['NanLossDuringTrainingError', 'CheckpointSaverListener', 'SecondOrStepTimer', 'SessionCreator']
+)
 def test_classes_subclass_their_v1_namesakes(name):
     assert issubclass(getattr(mts, name), getattr(tf.compat.v1.train, name))
 
@@ -98,8 +113,7 @@ def test_session_creator_is_abstract_as_in_v1():
         assert issubclass(creator, tf.compat.v1.train.SessionCreator)
 
 
-@pytest.mark.parametrize('base', [mts.SessionCreator, tf.compat.v1.train.SessionCreator],
-                         ids=['compat_mts', 'v1'])
+@pytest.mark.parametrize('base', [mts.SessionCreator, tf.compat.v1.train.SessionCreator], ids=['compat_mts', 'v1'])
 def test_a_session_creator_of_the_users_own_is_accepted(tmp_path, base):
     created = []
 
@@ -112,8 +126,10 @@ def test_a_session_creator_of_the_users_own_is_accepted(tmp_path, base):
             return self._chief.create_session()
 
     step = counting_step()
-    with mts.MonitoredSession(session_creator=Announcing(checkpoint_dir=str(tmp_path)),
-                              hooks=[mts.CheckpointSaverHook(str(tmp_path), save_steps=1)]) as session:
+    with mts.MonitoredSession(
+        session_creator=Announcing(checkpoint_dir=str(tmp_path)),
+        hooks=[mts.CheckpointSaverHook(str(tmp_path), save_steps=1)],
+    ) as session:
         assert [int(session.run(step)) for _ in range(2)] == [1, 2]
     with mts.MonitoredSession(session_creator=Announcing(checkpoint_dir=str(tmp_path))) as session:
         assert int(session.run(step)) == 3  # Restored by the wrapped chief creator.
@@ -133,8 +149,11 @@ def test_a_creator_returning_a_graph_session_is_named():
 def test_v1s_own_creator_is_named_with_its_replacement():
     with tf.Graph().as_default():
         creator = tf.compat.v1.train.ChiefSessionCreator()
-    with pytest.raises(TypeError, match=r'^`session_creator` is a tf.compat.v1.train.ChiefSessionCreator.*'
-                                        r'Use compat_mts.ChiefSessionCreator instead'):
+    with pytest.raises(
+        TypeError,
+        match=r'^`session_creator` is a tf.compat.v1.train.ChiefSessionCreator.*'
+        r'Use compat_mts.ChiefSessionCreator instead',
+    ):
         mts.MonitoredSession(session_creator=creator)
 
 
@@ -145,8 +164,9 @@ def test_type_checkers_see_every_lazy_name_where_it_is_imported_from():
     import compat_mts as package
 
     tree = ast.parse(open(package.__file__, encoding='utf-8').read())
-    block = next(node for node in tree.body
-                 if isinstance(node, ast.If) and getattr(node.test, 'id', '') == 'TYPE_CHECKING')
+    block = next(
+        node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, 'id', '') == 'TYPE_CHECKING'
+    )
     seen = {}
     for statement in block.body:
         for alias in statement.names:
@@ -163,6 +183,6 @@ def test_the_installed_package_carries_the_license_and_the_typed_marker():
     distribution = importlib.metadata.distribution('compat-mts')
     assert distribution.metadata['License-Expression'] == 'Apache-2.0'
     assert 'Programming Language :: Python :: 3.12' in distribution.metadata.get_all('Classifier')
-    license_file, = [path for path in distribution.files if path.name == 'LICENSE']
+    (license_file,) = [path for path in distribution.files if path.name == 'LICENSE']
     assert 'Apache License' in license_file.read_text()
     assert importlib.resources.files('compat_mts').joinpath('py.typed').is_file()

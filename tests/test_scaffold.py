@@ -43,11 +43,13 @@ _NO_SAVER = 'Scaffold has no saver'
 def test_no_saver_is_mentioned_only_by_sessions_that_checkpoint(checkpointed, tf_logs, tmp_path, monkeypatch):
     """v1's default Saver never logged; the step-only checkpoint is worth a line only where one is written."""
     from compat_mts import scaffold as scaffold_lib
+
     monkeypatch.setattr(scaffold_lib, '_logged_step_only', False)
     model = Regression()
     for _ in range(2):  # once per process
-        with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path) if checkpointed else None,
-                                          hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path) if checkpointed else None, hooks=[mts.StopAtStepHook(num_steps=2)]
+        ) as session:
             while not session.should_stop():
                 session.run(model.step)
     mentions = [message for message in tf_logs.messages() if message.startswith(_NO_SAVER)]
@@ -87,11 +89,13 @@ def test_init_fn_is_called_with_the_scaffold_and_the_session():
 
 def test_init_and_local_init_callables_run_in_v1_order_with_their_feeds():
     order = []
-    scaffold = mts.Scaffold(init_op=lambda value: order.append(('init_op', value)),
-                            init_feed_dict={'value': 1},
-                            init_fn=lambda scaffold, session: order.append(('init_fn', None)),
-                            local_init_op=lambda value: order.append(('local_init_op', value)),
-                            local_init_feed_dict={'value': 2})
+    scaffold = mts.Scaffold(
+        init_op=lambda value: order.append(('init_op', value)),
+        init_feed_dict={'value': 1},
+        init_fn=lambda scaffold, session: order.append(('init_fn', None)),
+        local_init_op=lambda value: order.append(('local_init_op', value)),
+        local_init_feed_dict={'value': 2},
+    )
     with mts.SingularMonitoredSession(scaffold=scaffold):
         pass
     assert order == [('init_op', 1), ('init_fn', None), ('local_init_op', 2)]
@@ -103,11 +107,14 @@ def test_a_ready_op_that_reports_missing_pieces_fails_the_creation():
         mts.SingularMonitoredSession(scaffold=scaffold)
 
 
-@pytest.mark.parametrize('kwargs, message', [
-    ({'init_fn': 3}, '`init_fn` must be None or a callable'),
-    ({'init_feed_dict': [1]}, '`init_feed_dict` must be None or a dict'),
-    ({'saver': 'path'}, '`saver` must be a tf.train.Checkpoint or a tf.train.CheckpointManager'),
-])
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        ({'init_fn': 3}, '`init_fn` must be None or a callable'),
+        ({'init_feed_dict': [1]}, '`init_feed_dict` must be None or a dict'),
+        ({'saver': 'path'}, '`saver` must be a tf.train.Checkpoint or a tf.train.CheckpointManager'),
+    ],
+)
 def test_bad_scaffold_arguments_are_named(kwargs, message):
     with pytest.raises(TypeError, match=message):
         mts.Scaffold(**kwargs)
@@ -126,15 +133,19 @@ def _grown_program_on(directory):
 
 def test_a_checkpoint_lacking_variables_of_the_program_is_refused_with_their_names(tmp_path):
     grown = _grown_program_on(str(tmp_path))
-    with pytest.raises(mts.CheckpointMismatchError, match=r'model\.ckpt-0 does not hold these variables of the '
-                                                          r'program: bias\. .*allow_partial_restore=True'):
+    with pytest.raises(
+        mts.CheckpointMismatchError,
+        match=r'model\.ckpt-0 does not hold these variables of the '
+        r'program: bias\. .*allow_partial_restore=True',
+    ):
         mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=grown.scaffold(), save_checkpoint_secs=0)
 
 
 def test_allow_partial_restore_restores_what_matches_and_names_the_rest(tmp_path, tf_logs):
     grown = _grown_program_on(str(tmp_path))
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_secs=0,
-                                      scaffold=grown.scaffold(allow_partial_restore=True)):
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), save_checkpoint_secs=0, scaffold=grown.scaffold(allow_partial_restore=True)
+    ):
         pass
     warnings = [m for m in tf_logs.messages() if 'left these variables of the program unmatched' in m]
     assert warnings and 'model.ckpt-0' in warnings[0] and warnings[0].endswith(': bias.')
@@ -160,8 +171,9 @@ def test_a_v1_saver_of_the_graph_code_needs_the_graph_to_be_run():
 def test_a_checkpoint_manager_as_saver_keeps_its_own_max_to_keep(tmp_path):
     model = Regression()
     manager = tf.train.CheckpointManager(model.checkpoint, str(tmp_path), max_to_keep=2, checkpoint_name='model.ckpt')
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=mts.Scaffold(saver=manager),
-                                      save_checkpoint_steps=1) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), scaffold=mts.Scaffold(saver=manager), save_checkpoint_steps=1
+    ) as session:
         for _ in range(4):
             session.run(model.step)
     assert checkpoint_steps(str(tmp_path)) == [3, 4]

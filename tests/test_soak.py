@@ -28,7 +28,7 @@ def _threads() -> int:
 
 def _resident_megabytes() -> float:
     with open('/proc/self/statm', encoding='ascii') as statm:
-        return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
+        return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20
 
 
 def test_two_hundred_sessions_leave_files_threads_and_memory_flat(tmp_path):
@@ -45,9 +45,12 @@ def test_two_hundred_sessions_leave_files_threads_and_memory_flat(tmp_path):
 
     readings = []
     for index in range(SESSIONS):
-        with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / f'run-{index}'),
-                                          scaffold=mts.Scaffold(saver=scaffold_checkpoint),
-                                          save_summaries_steps=1, hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path / f'run-{index}'),
+            scaffold=mts.Scaffold(saver=scaffold_checkpoint),
+            save_summaries_steps=1,
+            hooks=[mts.StopAtStepHook(num_steps=2)],
+        ) as session:
             while not session.should_stop():
                 session.run(step)
         if index + 1 in (WARM_UP, SESSIONS):

@@ -78,12 +78,15 @@ def train(fetch, hooks=(), limit=100, **session_kwargs):
 # The K-step callable
 
 
-@pytest.mark.parametrize('args, error, message', [
-    ((5, 10), TypeError, '`step_fn` must be a callable that runs one training step, got int.'),
-    ((lambda: None, 2.0), TypeError, '`steps_per_run` must be a positive integer, got 2.0'),
-    ((lambda: None, True), TypeError, '`steps_per_run` must be a positive integer'),
-    ((lambda: None, 0), ValueError, '^steps_per_run should be greater than 0$'),
-])
+@pytest.mark.parametrize(
+    'args, error, message',
+    [
+        ((5, 10), TypeError, '`step_fn` must be a callable that runs one training step, got int.'),
+        ((lambda: None, 2.0), TypeError, '`steps_per_run` must be a positive integer, got 2.0'),
+        ((lambda: None, True), TypeError, '`steps_per_run` must be a positive integer'),
+        ((lambda: None, 0), ValueError, '^steps_per_run should be greater than 0$'),
+    ],
+)
 def test_repeat_steps_rejects_bad_arguments(args, error, message):
     with pytest.raises(error, match=message):
         repeat_steps(*args)
@@ -100,11 +103,15 @@ def test_a_call_runs_k_steps_and_returns_the_last_steps_outputs():
     assert float(outputs['loss']) > float(one_step_loss)
 
 
-@pytest.mark.parametrize('make_outputs, check', [
-    (lambda step: None, lambda out: out is None),
-    (lambda step: (step, [step * 2]), lambda out: int(out[0]) == 3 and int(out[1][0]) == 6),
-    (lambda step: {'a': {'b': step}}, lambda out: int(out['a']['b']) == 3),
-], ids=['none', 'nested_tuple', 'nested_dict'])
+@pytest.mark.parametrize(
+    'make_outputs, check',
+    [
+        (lambda step: None, lambda out: out is None),
+        (lambda step: (step, [step * 2]), lambda out: int(out[0]) == 3 and int(out[1][0]) == 6),
+        (lambda step: {'a': {'b': step}}, lambda out: int(out['a']['b']) == 3),
+    ],
+    ids=['none', 'nested_tuple', 'nested_dict'],
+)
 def test_the_outputs_keep_the_structure_of_step_fn(make_outputs, check):
     global_step = mts.get_or_create_global_step()
 
@@ -189,8 +196,11 @@ def test_run_with_hooks_in_run_step_fn_is_limited_too():
 def test_step_counter_counts_global_steps(tmp_path, clock, caplog):
     caplog.set_level(logging.INFO, logger='tensorflow')
     _, step = regression()
-    hooks = [mts.StopAtStepHook(last_step=500), mts.StepCounterHook(every_n_steps=200, output_dir=str(tmp_path)),
-             Tick(clock)]
+    hooks = [
+        mts.StopAtStepHook(last_step=500),
+        mts.StepCounterHook(every_n_steps=200, output_dir=str(tmp_path)),
+        Tick(clock),
+    ]
     train(repeat_steps(step, 100), hooks)
     assert read_events(str(tmp_path))['global_step/sec'] == [(300, 100.0), (500, 100.0)]
     assert [r.getMessage() for r in caplog.records if '/sec' in r.getMessage()] == ['global_step/sec: 100'] * 2
@@ -198,15 +208,27 @@ def test_step_counter_counts_global_steps(tmp_path, clock, caplog):
 
 def test_checkpoints_land_on_k_step_boundaries(tmp_path):
     _, step = regression()
-    train(repeat_steps(step, 100), [mts.StopAtStepHook(last_step=450)], checkpoint_dir=str(tmp_path),
-          save_checkpoint_steps=150, save_summaries_steps=None, log_step_count_steps=None)
+    train(
+        repeat_steps(step, 100),
+        [mts.StopAtStepHook(last_step=450)],
+        checkpoint_dir=str(tmp_path),
+        save_checkpoint_steps=150,
+        save_summaries_steps=None,
+        log_step_count_steps=None,
+    )
     assert checkpoint_steps(str(tmp_path)) == [0, 200, 400, 450]
 
 
 def test_summaries_record_the_last_step_of_a_triggered_run_at_its_boundary(tmp_path):
     _, step = regression()
-    train(repeat_steps(step, 100), [mts.StopAtStepHook(last_step=250)], checkpoint_dir=str(tmp_path),
-          save_summaries_steps=100, save_checkpoint_secs=None, log_step_count_steps=None)
+    train(
+        repeat_steps(step, 100),
+        [mts.StopAtStepHook(last_step=250)],
+        checkpoint_dir=str(tmp_path),
+        save_summaries_steps=100,
+        save_checkpoint_secs=None,
+        log_step_count_steps=None,
+    )
     loss_events = read_events(str(tmp_path))['loss']
     assert [event_step for event_step, _ in loss_events] == [100, 200, 250]
 
@@ -214,12 +236,22 @@ def test_summaries_record_the_last_step_of_a_triggered_run_at_its_boundary(tmp_p
 def test_summaries_of_k_one_step_runs_and_one_k_step_run_agree(tmp_path):
     _, step = regression()
     repeated_dir, plain_dir = str(tmp_path / 'repeated'), str(tmp_path / 'plain')
-    train(repeat_steps(step, 5), [mts.StopAtStepHook(last_step=20)], summary_dir=repeated_dir,
-          save_summaries_steps=5, log_step_count_steps=None)
+    train(
+        repeat_steps(step, 5),
+        [mts.StopAtStepHook(last_step=20)],
+        summary_dir=repeated_dir,
+        save_summaries_steps=5,
+        log_step_count_steps=None,
+    )
     global_step_lib.reset_global_step()
     _, step = regression()
-    train(tf.function(step), [mts.StopAtStepHook(last_step=20)], summary_dir=plain_dir, save_summaries_steps=5,
-          log_step_count_steps=None)
+    train(
+        tf.function(step),
+        [mts.StopAtStepHook(last_step=20)],
+        summary_dir=plain_dir,
+        save_summaries_steps=5,
+        log_step_count_steps=None,
+    )
     repeated, plain = read_events(repeated_dir)['loss'], read_events(plain_dir)['loss']
     assert [event_step for event_step, _ in repeated] == [5, 10, 15, 20]
     assert [event_step for event_step, _ in plain] == [1, 6, 11, 16]
@@ -237,8 +269,11 @@ def test_logging_tensor_hook_counts_k_local_steps_per_run(caplog):
     _, step = regression()
     hooks = [mts.StopAtStepHook(last_step=500), LoggingTensorHook({'step': 'step'}, every_n_iter=200)]
     train(repeat_steps(step, 100), hooks)
-    logged = [r.getMessage().split(' (')[0] for r in caplog.records
-              if r.pathname.endswith(os.path.join('hooks', 'logging.py'))]
+    logged = [
+        r.getMessage().split(' (')[0]
+        for r in caplog.records
+        if r.pathname.endswith(os.path.join('hooks', 'logging.py'))
+    ]
     assert logged == ['step = 100', 'step = 300', 'step = 500']
 
 
@@ -247,7 +282,9 @@ def test_profiler_hook_traces_k_step_runs_named_by_their_boundary(tmp_path):
     hooks = [mts.StopAtStepHook(last_step=400), ProfilerHook(save_steps=200, output_dir=str(tmp_path))]
     train(repeat_steps(step, 100), hooks)
     assert sorted(name for name in os.listdir(tmp_path) if name.startswith('timeline-')) == [
-        'timeline-200.json', 'timeline-400.json']
+        'timeline-200.json',
+        'timeline-400.json',
+    ]
 
 
 def test_nan_tensor_hook_checks_the_loss_of_the_last_step():

@@ -13,8 +13,7 @@ import tensorflow as tf
 import compat_mts as mts
 from compat_mts import _tf_internals as tf_internals
 from tests.models import Regression
-from tests.support import (checkpoint_steps, events_files, has_graph_event, read_events, state_file_steps,
-                           value_kinds)
+from tests.support import checkpoint_steps, events_files, has_graph_event, read_events, state_file_steps, value_kinds
 
 
 def hook_types(session):
@@ -37,8 +36,9 @@ def test_no_directories_means_no_hooks_and_no_files(tmp_path):
 def test_default_hooks_in_v1_order(tmp_path):
     model = Regression()
     first, last = mts.SessionRunHook(), mts.SessionRunHook()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), chief_only_hooks=[first],
-                                      hooks=[last], scaffold=model.scaffold()) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), chief_only_hooks=[first], hooks=[last], scaffold=model.scaffold()
+    ) as session:
         assert session._hooks[0] is first and session._hooks[-1] is last  # pylint: disable=protected-access
         assert hook_types(session)[1:4] == ['StepCounterHook', 'SummarySaverHook', 'CheckpointSaverHook']
 
@@ -54,31 +54,37 @@ def test_summary_dir_alone_gives_summaries_and_no_checkpoints(tmp_path):
 
 def test_zero_turns_default_hooks_off(tmp_path):
     Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_secs=0,
-                                      save_summaries_steps=0) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), save_checkpoint_secs=0, save_summaries_steps=0
+    ) as session:
         assert hook_types(session) == ['StepCounterHook']
 
 
-@pytest.mark.parametrize('kwargs, checkpoint_timer, summary_timer', [
-    ({}, (None, 600), (100, None)),
-    ({'save_checkpoint_steps': 5}, (5, None), (100, None)),
-    ({'save_summaries_secs': 30}, (None, 600), (None, 30)),
-    ({'save_summaries_steps': 7, 'save_checkpoint_secs': 60}, (None, 60), (7, None)),
-])
+@pytest.mark.parametrize(
+    'kwargs, checkpoint_timer, summary_timer',
+    [
+        ({}, (None, 600), (100, None)),
+        ({'save_checkpoint_steps': 5}, (5, None), (100, None)),
+        ({'save_summaries_secs': 30}, (None, 600), (None, 30)),
+        ({'save_summaries_steps': 7, 'save_checkpoint_secs': 60}, (None, 60), (7, None)),
+    ],
+)
 def test_use_default_resolves_each_pair_independently(tmp_path, kwargs, checkpoint_timer, summary_timer):
     Regression()
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), **kwargs) as session:
         hooks = {type(hook).__name__: hook for hook in session._hooks}  # pylint: disable=protected-access
-    timers = {name: (hook._timer._every_steps, hook._timer._every_secs)  # pylint: disable=protected-access
-              for name, hook in hooks.items() if name != 'StepCounterHook'}
+    timers = {
+        name: (hook._timer._every_steps, hook._timer._every_secs)  # pylint: disable=protected-access
+        for name, hook in hooks.items()
+        if name != 'StepCounterHook'
+    }
     assert timers == {'CheckpointSaverHook': checkpoint_timer, 'SummarySaverHook': summary_timer}
 
 
 def test_both_of_a_pair_raise_v1_error(tmp_path):
     Regression()
     with pytest.raises(ValueError, match='Can not provide both every_secs and every_steps.'):
-        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_secs=10,
-                                     save_checkpoint_steps=10)
+        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_secs=10, save_checkpoint_steps=10)
 
 
 def test_checkpoint_dir_without_global_step_raises_v1_error(tmp_path):
@@ -100,23 +106,29 @@ def test_files_of_a_default_chief_after_three_runs(tmp_path):
     assert not [name for name in names if name.endswith('.meta')]
     graph_def = tf.compat.v1.GraphDef()
     from google.protobuf import text_format
+
     text_format.Parse((tmp_path / 'graph.pbtxt').read_text(), graph_def)
     assert any(node.op == 'AssignAddVariableOp' for node in graph_def.node) or graph_def.library.function
 
 
 def test_save_graph_def_false_writes_no_graph(tmp_path):
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold(),
-                                      save_graph_def=False) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path), scaffold=model.scaffold(), save_graph_def=False
+    ) as session:
         session.run(model.step)
     assert 'graph.pbtxt' not in os.listdir(tmp_path)
 
 
 def test_checkpoints_keep_the_last_five_on_the_step_timer(tmp_path):
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold(),
-                                      save_checkpoint_steps=2, save_summaries_steps=0,
-                                      hooks=[mts.StopAtStepHook(last_step=13)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path),
+        scaffold=model.scaffold(),
+        save_checkpoint_steps=2,
+        save_summaries_steps=0,
+        hooks=[mts.StopAtStepHook(last_step=13)],
+    ) as session:
         train(session, model.step)
     assert checkpoint_steps(str(tmp_path)) == [6, 8, 10, 12, 13]
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-13')
@@ -124,9 +136,13 @@ def test_checkpoints_keep_the_last_five_on_the_step_timer(tmp_path):
 
 def test_summaries_and_steps_per_second_land_on_v1_steps(tmp_path, tf_logs):
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold(),
-                                      save_summaries_steps=2, log_step_count_steps=2,
-                                      hooks=[mts.StopAtStepHook(last_step=7)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path),
+        scaffold=model.scaffold(),
+        save_summaries_steps=2,
+        log_step_count_steps=2,
+        hooks=[mts.StopAtStepHook(last_step=7)],
+    ) as session:
         train(session, model.step)
     events = read_events(str(tmp_path))
     assert [step for step, _ in events['loss']] == [1, 3, 5, 7]
@@ -140,8 +156,9 @@ def test_summaries_and_steps_per_second_land_on_v1_steps(tmp_path, tf_logs):
 def test_summary_values_are_the_losses_of_those_steps(tmp_path):
     model = Regression()
     losses = []
-    with mts.MonitoredTrainingSession(summary_dir=str(tmp_path), save_summaries_steps=3,
-                                      log_step_count_steps=0) as session:
+    with mts.MonitoredTrainingSession(
+        summary_dir=str(tmp_path), save_summaries_steps=3, log_step_count_steps=0
+    ) as session:
         for _ in range(7):
             losses.append(float(session.run(model.step)['loss']))
     recorded = dict(read_events(str(tmp_path))['loss'])
@@ -153,14 +170,16 @@ def test_summary_values_are_the_losses_of_those_steps(tmp_path):
 def test_resume_continues_from_the_latest_checkpoint(tmp_path):
     model = Regression()
     directory = str(tmp_path)
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      hooks=[mts.StopAtStepHook(num_steps=5)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold(), hooks=[mts.StopAtStepHook(num_steps=5)]
+    ) as session:
         train(session, model.step)
     weights = model.w.numpy()
     mts.reset_global_step()
     resumed = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=resumed.scaffold(),
-                                      hooks=[mts.StopAtStepHook(num_steps=5)]) as session:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=resumed.scaffold(), hooks=[mts.StopAtStepHook(num_steps=5)]
+    ) as session:
         assert session.run(resumed.global_step) == 5
         np.testing.assert_array_equal(session.run(resumed.w), weights)
         train(session, resumed.step)
@@ -187,8 +206,9 @@ def test_init_fn_runs_only_without_a_checkpoint(tmp_path):
 
 def test_non_chief_runs_its_own_hooks_only_and_writes_nothing(tmp_path):
     model = Regression()
-    with mts.MonitoredTrainingSession(is_chief=False, summary_dir=str(tmp_path / 'summaries'),
-                                      chief_only_hooks=[mts.SessionRunHook()]) as session:
+    with mts.MonitoredTrainingSession(
+        is_chief=False, summary_dir=str(tmp_path / 'summaries'), chief_only_hooks=[mts.SessionRunHook()]
+    ) as session:
         assert hook_types(session) == []
         session.run(model.step)
     assert not (tmp_path / 'summaries').exists()
@@ -198,16 +218,19 @@ def test_non_chief_waits_for_and_restores_the_chiefs_checkpoint(tmp_path):
     model = Regression()
     directory = str(tmp_path)
     with pytest.raises(tf.errors.DeadlineExceededError, match='Session was not ready after waiting 0 secs.'):
-        mts.MonitoredTrainingSession(is_chief=False, checkpoint_dir=directory, max_wait_secs=0,
-                                     scaffold=model.scaffold())
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      hooks=[mts.StopAtStepHook(last_step=4)]) as session:
+        mts.MonitoredTrainingSession(
+            is_chief=False, checkpoint_dir=directory, max_wait_secs=0, scaffold=model.scaffold()
+        )
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, scaffold=model.scaffold(), hooks=[mts.StopAtStepHook(last_step=4)]
+    ) as session:
         train(session, model.step)
     files_before = sorted(os.listdir(directory))
     mts.reset_global_step()
     worker = Regression()
-    with mts.MonitoredTrainingSession(is_chief=False, checkpoint_dir=directory, max_wait_secs=5,
-                                      scaffold=worker.scaffold()) as session:
+    with mts.MonitoredTrainingSession(
+        is_chief=False, checkpoint_dir=directory, max_wait_secs=5, scaffold=worker.scaffold()
+    ) as session:
         assert session.run(worker.global_step) == 4
         session.run(worker.step)
     assert sorted(os.listdir(directory)) == files_before
@@ -222,37 +245,47 @@ def test_unwritable_checkpoint_dir_names_the_path(tmp_path):
         mts.MonitoredTrainingSession(checkpoint_dir=bad)
 
 
-@pytest.mark.parametrize('kwargs, error, message', [
-    ({'master': 3}, TypeError, '`master` must be a string'),
-    ({'master': 'localhost:2222'}, ValueError, "`master` must be ''"),
-    ({'is_chief': 'yes'}, TypeError, '`is_chief` must be a bool'),
-    ({'checkpoint_dir': 5}, TypeError, r"`checkpoint_dir` must be None or a path \(str or os.PathLike; '' is None"),
-    ({'summary_dir': 5.0}, TypeError, '`summary_dir` must be None or a path'),
-    ({'scaffold': object()}, TypeError, '`scaffold` must be a compat_mts.Scaffold'),
-    ({'scaffold': 'v1'}, TypeError, 'tf.compat.v1.train.Scaffold'),
-    ({'hooks': [1]}, TypeError, '`hooks` must hold SessionRunHook instances'),
-    ({'hooks': ['StopAtStepHook']}, TypeError,
-     r'`hooks` holds the class StopAtStepHook itself.*StopAtStepHook\(\.\.\.\)'),
-    ({'chief_only_hooks': ['StopAtStepHook']}, TypeError, '`chief_only_hooks` holds the class StopAtStepHook'),
-    ({'chief_only_hooks': 'hook'}, TypeError, '`chief_only_hooks` must hold SessionRunHook instances'),
-    ({'save_checkpoint_secs': '600'}, TypeError, '`save_checkpoint_secs` must be None, USE_DEFAULT'),
-    ({'save_checkpoint_secs': math.nan}, ValueError, '`save_checkpoint_secs` must be .*got nan: NaN'),
-    ({'save_summaries_secs': math.nan}, ValueError, '`save_summaries_secs` must be .*got nan: NaN'),
-    ({'log_step_count_steps': math.inf}, TypeError, '`log_step_count_steps` must be None, USE_DEFAULT'),
-    ({'save_checkpoint_steps': 2.5}, TypeError, '`save_checkpoint_steps` must be None, USE_DEFAULT'),
-    ({'save_summaries_steps': True}, TypeError, '`save_summaries_steps` must be None, USE_DEFAULT'),
-    ({'save_summaries_secs': []}, TypeError, '`save_summaries_secs` must be None, USE_DEFAULT'),
-    ({'config': {'threads': 2}}, TypeError, '`config` must be None or a tf.compat.v1.ConfigProto'),
-    ({'stop_grace_period_secs': -1}, ValueError, '`stop_grace_period_secs` must be a non-negative'),
-    ({'stop_grace_period_secs': math.nan}, ValueError, '`stop_grace_period_secs` must be .*got nan: NaN'),
-    ({'stop_grace_period_secs': None}, TypeError, '`stop_grace_period_secs` must be a non-negative'),
-    ({'log_step_count_steps': '100'}, TypeError, '`log_step_count_steps` must be None, USE_DEFAULT'),
-    ({'max_wait_secs': '7200'}, TypeError, r'`max_wait_secs` must be None or a non-negative number of seconds '
-                                           r'\(None and inf wait forever'),
-    ({'max_wait_secs': math.nan}, ValueError, '`max_wait_secs` must be .*got nan: NaN'),
-    ({'max_wait_secs': -math.inf}, ValueError, '`max_wait_secs` must be None or a non-negative'),
-    ({'save_graph_def': 'no'}, TypeError, '`save_graph_def` must be a bool'),
-])
+@pytest.mark.parametrize(
+    'kwargs, error, message',
+    [
+        ({'master': 3}, TypeError, '`master` must be a string'),
+        ({'master': 'localhost:2222'}, ValueError, "`master` must be ''"),
+        ({'is_chief': 'yes'}, TypeError, '`is_chief` must be a bool'),
+        ({'checkpoint_dir': 5}, TypeError, r"`checkpoint_dir` must be None or a path \(str or os.PathLike; '' is None"),
+        ({'summary_dir': 5.0}, TypeError, '`summary_dir` must be None or a path'),
+        ({'scaffold': object()}, TypeError, '`scaffold` must be a compat_mts.Scaffold'),
+        ({'scaffold': 'v1'}, TypeError, 'tf.compat.v1.train.Scaffold'),
+        ({'hooks': [1]}, TypeError, '`hooks` must hold SessionRunHook instances'),
+        (
+            {'hooks': ['StopAtStepHook']},
+            TypeError,
+            r'`hooks` holds the class StopAtStepHook itself.*StopAtStepHook\(\.\.\.\)',
+        ),
+        ({'chief_only_hooks': ['StopAtStepHook']}, TypeError, '`chief_only_hooks` holds the class StopAtStepHook'),
+        ({'chief_only_hooks': 'hook'}, TypeError, '`chief_only_hooks` must hold SessionRunHook instances'),
+        ({'save_checkpoint_secs': '600'}, TypeError, '`save_checkpoint_secs` must be None, USE_DEFAULT'),
+        ({'save_checkpoint_secs': math.nan}, ValueError, '`save_checkpoint_secs` must be .*got nan: NaN'),
+        ({'save_summaries_secs': math.nan}, ValueError, '`save_summaries_secs` must be .*got nan: NaN'),
+        ({'log_step_count_steps': math.inf}, TypeError, '`log_step_count_steps` must be None, USE_DEFAULT'),
+        ({'save_checkpoint_steps': 2.5}, TypeError, '`save_checkpoint_steps` must be None, USE_DEFAULT'),
+        ({'save_summaries_steps': True}, TypeError, '`save_summaries_steps` must be None, USE_DEFAULT'),
+        ({'save_summaries_secs': []}, TypeError, '`save_summaries_secs` must be None, USE_DEFAULT'),
+        ({'config': {'threads': 2}}, TypeError, '`config` must be None or a tf.compat.v1.ConfigProto'),
+        ({'stop_grace_period_secs': -1}, ValueError, '`stop_grace_period_secs` must be a non-negative'),
+        ({'stop_grace_period_secs': math.nan}, ValueError, '`stop_grace_period_secs` must be .*got nan: NaN'),
+        ({'stop_grace_period_secs': None}, TypeError, '`stop_grace_period_secs` must be a non-negative'),
+        ({'log_step_count_steps': '100'}, TypeError, '`log_step_count_steps` must be None, USE_DEFAULT'),
+        (
+            {'max_wait_secs': '7200'},
+            TypeError,
+            r'`max_wait_secs` must be None or a non-negative number of seconds '
+            r'\(None and inf wait forever',
+        ),
+        ({'max_wait_secs': math.nan}, ValueError, '`max_wait_secs` must be .*got nan: NaN'),
+        ({'max_wait_secs': -math.inf}, ValueError, '`max_wait_secs` must be None or a non-negative'),
+        ({'save_graph_def': 'no'}, TypeError, '`save_graph_def` must be a bool'),
+    ],
+)
 def test_bad_arguments_are_named_before_anything_is_written(tmp_path, kwargs, error, message):
     Regression()
     if kwargs.get('scaffold') == 'v1':
@@ -282,6 +315,7 @@ def test_a_v1_saver_of_a_graph_no_session_runs_names_the_checkpoint_replacement(
 
 def _graph_node_names(path):
     from google.protobuf import text_format
+
     graph_def = tf.compat.v1.GraphDef()
     text_format.Parse(path.read_text(), graph_def)
     names = {node.name for node in graph_def.node}
@@ -298,13 +332,13 @@ def test_a_session_writes_the_graph_of_its_own_step_even_if_its_first_run_has_no
         def step():
             global_step.assign_add(1)
             return {'marker': tf.identity(tf.constant(1.0), name=name)}
+
         return step
 
     first, second = step_named('only_in_the_first_step'), step_named('only_in_the_second_step')
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'first')) as session:
         session.run(first)
-    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'second'),
-                                      save_summaries_steps=1) as session:
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'second'), save_summaries_steps=1) as session:
         session.run(global_step)  # No step in this run: there is no graph to write yet.
         assert 'graph.pbtxt' not in os.listdir(tmp_path / 'second')
         session.run(second)
@@ -318,10 +352,15 @@ def test_a_session_writes_the_graph_of_its_own_step_even_if_its_first_run_has_no
 def test_each_events_file_holds_one_graph_as_tensorboard_expects(tmp_path, caplog):
     """The step counter, summary and checkpoint hooks share the writer; the graph goes into its file once."""
     from tensorboard.backend.event_processing import event_accumulator
+
     model = Regression()
     for _ in range(2):  # A second session opens a new events file, which gets the graph too.
-        with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_summaries_steps=1,
-                                          log_step_count_steps=1, hooks=[mts.StopAtStepHook(num_steps=3)]) as session:
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path),
+            save_summaries_steps=1,
+            log_step_count_steps=1,
+            hooks=[mts.StopAtStepHook(num_steps=3)],
+        ) as session:
             while not session.should_stop():
                 session.run(model.step)
     files = events_files(str(tmp_path))

@@ -14,11 +14,14 @@ from tests.models import Regression
 
 def main(directory: str, last_step: int) -> None:
     model = Regression()
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=model.scaffold(),
-                                      save_checkpoint_steps=2, save_summaries_steps=1,
-                                      hooks=[mts.StopAtStepHook(last_step=last_step)]) as session:
-        print('restored', int(session.run(model.global_step)), json.dumps(session.run(model.w).tolist()),
-              flush=True)
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=model.scaffold(),
+        save_checkpoint_steps=2,
+        save_summaries_steps=1,
+        hooks=[mts.StopAtStepHook(last_step=last_step)],
+    ) as session:
+        print('restored', int(session.run(model.global_step)), json.dumps(session.run(model.w).tolist()), flush=True)
         while not session.should_stop():
             session.run(model.step)
             print('step', int(model.global_step.numpy()), flush=True)

@@ -56,7 +56,8 @@ def build_model(loss_scales=None):
         loss = loss * tf.compat.v1.data.make_one_shot_iterator(scales).get_next()
     tf.compat.v1.summary.scalar('loss', loss)
     train_op = tf.compat.v1.train.GradientDescentOptimizer(differential_scenarios.LEARNING_RATE).minimize(
-        loss, global_step=global_step)
+        loss, global_step=global_step
+    )
     with tf.control_dependencies([train_op]):
         global_step_after = global_step.read_value()
     return GraphModel(global_step=global_step, loss=loss, global_step_after=global_step_after, train_op=train_op)

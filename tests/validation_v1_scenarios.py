@@ -47,8 +47,9 @@ def fake_clock(record):
 
 
 def _files(directory):
-    return sorted('events.out.tfevents' if name.startswith('events.out.tfevents') else name
-                  for name in os.listdir(directory))
+    return sorted(
+        'events.out.tfevents' if name.startswith('events.out.tfevents') else name for name in os.listdir(directory)
+    )
 
 
 def _hook_names(session):
@@ -69,8 +70,11 @@ def empty_summary_dir_falls_back_to_checkpoint_dir(side, directory):
     with side.train.MonitoredTrainingSession(checkpoint_dir=checkpoints, summary_dir='') as session:
         hooks = _hook_names(session)
         side.run(session, step)
-    return {'hooks': hooks, 'events_in_checkpoint_dir': 'events.out.tfevents' in _files(checkpoints),
-            'files': _files(directory)}
+    return {
+        'hooks': hooks,
+        'events_in_checkpoint_dir': 'events.out.tfevents' in _files(checkpoints),
+        'files': _files(directory),
+    }
 
 
 def singular_session_with_an_empty_checkpoint_dir(side, directory):
@@ -95,8 +99,11 @@ def checkpoint_saver_hook_in_the_working_directory(side, directory):
         returned = [side.run(session, step) for _ in range(3)]
     state = tf.train.get_checkpoint_state(directory)
     indexes = [name for name in _files(directory) if name.endswith('.index')]
-    return {'returned': returned, 'checkpoint_indexes': indexes,
-            'latest': os.path.basename(state.model_checkpoint_path)}
+    return {
+        'returned': returned,
+        'checkpoint_indexes': indexes,
+        'latest': os.path.basename(state.model_checkpoint_path),
+    }
 
 
 def _non_chief_waits(side, directory, max_wait_secs):
@@ -113,8 +120,11 @@ def _non_chief_waits(side, directory, max_wait_secs):
             outcome = f'still waiting after {SLEEPS_BEFORE_GIVING_UP * FAKE_SECS_PER_SLEEP:g} fake seconds'
         except tf.errors.DeadlineExceededError as error:
             outcome = f'DeadlineExceededError: {error.message}'
-    return {'outcome': outcome, 'gave_up_by_itself': 0 < record['sleeps'] < SLEEPS_BEFORE_GIVING_UP,
-            'files': _files(directory)}
+    return {
+        'outcome': outcome,
+        'gave_up_by_itself': 0 < record['sleeps'] < SLEEPS_BEFORE_GIVING_UP,
+        'files': _files(directory),
+    }
 
 
 def non_chief_max_wait_secs_none_waits_forever(side, directory):
@@ -129,13 +139,19 @@ def non_chief_default_max_wait_secs_gives_up(side, directory):
     return _non_chief_waits(side, directory, 'default')
 
 
-SCENARIOS = {fn.__name__: fn for fn in [
-    empty_directories_are_none, empty_summary_dir_falls_back_to_checkpoint_dir,
-    singular_session_with_an_empty_checkpoint_dir, chief_creator_with_empty_paths,
-    checkpoint_saver_hook_in_the_working_directory,
-    non_chief_max_wait_secs_none_waits_forever, non_chief_max_wait_secs_inf_waits_forever,
-    non_chief_default_max_wait_secs_gives_up,
-]}
+SCENARIOS = {
+    fn.__name__: fn
+    for fn in [
+        empty_directories_are_none,
+        empty_summary_dir_falls_back_to_checkpoint_dir,
+        singular_session_with_an_empty_checkpoint_dir,
+        chief_creator_with_empty_paths,
+        checkpoint_saver_hook_in_the_working_directory,
+        non_chief_max_wait_secs_none_waits_forever,
+        non_chief_max_wait_secs_inf_waits_forever,
+        non_chief_default_max_wait_secs_gives_up,
+    ]
+}
 
 
 def run_all(side, names=None):

@@ -56,9 +56,18 @@ check_file = checker.check_file
 format_text = report.format_text
 format_json = report.format_json
 
-__all__ = ['STAGES', 'Finding', 'CheckError', 'check_source', 'check_file', 'format_text', 'format_json',
-           'add_check_command', 'run', 'main']
-
+__all__ = [
+    'STAGES',
+    'Finding',
+    'CheckError',
+    'check_source',
+    'check_file',
+    'format_text',
+    'format_json',
+    'add_check_command',
+    'run',
+    'main',
+]
 
 
 def _python_files(paths: Iterable[str]) -> list[pathlib.Path]:
@@ -68,31 +77,48 @@ def _python_files(paths: Iterable[str]) -> list[pathlib.Path]:
     return files
 
 
-_DESCRIPTION = ('List the v1 training-loop constructs of Python scripts (read, never run), with the compat_mts '
-                'or TF2 replacement of each and the migration stage (1-4) that changes it; "blocks stage 1" marks '
-                'what fails on TensorFlow 2.21 as written, with the edit that makes it run. Exit status: 0 '
-                'nothing found, 1 constructs found, 2 a file could not be read or parsed.')
+_DESCRIPTION = (
+    'List the v1 training-loop constructs of Python scripts (read, never run), with the compat_mts '
+    'or TF2 replacement of each and the migration stage (1-4) that changes it; "blocks stage 1" marks '
+    'what fails on TensorFlow 2.21 as written, with the edit that makes it run. Exit status: 0 '
+    'nothing found, 1 constructs found, 2 a file could not be read or parsed.'
+)
 
 
 def _configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument('files', nargs='+', metavar='FILE',
-                        help='Python files to check (a directory means every *.py file below it)')
+    parser.add_argument(
+        'files', nargs='+', metavar='FILE', help='Python files to check (a directory means every *.py file below it)'
+    )
     parser.add_argument('--json', action='store_true', help='print the findings as JSON, for tools')
-    parser.add_argument('--max-stage', type=int, choices=sorted(STAGES), default=4, metavar='N',
-                        help='list only what stages 1..N change (default: 4, everything); the stages: ' +
-                             '; '.join(f'{stage} = {text}' for stage, text in STAGES.items()))
-    parser.add_argument('--fail-on', choices=('any', 'blocking', 'none'), default='any',
-                        help='exit with status 1 when anything is found (any, the default), only when something '
-                             'blocks stage 1 (blocking), or never (none)')
+    parser.add_argument(
+        '--max-stage',
+        type=int,
+        choices=sorted(STAGES),
+        default=4,
+        metavar='N',
+        help='list only what stages 1..N change (default: 4, everything); the stages: '
+        + '; '.join(f'{stage} = {text}' for stage, text in STAGES.items()),
+    )
+    parser.add_argument(
+        '--fail-on',
+        choices=('any', 'blocking', 'none'),
+        default='any',
+        help='exit with status 1 when anything is found (any, the default), only when something '
+        'blocks stage 1 (blocking), or never (none)',
+    )
     parser.set_defaults(run=run)
     return parser
 
 
 def add_check_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds `check` to the `add_subparsers()` object of the `compat-mts` parser; it dispatches on `args.run`."""
-    return _configure_parser(subparsers.add_parser(
-            'check', help='list the v1 constructs of scripts, their replacement and migration stage',
-            description=_DESCRIPTION))
+    return _configure_parser(
+        subparsers.add_parser(
+            'check',
+            help='list the v1 constructs of scripts, their replacement and migration stage',
+            description=_DESCRIPTION,
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -30,8 +30,7 @@ _BOUND_KINDS = ('session', 'iterator', 'graph', 'device_function', 'ps_cluster',
 
 def _has_ps_key(node: ast.AST) -> bool:
     """Whether `node` is a dict literal with a 'ps' key (a v1 cluster with parameter servers)."""
-    return isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps'
-                                              for key in node.keys)
+    return isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps' for key in node.keys)
 
 
 def _imports_tensorflow(node: ast.AST) -> bool:
@@ -45,14 +44,22 @@ def _sets_legacy_keras(node: ast.AST) -> bool:
     """Whether `node` is `os.environ['TF_USE_LEGACY_KERAS'] = '1'` or `os.environ.setdefault(...)` of it."""
     if isinstance(node, ast.Assign):
         pairs = [(target.slice, node.value) for target in node.targets if isinstance(target, ast.Subscript)]
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-            'setdefault', 'putenv') and len(node.args) == 2:
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ('setdefault', 'putenv')
+        and len(node.args) == 2
+    ):
         pairs = [tuple(node.args)]
     else:
         return False
-    return any(isinstance(key, ast.Constant) and key.value == 'TF_USE_LEGACY_KERAS'
-               and isinstance(value, ast.Constant) and str(value.value).lower() in ('1', 'true')
-               for key, value in pairs)
+    return any(
+        isinstance(key, ast.Constant)
+        and key.value == 'TF_USE_LEGACY_KERAS'
+        and isinstance(value, ast.Constant)
+        and str(value.value).lower() in ('1', 'true')
+        for key, value in pairs
+    )
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
@@ -66,13 +73,13 @@ def _method_position(call: ast.Call) -> tuple[int, int]:
 
 
 class _Checker(ast.NodeVisitor):
-
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
         self.names = names.Names(tree)
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
-        self._functions = {node.name for node in ast.walk(tree)
-                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._functions = {
+            node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
         self._bind_values(tree)
         self._graph_functions = self._wrapped_graph_functions(tree)
@@ -168,8 +175,12 @@ class _Checker(ast.NodeVisitor):
                 return True
             receiver = receiver.func  # sess.raw_session().run(...)
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, 'id', '')
-        return (self.names.uses_tensorflow and key not in self._bound['foreign']
-                and bool(catalogue.SESSION_NAME.search(name)) and self.names.resolve(receiver) is None)
+        return (
+            self.names.uses_tensorflow
+            and key not in self._bound['foreign']
+            and bool(catalogue.SESSION_NAME.search(name))
+            and self.names.resolve(receiver) is None
+        )
 
     def _has_ps_job(self, call: ast.Call, construct: str) -> bool:
         """Whether a ClusterSpec or Server call describes a cluster with a 'ps' job (or is a ps task)."""
@@ -199,17 +210,22 @@ class _Checker(ast.NodeVisitor):
         if not isinstance(node, ast.Subscript) or isinstance(node.slice, ast.Slice):
             return False
         shape = node.value
-        return ((isinstance(shape, ast.Attribute) and shape.attr == 'shape')
-                or (isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute)
-                    and shape.func.attr == 'get_shape')
-                or ast.unparse(shape) in self._bound['shape'])
+        return (
+            (isinstance(shape, ast.Attribute) and shape.attr == 'shape')
+            or (
+                isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute) and shape.func.attr == 'get_shape'
+            )
+            or ast.unparse(shape) in self._bound['shape']
+        )
 
     def _add(self, position: tuple[int, int], construct: str, rule: catalogue.Rule) -> None:
         if rule.unless is not None and rule.unless[0] in self._settings:
             rule = rule.unless[1]
         line, col = position
-        self.findings.setdefault((line, col, construct), report.Finding(
-                self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks))
+        self.findings.setdefault(
+            (line, col, construct),
+            report.Finding(self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks),
+        )
 
     # Visitors.
 
@@ -219,8 +235,9 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node, ast.ImportFrom):
             if node.level or not node.module:
                 return
-            paths = [(alias, node.module if alias.name == '*' else f'{node.module}.{alias.name}')
-                     for alias in node.names]
+            paths = [
+                (alias, node.module if alias.name == '*' else f'{node.module}.{alias.name}') for alias in node.names
+            ]
         else:
             paths = [(alias, alias.name) for alias in node.names]
         for alias, path in paths:
@@ -241,17 +258,25 @@ class _Checker(ast.NodeVisitor):
 
     def visit_With(self, node: ast.With) -> None:
         """The body of `with tf.Graph().as_default():` builds the program's own graph, as a wrap_graph build_fn does."""
-        graph_block = any(isinstance(item.context_expr, ast.Call) and isinstance(item.context_expr.func, ast.Attribute)
-                          and item.context_expr.func.attr == 'as_default'
-                          and self._is_graph(item.context_expr.func.value) for item in node.items)
+        graph_block = any(
+            isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Attribute)
+            and item.context_expr.func.attr == 'as_default'
+            and self._is_graph(item.context_expr.func.value)
+            for item in node.items
+        )
         outer = self._in_graph_function
         self._in_graph_function = outer or graph_block
         self.generic_visit(node)
         self._in_graph_function = outer
 
     def _visit_reference(self, node: ast.Attribute | ast.Name) -> None:
-        if (isinstance(node, ast.Attribute) and node.attr == 'value' and self.names.uses_tensorflow
-                and self._is_dimension(node.value)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == 'value'
+            and self.names.uses_tensorflow
+            and self._is_dimension(node.value)
+        ):
             self._add(_position(node), ast.unparse(node), catalogue.shape_value_rule(ast.unparse(node.value)))
         found = self.names.rule_for(node)
         if found is not None:
@@ -287,8 +312,11 @@ class _Checker(ast.NodeVisitor):
             self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
         elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
             self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
-        elif (self.names.resolve(node.func) == 'tensorflow.device' and node.args
-              and self._is_device_function(node.args[0])):
+        elif (
+            self.names.resolve(node.func) == 'tensorflow.device'
+            and node.args
+            and self._is_device_function(node.args[0])
+        ):
             self._add(_position(node), 'tf.device(<device function>)', catalogue.DEVICE_FUNCTION)
         if isinstance(node.func, ast.Attribute):
             self._check_method_call(node)
@@ -299,12 +327,14 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
-        rules = {name: catalogue.Rule(replacement, 3, note)
-                 for name, (replacement, note) in catalogue.MTS_ARGUMENTS.items()}
+        rules = {
+            name: catalogue.Rule(replacement, 3, note) for name, (replacement, note) in catalogue.MTS_ARGUMENTS.items()
+        }
         self._add_arguments(call, construct, catalogue.MTS_ARGUMENT_ORDER, rules)
 
-    def _add_arguments(self, call: ast.Call, construct: str, order: Sequence[str],
-                       rules: dict[str, catalogue.Rule]) -> None:
+    def _add_arguments(
+        self, call: ast.Call, construct: str, order: Sequence[str], rules: dict[str, catalogue.Rule]
+    ) -> None:
         """One finding per argument of `call` that `rules` has, given by keyword or by position (`order`)."""
         positional = itertools.takewhile(lambda arg: not isinstance(arg, ast.Starred), call.args)
         given = list(zip(order, positional))
@@ -329,8 +359,10 @@ class _Checker(ast.NodeVisitor):
                     self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', catalogue.MINIMIZE)
         elif method in catalogue.V1_ITERATOR_METHODS:
             self._add(_method_position(call), f'Dataset.{method}()', catalogue.ITERATOR_METHOD)
-        elif method == 'get_next' and (ast.unparse(receiver) in self._bound['iterator'] or (
-                isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))):
+        elif method == 'get_next' and (
+            ast.unparse(receiver) in self._bound['iterator']
+            or (isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))
+        ):
             self._add(_method_position(call), 'Iterator.get_next()', catalogue.GET_NEXT)
 
     def _is_graph(self, receiver: ast.AST) -> bool:
@@ -340,9 +372,14 @@ class _Checker(ast.NodeVisitor):
 
     def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
         # Keyword names ('x') feed a step callable; tensor names ('x:0') still feed a graph.
-        by_name = isinstance(value, ast.Dict) and value.keys and all(
+        by_name = (
+            isinstance(value, ast.Dict)
+            and value.keys
+            and all(
                 isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()
-                for key in value.keys)
+                for key in value.keys
+            )
+        )
         self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
 
 

@@ -25,7 +25,6 @@ def _dotted(node: ast.AST) -> list[str] | None:
     return parts[::-1]
 
 
-
 class Names:
     """What each name of a script stands for: import aliases (`tf` → `tensorflow.compat.v1`), module aliases
     (`tf1 = tf.compat.v1`), star imports, and whether a bare `tensorflow` is TF 1.x there.
@@ -52,28 +51,34 @@ class Names:
                         self.star_modules.append(module)
                     else:
                         self._bind(alias.asname or alias.name, f'{module}.{alias.name}')
-        self.uses_tensorflow = any(catalogue.root(path) in ('tensorflow', 'compat_mts')
-                                   for path in (*self.aliases.values(), *self.star_modules))
+        self.uses_tensorflow = any(
+            catalogue.root(path) in ('tensorflow', 'compat_mts')
+            for path in (*self.aliases.values(), *self.star_modules)
+        )
         self._bind_module_aliases(tree)
         self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(tree)
 
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
         # binding is what the script means.
-        if (self.aliases.get(name, '').startswith(catalogue.V1_ROOT[:-1])
-                and catalogue.root(path) == 'tensorflow'):
+        if self.aliases.get(name, '').startswith(catalogue.V1_ROOT[:-1]) and catalogue.root(path) == 'tensorflow':
             return
         self.aliases[name] = path
 
     def _bind_module_aliases(self, tree: ast.Module) -> None:
-        statements = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Assign)),
-                            key=lambda node: (node.lineno, node.col_offset))
+        statements = sorted(
+            (node for node in ast.walk(tree) if isinstance(node, ast.Assign)),
+            key=lambda node: (node.lineno, node.col_offset),
+        )
         for node in statements:
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 continue
             path = self.resolve(node.value)
-            if path and catalogue.root(path) in ('tensorflow', 'compat_mts') and (
-                    catalogue.lookup(path, v1_style=True) is None or catalogue.gone_module(path)):
+            if (
+                path
+                and catalogue.root(path) in ('tensorflow', 'compat_mts')
+                and (catalogue.lookup(path, v1_style=True) is None or catalogue.gone_module(path))
+            ):
                 self.aliases[node.targets[0].id] = path
 
     def _bare_tensorflow_is_v1(self, tree: ast.Module) -> bool:
@@ -81,10 +86,11 @@ class Names:
             if isinstance(node, (ast.Attribute, ast.Name)):
                 path = self.resolve(node)
                 if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
-                    relative = path[len('tensorflow.'):]
-                    if ((relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2)
-                            or any(relative == prefix or relative.startswith(prefix + '.')
-                                   for prefix in catalogue.TF1_ONLY_PREFIXES)):
+                    relative = path[len('tensorflow.') :]
+                    if (relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2) or any(
+                        relative == prefix or relative.startswith(prefix + '.')
+                        for prefix in catalogue.TF1_ONLY_PREFIXES
+                    ):
                         return True
         return False
 

@@ -11,10 +11,10 @@ import textwrap
 from typing import Sequence
 
 STAGES = {
-        1: 'run eagerly on compat_mts',
-        2: 'Keras / tf.function model, same session loop',
-        3: 'model.fit, hooks in compat_mts.keras.HooksCallback',
-        4: 'native Keras callbacks, no compat_mts',
+    1: 'run eagerly on compat_mts',
+    2: 'Keras / tf.function model, same session loop',
+    3: 'model.fit, hooks in compat_mts.keras.HooksCallback',
+    4: 'native Keras callbacks, no compat_mts',
 }
 
 
@@ -60,8 +60,9 @@ def format_text(findings: Sequence[Finding], files_checked: int | None = None, f
     lines = []
     for finding in findings:
         stage = 'blocks stage 1' if finding.blocks else f'stage {finding.stage}'
-        lines.append(f'{finding.file}:{finding.line}:{finding.col}: {stage}: '
-                     f'{finding.construct} -> {finding.replacement}')
+        lines.append(
+            f'{finding.file}:{finding.line}:{finding.col}: {stage}: {finding.construct} -> {finding.replacement}'
+        )
         lines.append(textwrap.fill(finding.note, width=110, initial_indent='    ', subsequent_indent='    '))
     in_files = ''
     if files_checked is not None:
@@ -78,8 +79,7 @@ def format_text(findings: Sequence[Finding], files_checked: int | None = None, f
         if blocking == 1:
             lines.append('1 construct blocks stage 1: the script cannot run on compat_mts until it changes.')
         elif blocking:
-            lines.append(f'{blocking} constructs block stage 1: the script cannot run on compat_mts until they '
-                         'change.')
+            lines.append(f'{blocking} constructs block stage 1: the script cannot run on compat_mts until they change.')
     if files_failed:
         files, were = ('files', 'they were') if files_failed != 1 else ('file', 'it was')
         lines.append(f'{files_failed} {files} could not be read or parsed, so {were} not checked.')
@@ -90,8 +90,9 @@ def format_json(findings: Sequence[Finding], errors: Sequence[CheckError] = ()) 
     """Findings for tools: `{"findings": [{file, line, col, construct, replacement, stage, note, blocks}, ...],
     "errors": [{file, line, col, message}, ...]}`; `blocks` is true for what must change before stage 1 runs."""
     document = {
-            'findings': [dataclasses.asdict(finding) for finding in findings],
-            'errors': [{'file': error.file, 'line': error.line, 'col': error.col, 'message': error.message}
-                       for error in errors],
+        'findings': [dataclasses.asdict(finding) for finding in findings],
+        'errors': [
+            {'file': error.file, 'line': error.line, 'col': error.col, 'message': error.message} for error in errors
+        ],
     }
     return json.dumps(document, indent=2) + '\n'

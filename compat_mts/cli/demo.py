@@ -78,20 +78,24 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     features, targets = _synthetic_regression()
     mts.reset_global_step()
     global_step = mts.get_or_create_global_step()
-    model = tf.keras.Sequential([
+    model = tf.keras.Sequential(
+        [
             tf.keras.Input(shape=(_FEATURES,)),
             tf.keras.layers.Dense(32, activation='relu'),
             tf.keras.layers.Dense(32, activation='relu'),
             tf.keras.layers.Dense(1),
-    ])
+        ]
+    )
     optimizer = tf.keras.optimizers.Adam(1e-2)
     # Create the optimizer's slots now, so the restore on session creation finds every variable.
     optimizer.build(model.trainable_variables)
 
-    @tf.function(input_signature=[
+    @tf.function(
+        input_signature=[
             tf.TensorSpec([None, _FEATURES], tf.float32),
             tf.TensorSpec([None, 1], tf.float32),
-    ])
+        ]
+    )
     def train_step(x, y):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
@@ -104,17 +108,19 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
 
     scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
     hooks = [
-            mts.StopAtStepHook(num_steps=steps),
-            mts.LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=_LOG_EVERY_N_ITER),
+        mts.StopAtStepHook(num_steps=steps),
+        mts.LoggingTensorHook({'loss': 'loss', 'step': 'global_step'}, every_n_iter=_LOG_EVERY_N_ITER),
     ]
 
     started = time.monotonic()
-    with mts.MonitoredTrainingSession(checkpoint_dir=directory,
-                                      scaffold=scaffold,
-                                      hooks=hooks,
-                                      save_checkpoint_steps=100,
-                                      save_summaries_steps=50,
-                                      log_step_count_steps=100) as sess:
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory,
+        scaffold=scaffold,
+        hooks=hooks,
+        save_checkpoint_steps=100,
+        save_summaries_steps=50,
+        log_step_count_steps=100,
+    ) as sess:
         start_step = int(global_step.numpy())
         if previous_checkpoint:
             out(f'Resumed from step {start_step} ({previous_checkpoint})')
@@ -144,12 +150,12 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     out(f'See the loss curve: tensorboard --logdir {directory}')
     out(f'Run the same command again to continue from step {final_step}.')
     return {
-            'directory': directory,
-            'resumed': bool(previous_checkpoint),
-            'start_step': start_step,
-            'final_step': final_step,
-            'final_loss': loss,
-            'checkpoints': checkpoints,
-            'event_files': event_files,
-            'seconds': seconds,
+        'directory': directory,
+        'resumed': bool(previous_checkpoint),
+        'start_step': start_step,
+        'final_step': final_step,
+        'final_loss': loss,
+        'checkpoints': checkpoints,
+        'event_files': event_files,
+        'seconds': seconds,
     }

@@ -72,8 +72,11 @@ def _run_demo(args: argparse.Namespace) -> int:
         # --verbose the hooks' lines interleave on stderr, so the progress stays in whole lines then too.
         live = sys.stdout if sys.stdout.isatty() and not args.verbose else None
         demo.run_demo(args.dir, args.steps, live=live)
-    except (checkpoints.CheckpointMismatchError, checkpoints.DamagedCheckpointsError,
-            checkpoints.CheckpointDirectoryInUseError) as error:  # --dir holds what the demo must not train over.
+    except (
+        checkpoints.CheckpointMismatchError,
+        checkpoints.DamagedCheckpointsError,
+        checkpoints.CheckpointDirectoryInUseError,
+    ) as error:  # --dir holds what the demo must not train over.
         print(f'compat-mts demo: --dir {args.dir}: {error}', file=sys.stderr)
         return 2
     return 0
@@ -90,8 +93,12 @@ def _run_convert(args: argparse.Namespace) -> int:
     def on_progress(done: int, total: int, detail: str) -> None:
         nonlocal report
         if report is None:
-            report = progress.Progress(total, unit='bytes', out=lambda line: print(line, file=sys.stderr),
-                                       live=sys.stderr if sys.stderr.isatty() else None)
+            report = progress.Progress(
+                total,
+                unit='bytes',
+                out=lambda line: print(line, file=sys.stderr),
+                live=sys.stderr if sys.stderr.isatty() else None,
+            )
         report.update(done, detail)
 
     try:
@@ -107,33 +114,48 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-            prog='compat-mts',
-            description='Run tf.compat.v1.train.MonitoredTrainingSession programs eagerly on TensorFlow 2.')
+        prog='compat-mts',
+        description='Run tf.compat.v1.train.MonitoredTrainingSession programs eagerly on TensorFlow 2.',
+    )
     subcommands = parser.add_subparsers(dest='command', metavar='COMMAND')
     subcommands.required = True
 
     demo_parser = subcommands.add_parser(
-            'demo',
-            help='train a small model with a v1-style session loop, eagerly; run again to resume',
-            description=(
-                    'Train a small Keras regression model on synthetic data with a v1-style '
-                    'MonitoredTrainingSession loop, run eagerly. Checkpoints (model.ckpt-<step>) and '
-                    'TensorBoard events go to DIR. Each run trains STEPS more steps: a second run '
-                    'restores the latest checkpoint in DIR and continues from its global step.'))
-    demo_parser.add_argument('--dir', default=DEFAULT_DEMO_DIRECTORY,
-                             help='checkpoint and event directory (default: ./%(default)s)')
-    demo_parser.add_argument('--steps', type=_positive_int, default=DEFAULT_DEMO_STEPS,
-                             help='steps to train in this run (default: %(default)s)')
-    demo_parser.add_argument('--verbose', action='store_true',
-                             help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...) and "
-                                  "TensorFlow's start-up lines")
+        'demo',
+        help='train a small model with a v1-style session loop, eagerly; run again to resume',
+        description=(
+            'Train a small Keras regression model on synthetic data with a v1-style '
+            'MonitoredTrainingSession loop, run eagerly. Checkpoints (model.ckpt-<step>) and '
+            'TensorBoard events go to DIR. Each run trains STEPS more steps: a second run '
+            'restores the latest checkpoint in DIR and continues from its global step.'
+        ),
+    )
+    demo_parser.add_argument(
+        '--dir', default=DEFAULT_DEMO_DIRECTORY, help='checkpoint and event directory (default: ./%(default)s)'
+    )
+    demo_parser.add_argument(
+        '--steps',
+        type=_positive_int,
+        default=DEFAULT_DEMO_STEPS,
+        help='steps to train in this run (default: %(default)s)',
+    )
+    demo_parser.add_argument(
+        '--verbose',
+        action='store_true',
+        help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...) and "
+        "TensorFlow's start-up lines",
+    )
     demo_parser.set_defaults(run=_run_demo)
 
     convert_parser = subcommands.add_parser(
-            'convert', help='convert a checkpoint directory between v1 name-based and TF2 object-based files',
-            description=('Rewrite every checkpoint listed in SRC_DIR into DST_DIR (new or empty), keeping steps, '
-                         'names and values: --to object for tf.train.Checkpoint, --to name for '
-                         'tf.compat.v1.train.Saver and compat_mts.wrap_graph programs.'))
+        'convert',
+        help='convert a checkpoint directory between v1 name-based and TF2 object-based files',
+        description=(
+            'Rewrite every checkpoint listed in SRC_DIR into DST_DIR (new or empty), keeping steps, '
+            'names and values: --to object for tf.train.Checkpoint, --to name for '
+            'tf.compat.v1.train.Saver and compat_mts.wrap_graph programs.'
+        ),
+    )
     convert_parser.add_argument('src_dir', help='directory with a `checkpoint` state file')
     convert_parser.add_argument('dst_dir', help='directory to write the converted checkpoints to')
     convert_parser.add_argument('--to', choices=('object', 'name'), required=True, help='the format to write')

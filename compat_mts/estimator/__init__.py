@@ -27,11 +27,35 @@ from compat_mts.hooks.waiter import GlobalStepWaiterHook
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 
 __all__ = [
-    'CheckpointSaverHook', 'CheckpointSaverListener', 'Estimator', 'EstimatorSpec', 'EvalSpec', 'Exporter',
-    'FeedFnHook', 'FinalExporter', 'FinalOpsHook', 'GlobalStepWaiterHook', 'LatestExporter', 'LoggingTensorHook',
-    'ModeKeys', 'NanLossDuringTrainingError', 'NanTensorHook', 'ProfilerHook', 'RunConfig', 'SecondOrStepTimer',
-    'SessionRunArgs', 'SessionRunContext', 'SessionRunHook', 'SessionRunValues', 'StepCounterHook',
-    'StopAtStepHook', 'SummarySaverHook', 'TrainSpec', 'VocabInfo', 'WarmStartSettings', 'export',
+    'CheckpointSaverHook',
+    'CheckpointSaverListener',
+    'Estimator',
+    'EstimatorSpec',
+    'EvalSpec',
+    'Exporter',
+    'FeedFnHook',
+    'FinalExporter',
+    'FinalOpsHook',
+    'GlobalStepWaiterHook',
+    'LatestExporter',
+    'LoggingTensorHook',
+    'ModeKeys',
+    'NanLossDuringTrainingError',
+    'NanTensorHook',
+    'ProfilerHook',
+    'RunConfig',
+    'SecondOrStepTimer',
+    'SessionRunArgs',
+    'SessionRunContext',
+    'SessionRunHook',
+    'SessionRunValues',
+    'StepCounterHook',
+    'StopAtStepHook',
+    'SummarySaverHook',
+    'TrainSpec',
+    'VocabInfo',
+    'WarmStartSettings',
+    'export',
     'train_and_evaluate',
 ]
 
@@ -44,5 +68,6 @@ def __getattr__(name: str):
         raise AttributeError(
             f'compat_mts.estimator.{name} is not provided: compat_mts.estimator runs custom model_fn Estimators '
             f'only, and the premade Estimators and heads left TensorFlow with tf.estimator. Use Keras instead: '
-            f'{_KERAS_INSTEAD[name]}. migration_guide/estimator.md shows the move, stage by stage.')
+            f'{_KERAS_INSTEAD[name]}. migration_guide/estimator.md shows the move, stage by stage.'
+        )
     raise AttributeError(f"module 'compat_mts.estimator' has no attribute {name!r}")

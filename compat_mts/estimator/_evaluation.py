@@ -27,8 +27,13 @@ def eval_step_ops(update_op) -> tuple[list, tf.Tensor]:
     The counter is v1's local variable `eval_step`, in the `EVAL_STEP` collection.
     """
     eval_step = tf.compat.v1.get_variable(
-        'eval_step', shape=[], dtype=tf.int64, initializer=tf.compat.v1.zeros_initializer(), trainable=False,
-        collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES, tf.compat.v1.GraphKeys.EVAL_STEP])
+        'eval_step',
+        shape=[],
+        dtype=tf.int64,
+        initializer=tf.compat.v1.zeros_initializer(),
+        trainable=False,
+        collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES, tf.compat.v1.GraphKeys.EVAL_STEP],
+    )
     update_eval_step = tf.compat.v1.assign_add(eval_step, 1, use_locking=True)
     eval_ops = [update_op, update_eval_step]
     with tf.control_dependencies(eval_ops):
@@ -43,7 +48,7 @@ class StopAfterNEvalsHook(SessionRunHook):
         self._num_evals = num_evals
         self._evals_completed = None
         self._log_progress = log_progress
-        self._log_frequency = 1 if (num_evals is None or num_evals < 20) else math.floor(num_evals / 10.)
+        self._log_frequency = 1 if (num_evals is None or num_evals < 20) else math.floor(num_evals / 10.0)
 
     def set_evals_completed_tensor(self, updated_eval_step) -> None:
         self._evals_completed = updated_eval_step
@@ -63,8 +68,9 @@ class StopAfterNEvalsHook(SessionRunHook):
 
 
 def _dict_to_str(dictionary: dict) -> str:
-    return ', '.join('%s = %s' % (key, value) for key, value in sorted(dictionary.items())
-                     if not isinstance(value, bytes))
+    return ', '.join(
+        '%s = %s' % (key, value) for key, value in sorted(dictionary.items()) if not isinstance(value, bytes)
+    )
 
 
 def _writer(output_dir: str, graph_def) -> tf.summary.SummaryWriter:
@@ -99,22 +105,27 @@ def write_dict_to_summary(output_dir: str, dictionary: dict, current_global_step
         elif isinstance(value, np.ndarray):
             summary_value = summary.value.add(tag=key, node_name=key)
             summary_value.tensor.CopyFrom(tf.make_tensor_proto(value))
-            logging.info('Summary for np.ndarray is not visible in Tensorboard by default. Consider using a '
-                         'Tensorboard plugin for visualization (see https://github.com/tensorflow/'
-                         'tensorboard-plugin-example/blob/master/README.md for more information).')
+            logging.info(
+                'Summary for np.ndarray is not visible in Tensorboard by default. Consider using a '
+                'Tensorboard plugin for visualization (see https://github.com/tensorflow/'
+                'tensorboard-plugin-example/blob/master/README.md for more information).'
+            )
         else:
-            logging.warning('Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or '
-                            'np.ndarray or a serialized string of Summary.', key)
+            logging.warning(
+                'Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or '
+                'np.ndarray or a serialized string of Summary.',
+                key,
+            )
     writer = _writer(output_dir, graph_def)
     summary_lib.write_serialized(writer, summary.SerializeToString(), int(current_global_step))
     writer.flush()
 
 
-def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, current_global_step: int,
-                                     graph_def) -> None:
+def write_checkpoint_path_to_summary(
+    output_dir: str, checkpoint_path: str, current_global_step: int, graph_def
+) -> None:
     """Writes the evaluated checkpoint's path as a string tensor summary `checkpoint_path` (v1's)."""
-    logging.info('Saving \'%s\' summary for global step %d: %s', 'checkpoint_path', current_global_step,
-                 checkpoint_path)
+    logging.info("Saving '%s' summary for global step %d: %s", 'checkpoint_path', current_global_step, checkpoint_path)
     summary = tf.compat.v1.Summary()
     summary.value.add(tag='checkpoint_path', tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
     writer = _writer(output_dir, graph_def)

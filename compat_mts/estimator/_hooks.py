@@ -33,24 +33,25 @@ def _logging_tensor_hook(hook: Any) -> LoggingTensorHook:
     tensors = hook._tensors  # pylint: disable=protected-access
     if all(tag is value for tag, value in tensors.items()):  # v1 keeps a list as {item: item}.
         tensors = list(hook._tag_order)  # pylint: disable=protected-access
-    return LoggingTensorHook(tensors, every_n_iter=every_steps, every_n_secs=every_secs,
-                             at_end=hook._log_at_end, formatter=hook._formatter)  # pylint: disable=protected-access
+    return LoggingTensorHook(
+        tensors, every_n_iter=every_steps, every_n_secs=every_secs, at_end=hook._log_at_end, formatter=hook._formatter
+    )  # pylint: disable=protected-access
 
 
 def _step_counter_hook(hook: Any) -> Any:
     if hook._summary_writer is not None:  # pylint: disable=protected-access
         return hook  # A v1 FileWriter: refused by the session, which names compat_mts.StepCounterHook.
     every_secs, every_steps = _timer_arguments(hook._timer)  # pylint: disable=protected-access
-    return StepCounterHook(every_n_steps=every_steps, every_n_secs=every_secs,
-                           output_dir=hook._output_dir)  # pylint: disable=protected-access
+    return StepCounterHook(every_n_steps=every_steps, every_n_secs=every_secs, output_dir=hook._output_dir)  # pylint: disable=protected-access
 
 
 def _summary_saver_hook(hook: Any) -> Any:
     if hook._summary_writer is not None or hook._summary_op is None:  # pylint: disable=protected-access
         return hook  # A v1 writer or scaffold: refused by the session, which names compat_mts.SummarySaverHook.
     every_secs, every_steps = _timer_arguments(hook._timer)  # pylint: disable=protected-access
-    return SummarySaverHook(save_steps=every_steps, save_secs=every_secs, output_dir=hook._output_dir,
-                            summary_op=hook._summary_op)  # pylint: disable=protected-access
+    return SummarySaverHook(
+        save_steps=every_steps, save_secs=every_secs, output_dir=hook._output_dir, summary_op=hook._summary_op
+    )  # pylint: disable=protected-access
 
 
 # pylint: disable=protected-access

@@ -68,5 +68,7 @@ def warn_unless_from_dataset(features: Any) -> None:
     """v1's warning when prediction features do not come from a dataset: predict would never end."""
     tensors = [value for value in tf.nest.flatten(features) if isinstance(value, tf.Tensor)]
     if not any(tensor.op.type == 'IteratorGetNext' for tensor in tensors):
-        logging.warning('Input graph does not use tf.data.Dataset or contain a QueueRunner. That means predict '
-                        'yields forever. This is probably a mistake.')
+        logging.warning(
+            'Input graph does not use tf.data.Dataset or contain a QueueRunner. That means predict '
+            'yields forever. This is probably a mistake.'
+        )

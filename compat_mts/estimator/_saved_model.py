@@ -29,10 +29,14 @@ def _timestamped_dir(export_dir_base) -> bytes:
         if not tf.io.gfile.exists(directory):
             return directory
         time.sleep(1)
-        logging.warning('Directory {} already exists; retrying (attempt {}/{})'.format(
-            directory, attempt, _MAX_DIRECTORY_CREATION_ATTEMPTS))
-    raise RuntimeError('Failed to obtain a unique export directory name after {} attempts.'.format(
-        _MAX_DIRECTORY_CREATION_ATTEMPTS))
+        logging.warning(
+            'Directory {} already exists; retrying (attempt {}/{})'.format(
+                directory, attempt, _MAX_DIRECTORY_CREATION_ATTEMPTS
+            )
+        )
+    raise RuntimeError(
+        'Failed to obtain a unique export directory name after {} attempts.'.format(_MAX_DIRECTORY_CREATION_ATTEMPTS)
+    )
 
 
 def _restore(wrapped, checkpoint_path: str) -> None:
@@ -45,7 +49,8 @@ def _restore(wrapped, checkpoint_path: str) -> None:
         raise ValueError(
             'Could not load all requested variables from checkpoint. Please make sure your model_fn does not expect '
             'variables that were not saved in the checkpoint.\n\nEncountered error with mode `{}` while restoring '
-            'checkpoint from: `{}`. Full Traceback:\n\n{}'.format('infer', checkpoint_path, missing))
+            'checkpoint from: `{}`. Full Traceback:\n\n{}'.format('infer', checkpoint_path, missing)
+        )
 
 
 def _signature(wrapped, receiver_tensors: dict, outputs: dict):
@@ -53,7 +58,8 @@ def _signature(wrapped, receiver_tensors: dict, outputs: dict):
     names = sorted(receiver_tensors)
     pruned = wrapped.function.prune(
         feeds=[imported.get_tensor_by_name(receiver_tensors[name].name) for name in names],
-        fetches={key: imported.get_tensor_by_name(tensor.name) for key, tensor in outputs.items()})
+        fetches={key: imported.get_tensor_by_name(tensor.name) for key, tensor in outputs.items()},
+    )
     specs = [tf.TensorSpec(receiver_tensors[name].shape, receiver_tensors[name].dtype, name=name) for name in names]
 
     @tf.function(input_signature=specs)
@@ -73,12 +79,20 @@ def _tracked_variables(wrapped, functions: list) -> list:
         raise NotImplementedError(
             'The PREDICT graph holds resources other than variables (lookup tables, iterators: {}), which a TF2 '
             'SavedModel of a wrapped v1 graph cannot track. Export a Keras or tf.Module model instead (stage 2 '
-            'of migration_guide/estimator.md).'.format(untracked))
+            'of migration_guide/estimator.md).'.format(untracked)
+        )
     return list(wrapped.variables)
 
 
-def export(wrapped, receiver, export_outputs: dict, checkpoint_path: str, export_dir_base, assets_extra=None,
-           as_text: bool = False) -> bytes:
+def export(
+    wrapped,
+    receiver,
+    export_outputs: dict,
+    checkpoint_path: str,
+    export_dir_base,
+    assets_extra=None,
+    as_text: bool = False,
+) -> bytes:
     """Writes the SavedModel into a new `export_dir_base/<timestamp>` and returns that directory (bytes)."""
     _restore(wrapped, checkpoint_path)
     signatures, pruned_functions = {}, []

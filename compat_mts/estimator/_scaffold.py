@@ -30,8 +30,15 @@ def as_compat_scaffold(scaffold: Any) -> Scaffold:
             'The scaffold of the EstimatorSpec holds a saver (a tf.compat.v1.train.Saver), which needs a '
             'tf.compat.v1.Session. Leave it out: compat_mts.estimator saves every global variable of the '
             'model_fn under its v1 name, as the default Saver of tf.estimator did, and '
-            'RunConfig(keep_checkpoint_max=...) sets how many checkpoints are kept.')
-    return Scaffold(init_op=scaffold.init_op, init_feed_dict=scaffold.init_feed_dict,
-                    init_fn=getattr(scaffold, '_user_init_fn', None), ready_op=scaffold.ready_op,
-                    ready_for_local_init_op=scaffold.ready_for_local_init_op, local_init_op=scaffold.local_init_op,
-                    summary_op=scaffold.summary_op, local_init_feed_dict=scaffold.local_init_feed_dict)
+            'RunConfig(keep_checkpoint_max=...) sets how many checkpoints are kept.'
+        )
+    return Scaffold(
+        init_op=scaffold.init_op,
+        init_feed_dict=scaffold.init_feed_dict,
+        init_fn=getattr(scaffold, '_user_init_fn', None),
+        ready_op=scaffold.ready_op,
+        ready_for_local_init_op=scaffold.ready_for_local_init_op,
+        local_init_op=scaffold.local_init_op,
+        summary_op=scaffold.summary_op,
+        local_init_feed_dict=scaffold.local_init_feed_dict,
+    )

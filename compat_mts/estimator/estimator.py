@@ -46,20 +46,34 @@ _GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP
 VocabInfo = tf.compat.v1.train.VocabInfo
 
 
-class WarmStartSettings(collections.namedtuple('WarmStartSettings', [
-        'ckpt_to_initialize_from', 'vars_to_warm_start', 'var_name_to_vocab_info', 'var_name_to_prev_var_name'])):
+class WarmStartSettings(
+    collections.namedtuple(
+        'WarmStartSettings',
+        ['ckpt_to_initialize_from', 'vars_to_warm_start', 'var_name_to_vocab_info', 'var_name_to_prev_var_name'],
+    )
+):
     """Settings for warm-starting an `Estimator` (v1's fields and defaults).
 
     The warm start is v1's `tf.compat.v1.train.warm_start`, run in the `model_fn`'s graph: it makes the
     variables' initializers read the checkpoint, so it applies when `model_dir` has no checkpoint yet.
     """
 
-    def __new__(cls, ckpt_to_initialize_from, vars_to_warm_start='.*', var_name_to_vocab_info=None,
-                var_name_to_prev_var_name=None):
+    def __new__(
+        cls,
+        ckpt_to_initialize_from,
+        vars_to_warm_start='.*',
+        var_name_to_vocab_info=None,
+        var_name_to_prev_var_name=None,
+    ):
         if not ckpt_to_initialize_from:
             raise ValueError('`ckpt_to_initialize_from` MUST be set in WarmStartSettings')
-        return super().__new__(cls, ckpt_to_initialize_from, vars_to_warm_start, var_name_to_vocab_info or {},
-                               var_name_to_prev_var_name or {})
+        return super().__new__(
+            cls,
+            ckpt_to_initialize_from,
+            vars_to_warm_start,
+            var_name_to_vocab_info or {},
+            var_name_to_prev_var_name or {},
+        )
 
 
 class _Program:
@@ -110,8 +124,14 @@ class Estimator:
         that is not a `RunConfig`, two different model directories, a subclass overriding a member.
     """
 
-    def __init__(self, model_fn: Callable, model_dir: str | None = None, config: RunConfig | None = None,
-                 params: dict | None = None, warm_start_from=None):
+    def __init__(
+        self,
+        model_fn: Callable,
+        model_dir: str | None = None,
+        config: RunConfig | None = None,
+        params: dict | None = None,
+        warm_start_from=None,
+    ):
         _assert_members_are_not_overridden(Estimator, self)
         self._user_session_config = getattr(config, 'session_config', None)
         self._config = _config_with_model_dir(config, model_dir)
@@ -170,8 +190,9 @@ class Estimator:
 
     # Training.
 
-    def train(self, input_fn, hooks=None, steps: int | None = None, max_steps: int | None = None,
-              saving_listeners=None) -> 'Estimator':
+    def train(
+        self, input_fn, hooks=None, steps: int | None = None, max_steps: int | None = None, saving_listeners=None
+    ) -> 'Estimator':
         """Trains the model on `input_fn`'s data (v1's arguments, defaults and stop rules).
 
         `steps` counts from the global step the call starts at (two `train(steps=10)` calls train 20 steps);
@@ -217,8 +238,9 @@ class Estimator:
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             if self._warm_start_settings:
                 self._warm_start()
-            if not any(summary.op.name == 'loss'
-                       for summary in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)):
+            if not any(
+                summary.op.name == 'loss' for summary in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)
+            ):
                 tf.compat.v1.summary.scalar('loss', spec.loss)
             tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
             return _Program(spec, input_hooks, global_step)
@@ -228,18 +250,28 @@ class Estimator:
             spec = program.spec
             worker_hooks = list(program.input_hooks) + hooks + [NanTensorHook(spec.loss)]
             if self._config.log_step_count_steps is not None:
-                worker_hooks.append(LoggingTensorHook({'loss': spec.loss, 'step': program.global_step},
-                                                      every_n_iter=self._config.log_step_count_steps))
+                worker_hooks.append(
+                    LoggingTensorHook(
+                        {'loss': spec.loss, 'step': program.global_step}, every_n_iter=self._config.log_step_count_steps
+                    )
+                )
             worker_hooks.extend(spec.training_hooks)
-            chief_hooks = self._checkpoint_hooks(wrapped, worker_hooks + list(spec.training_chief_hooks),
-                                                 saving_listeners)
+            chief_hooks = self._checkpoint_hooks(
+                wrapped, worker_hooks + list(spec.training_chief_hooks), saving_listeners
+            )
             with MonitoredTrainingSession(
-                    master=self._config.master, is_chief=self._config.is_chief, checkpoint_dir=self._model_dir,
-                    scaffold=spec.scaffold, hooks=worker_hooks,
-                    chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
-                    save_checkpoint_secs=0, save_summaries_steps=self._config.save_summary_steps,
-                    config=self._user_session_config, max_wait_secs=self._config.session_creation_timeout_secs,
-                    log_step_count_steps=self._config.log_step_count_steps) as session:
+                master=self._config.master,
+                is_chief=self._config.is_chief,
+                checkpoint_dir=self._model_dir,
+                scaffold=spec.scaffold,
+                hooks=worker_hooks,
+                chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+                save_checkpoint_secs=0,
+                save_summaries_steps=self._config.save_summary_steps,
+                config=self._user_session_config,
+                max_wait_secs=self._config.session_creation_timeout_secs,
+                log_step_count_steps=self._config.log_step_count_steps,
+            ) as session:
                 loss = None
                 any_step_done = False
                 while not session.should_stop():
@@ -255,26 +287,42 @@ class Estimator:
         saver_hooks = [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]
         if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) and not saver_hooks:
             manager = tf.train.CheckpointManager(
-                wrapped.checkpoint, self._model_dir, max_to_keep=self._config.keep_checkpoint_max or None,
+                wrapped.checkpoint,
+                self._model_dir,
+                max_to_keep=self._config.keep_checkpoint_max or None,
                 keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
-                checkpoint_name='model.ckpt')
-            chief_hooks = [CheckpointSaverHook(self._model_dir, save_secs=self._config.save_checkpoints_secs,
-                                               save_steps=self._config.save_checkpoints_steps, saver=manager,
-                                               save_graph_def=self._config.checkpoint_save_graph_def)]
+                checkpoint_name='model.ckpt',
+            )
+            chief_hooks = [
+                CheckpointSaverHook(
+                    self._model_dir,
+                    save_secs=self._config.save_checkpoints_secs,
+                    save_steps=self._config.save_checkpoints_steps,
+                    saver=manager,
+                    save_graph_def=self._config.checkpoint_save_graph_def,
+                )
+            ]
             saver_hooks = chief_hooks
         if saving_listeners:
             if not saver_hooks:
                 raise ValueError(
                     'There should be a CheckpointSaverHook to use saving_listeners. Please set one of the '
-                    'RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.')
+                    'RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.'
+                )
             listeners = saver_hooks[0]._listeners  # pylint: disable=protected-access  # v1 added them so too.
             listeners.extend(listener for listener in saving_listeners if listener not in listeners)
         return chief_hooks
 
     # Evaluation.
 
-    def evaluate(self, input_fn, steps: int | None = None, hooks=None, checkpoint_path: str | None = None,
-                 name: str | None = None) -> dict:
+    def evaluate(
+        self,
+        input_fn,
+        steps: int | None = None,
+        hooks=None,
+        checkpoint_path: str | None = None,
+        name: str | None = None,
+    ) -> dict:
         """Evaluates the model on `input_fn`'s data: `steps` batches, or until the data ends (v1's loop).
 
         The metrics are the spec's `eval_metric_ops` and the mean `loss`: their update ops run once per batch,
@@ -299,8 +347,11 @@ class Estimator:
         if not checkpoint_path:
             latest = tf.train.latest_checkpoint(self._model_dir)
             if not latest:
-                logging.info('Could not find trained model in model_dir: {}, running initialization to evaluate.'
-                             .format(self._model_dir))
+                logging.info(
+                    'Could not find trained model in model_dir: {}, running initialization to evaluate.'.format(
+                        self._model_dir
+                    )
+                )
             checkpoint_path = latest
 
         def build():
@@ -309,20 +360,25 @@ class Estimator:
             spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
             metric_ops = dict(spec.eval_metric_ops)
             if LOSS_METRIC_KEY in metric_ops:
-                raise ValueError('Metric with name "%s" is not allowed, because Estimator ' % LOSS_METRIC_KEY
-                                 + 'already defines a default metric with the same name.')
+                raise ValueError(
+                    'Metric with name "%s" is not allowed, because Estimator ' % LOSS_METRIC_KEY
+                    + 'already defines a default metric with the same name.'
+                )
             metric_ops[LOSS_METRIC_KEY] = tf.compat.v1.metrics.mean(spec.loss)
             eval_dict = {name: metric_ops[name][0] for name in sorted(metric_ops)}
             update_op = tf.group(*[metric_ops[name][1] for name in sorted(metric_ops)])
             if not checkpoint_path and self._warm_start_settings:
                 self._warm_start()
             if _GLOBAL_STEP in eval_dict:
-                raise ValueError('Metric with name `global_step` is not allowed, because Estimator already defines '
-                                 'a default metric with the same name.')
+                raise ValueError(
+                    'Metric with name `global_step` is not allowed, because Estimator already defines '
+                    'a default metric with the same name.'
+                )
             eval_dict[_GLOBAL_STEP] = global_step
             eval_ops, eval_step_value = _evaluation.eval_step_ops(update_op)
-            return _Program(spec, input_hooks, global_step, eval_dict=eval_dict, eval_ops=eval_ops,
-                            eval_step_value=eval_step_value)
+            return _Program(
+                spec, input_hooks, global_step, eval_dict=eval_dict, eval_ops=eval_ops, eval_step_value=eval_step_value
+            )
 
         with self._graph(build) as wrapped:
             program = wrapped.outputs
@@ -332,8 +388,12 @@ class Estimator:
             all_hooks = list(program.input_hooks) + hooks + list(program.spec.evaluation_hooks) + [final_ops_hook]
             logging.info('Starting evaluation at ' + time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
             start = time.time()
-            creator = ChiefSessionCreator(scaffold=program.spec.scaffold, checkpoint_filename_with_path=checkpoint_path,
-                                          master=self._config.evaluation_master, config=self._user_session_config)
+            creator = ChiefSessionCreator(
+                scaffold=program.spec.scaffold,
+                checkpoint_filename_with_path=checkpoint_path,
+                master=self._config.evaluation_master,
+                config=self._user_session_config,
+            )
             with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
                 while not session.should_stop():
                     session.run(program.eval_ops)
@@ -350,8 +410,14 @@ class Estimator:
 
     # Prediction.
 
-    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path: str | None = None,
-                yield_single_examples: bool = True) -> Iterator:
+    def predict(
+        self,
+        input_fn,
+        predict_keys=None,
+        hooks=None,
+        checkpoint_path: str | None = None,
+        yield_single_examples: bool = True,
+    ) -> Iterator:
         """Yields the predictions of the model for `input_fn`'s features, until the data ends (v1's).
 
         A generator, as in v1: nothing runs before the first `next()`. With `yield_single_examples` each
@@ -365,8 +431,11 @@ class Estimator:
         if not checkpoint_path:
             checkpoint_path = tf.train.latest_checkpoint(self._model_dir)
         if not checkpoint_path:
-            logging.info('Could not find trained model in model_dir: {}, running initialization to predict.'
-                         .format(self._model_dir))
+            logging.info(
+                'Could not find trained model in model_dir: {}, running initialization to predict.'.format(
+                    self._model_dir
+                )
+            )
 
         def build():
             global_step = self._start_graph()
@@ -375,15 +444,18 @@ class Estimator:
             spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
             if not checkpoint_path and self._warm_start_settings:
                 self._warm_start()
-            return _Program(spec, input_hooks, global_step,
-                            predictions=_extract_keys(spec.predictions, predict_keys))
+            return _Program(spec, input_hooks, global_step, predictions=_extract_keys(spec.predictions, predict_keys))
 
         with self._graph(build) as wrapped:
             program = wrapped.outputs
             predictions = program.predictions
             all_hooks = list(program.input_hooks) + hooks + list(program.spec.prediction_hooks)
-            creator = ChiefSessionCreator(scaffold=program.spec.scaffold, checkpoint_filename_with_path=checkpoint_path,
-                                          master=self._config.master, config=self._user_session_config)
+            creator = ChiefSessionCreator(
+                scaffold=program.spec.scaffold,
+                checkpoint_filename_with_path=checkpoint_path,
+                master=self._config.master,
+                config=self._user_session_config,
+            )
             with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
                 while not session.should_stop():
                     values = session.run(predictions)
@@ -397,8 +469,15 @@ class Estimator:
 
     # Export.
 
-    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
-                           checkpoint_path=None, experimental_mode=ModeKeys.PREDICT) -> bytes:
+    def export_saved_model(
+        self,
+        export_dir_base,
+        serving_input_receiver_fn,
+        assets_extra=None,
+        as_text=False,
+        checkpoint_path=None,
+        experimental_mode=ModeKeys.PREDICT,
+    ) -> bytes:
         """Exports the PREDICT graph, with the checkpoint's values, as a TF2 SavedModel (v1's arguments).
 
         `serving_input_receiver_fn()` returns a `compat_mts.estimator.export.ServingInputReceiver`; the
@@ -421,7 +500,8 @@ class Estimator:
         if experimental_mode != ModeKeys.PREDICT:
             raise NotImplementedError(
                 'compat_mts.estimator exports the PREDICT graph only (a TF2 SavedModel of serving signatures); '
-                f'got experimental_mode={experimental_mode!r}.')
+                f'got experimental_mode={experimental_mode!r}.'
+            )
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
         if not checkpoint_path:
@@ -434,13 +514,21 @@ class Estimator:
         def build():
             global_step = self._start_graph()
             receiver = serving_input_receiver_fn()
-            spec = self._call_model_fn(receiver.features, getattr(receiver, 'labels', None), ModeKeys.PREDICT,
-                                       self.config)
+            spec = self._call_model_fn(
+                receiver.features, getattr(receiver, 'labels', None), ModeKeys.PREDICT, self.config
+            )
             return _Program(spec, [], global_step, receiver=receiver)
 
         with self._graph(build) as wrapped:
-            return _saved_model.export(wrapped, wrapped.outputs.receiver, wrapped.outputs.spec.export_outputs,
-                                       checkpoint_path, export_dir_base, assets_extra=assets_extra, as_text=as_text)
+            return _saved_model.export(
+                wrapped,
+                wrapped.outputs.receiver,
+                wrapped.outputs.spec.export_outputs,
+                checkpoint_path,
+                export_dir_base,
+                assets_extra=assets_extra,
+                as_text=as_text,
+            )
 
     # Building the graph of a mode.
 
@@ -496,15 +584,17 @@ class Estimator:
 
 
 def _assert_members_are_not_overridden(cls: type, obj: Any) -> None:
-    allowed_overrides = {'model_fn', '_create_and_assert_global_step', '_export_all_saved_models',
-                         'latest_checkpoint'}
+    allowed_overrides = {'model_fn', '_create_and_assert_global_step', '_export_all_saved_models', 'latest_checkpoint'}
     estimator_members = {member for member in dir(cls) if not member.startswith('__')}
     subclass_members = set(obj.__class__.__dict__)
     common = estimator_members & subclass_members - allowed_overrides
     overridden = [member for member in common if getattr(cls, member) != getattr(obj.__class__, member)]
     if overridden:
-        raise ValueError('Subclasses of Estimator cannot override members of Estimator. '
-                         '{} does override {}'.format(obj.__class__, overridden))
+        raise ValueError(
+            'Subclasses of Estimator cannot override members of Estimator. {} does override {}'.format(
+                obj.__class__, overridden
+            )
+        )
 
 
 def _config_with_model_dir(config: RunConfig | None, model_dir) -> RunConfig:
@@ -520,8 +610,9 @@ def _config_with_model_dir(config: RunConfig | None, model_dir) -> RunConfig:
         model_dir = os.fspath(model_dir)
         if config.model_dir is not None and config.model_dir != model_dir:
             raise ValueError(
-                "`model_dir` are set both in constructor and `RunConfig`, but with different values. In "
-                "constructor: '{}', in `RunConfig`: '{}' ".format(model_dir, config.model_dir))
+                '`model_dir` are set both in constructor and `RunConfig`, but with different values. In '
+                "constructor: '{}', in `RunConfig`: '{}' ".format(model_dir, config.model_dir)
+            )
     if model_dir:
         config = config.replace(model_dir=model_dir)
     elif config.model_dir is None:
@@ -536,11 +627,14 @@ def _verify_model_fn_args(model_fn: Callable, params) -> None:
     if 'features' not in arguments:
         raise ValueError('model_fn (%s) must include features argument.' % model_fn)
     if params is not None and 'params' not in arguments:
-        raise ValueError('model_fn (%s) does not include params argument, but params (%s) is passed to Estimator.'
-                         % (model_fn, params))
+        raise ValueError(
+            'model_fn (%s) does not include params argument, but params (%s) is passed to Estimator.'
+            % (model_fn, params)
+        )
     if params is None and 'params' in arguments:
-        logging.warning('Estimator\'s model_fn (%s) includes params argument, but params are not passed to '
-                        'Estimator.', model_fn)
+        logging.warning(
+            "Estimator's model_fn (%s) includes params argument, but params are not passed to Estimator.", model_fn
+        )
     unexpected = list(arguments - _VALID_MODEL_FN_ARGS)
     if unexpected:
         raise ValueError('model_fn (%s) has following not expected args: %s' % (model_fn, unexpected))
@@ -557,8 +651,9 @@ def _get_default_warm_start_settings(warm_start_from) -> WarmStartSettings | Non
         return WarmStartSettings(ckpt_to_initialize_from=warm_start_from)
     if isinstance(warm_start_from, WarmStartSettings):
         return warm_start_from
-    raise ValueError('warm_start_from must be a string or a WarmStartSettings, instead got {}'
-                     .format(type(warm_start_from)))
+    raise ValueError(
+        'warm_start_from must be a string or a WarmStartSettings, instead got {}'.format(type(warm_start_from))
+    )
 
 
 def _check_checkpoint_available(model_dir: str) -> None:
@@ -614,6 +709,7 @@ def _extract_batch_length(values: dict) -> int:
     for key, value in values.items():
         batch_length = batch_length or value.shape[0]
         if value.shape[0] != batch_length:
-            raise ValueError('Batch length of predictions should be same. %s has different batch length than '
-                             'others.' % key)
+            raise ValueError(
+                'Batch length of predictions should be same. %s has different batch length than others.' % key
+            )
     return batch_length

@@ -94,8 +94,7 @@ def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=Non
     """A serving input receiver function that parses serialized `tf.Example`s with `feature_spec` (v1's)."""
 
     def serving_input_receiver_fn():
-        serialized = tf.compat.v1.placeholder(dtype=tf.string, shape=[default_batch_size],
-                                              name='input_example_tensor')
+        serialized = tf.compat.v1.placeholder(dtype=tf.string, shape=[default_batch_size], name='input_example_tensor')
         features = tf.compat.v1.io.parse_example(serialized, feature_spec)
         return ServingInputReceiver(features, {'examples': serialized})
 
@@ -180,10 +179,12 @@ def export_outputs_or_default(export_outputs, predictions) -> dict:
             raise TypeError('Values in export_outputs must be ExportOutput objects. Given: {}'.format(export_outputs))
     export_outputs = dict(export_outputs)
     if len(export_outputs) == 1:
-        (key, value), = export_outputs.items()
+        ((key, value),) = export_outputs.items()
         if key != DEFAULT_SERVING_SIGNATURE_DEF_KEY:
             export_outputs[DEFAULT_SERVING_SIGNATURE_DEF_KEY] = value
     if len(export_outputs) > 1 and DEFAULT_SERVING_SIGNATURE_DEF_KEY not in export_outputs:
-        raise ValueError('Multiple export_outputs were provided, but none of them is specified as the default.  '
-                         'Do this by naming one of them with signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY.')
+        raise ValueError(
+            'Multiple export_outputs were provided, but none of them is specified as the default.  '
+            'Do this by naming one of them with signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY.'
+        )
     return export_outputs

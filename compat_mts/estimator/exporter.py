@@ -35,9 +35,13 @@ class _SavedModelExporter(Exporter):
         return self._name
 
     def _export(self, estimator, export_path, checkpoint_path) -> bytes:
-        return estimator.export_saved_model(export_path, self._serving_input_receiver_fn,
-                                            assets_extra=self._assets_extra, as_text=self._as_text,
-                                            checkpoint_path=checkpoint_path)
+        return estimator.export_saved_model(
+            export_path,
+            self._serving_input_receiver_fn,
+            assets_extra=self._assets_extra,
+            as_text=self._as_text,
+            checkpoint_path=checkpoint_path,
+        )
 
 
 class FinalExporter(_SavedModelExporter):
@@ -68,7 +72,7 @@ class LatestExporter(_SavedModelExporter):
         if self._exports_to_keep is None or not tf.io.gfile.isdir(export_dir_base):
             return
         exports = sorted(int(name) for name in tf.io.gfile.listdir(export_dir_base) if name.strip('/').isdigit())
-        for timestamp in exports[:-self._exports_to_keep]:
+        for timestamp in exports[: -self._exports_to_keep]:
             path = os.path.join(export_dir_base, str(timestamp))
             logging.info('Garbage-collecting export %s.', path)
             tf.io.gfile.rmtree(path)

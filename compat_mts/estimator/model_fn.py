@@ -25,12 +25,28 @@ class ModeKeys:
 _DEFAULT_GRAPH_ERROR = (
     '{0} with "{1}" must be from the default graph. Possible causes of this error include: \n\n'
     '1) {0} was created outside the context of the default graph.\n\n'
-    '2) The object passed through to EstimatorSpec was not created in the most recent call to "model_fn".')
+    '2) The object passed through to EstimatorSpec was not created in the most recent call to "model_fn".'
+)
 
 
-class EstimatorSpec(collections.namedtuple('EstimatorSpec', [
-        'mode', 'predictions', 'loss', 'train_op', 'eval_metric_ops', 'export_outputs', 'training_chief_hooks',
-        'training_hooks', 'scaffold', 'evaluation_hooks', 'prediction_hooks'])):
+class EstimatorSpec(
+    collections.namedtuple(
+        'EstimatorSpec',
+        [
+            'mode',
+            'predictions',
+            'loss',
+            'train_op',
+            'eval_metric_ops',
+            'export_outputs',
+            'training_chief_hooks',
+            'training_hooks',
+            'scaffold',
+            'evaluation_hooks',
+            'prediction_hooks',
+        ],
+    )
+):
     """Ops and objects returned from a `model_fn` and passed to an `Estimator` (v1's fields and checks).
 
     A `model_fn` runs as v1 graph code (`compat_mts.wrap_graph` builds it), so the tensors and ops here are
@@ -63,21 +79,41 @@ class EstimatorSpec(collections.namedtuple('EstimatorSpec', [
       TypeError: a field has the wrong type (v1's messages).
     """
 
-    def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None, export_outputs=None,
-                training_chief_hooks=None, training_hooks=None, scaffold=None, evaluation_hooks=None,
-                prediction_hooks=None):
+    def __new__(
+        cls,
+        mode,
+        predictions=None,
+        loss=None,
+        train_op=None,
+        eval_metric_ops=None,
+        export_outputs=None,
+        training_chief_hooks=None,
+        training_hooks=None,
+        scaffold=None,
+        evaluation_hooks=None,
+        prediction_hooks=None,
+    ):
         train_op = _validate_train_op(train_op, mode)
         loss = _validate_loss(loss, mode)
         predictions = _validate_predictions(predictions, mode)
         if mode == ModeKeys.PREDICT:
             from compat_mts.estimator import export  # pylint: disable=import-outside-toplevel
+
             export_outputs = export.export_outputs_or_default(export_outputs, predictions)
         return super().__new__(
-            cls, mode=mode, predictions=predictions, loss=loss, train_op=train_op,
-            eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops), export_outputs=export_outputs,
-            training_chief_hooks=_validate_hooks(training_chief_hooks), training_hooks=_validate_hooks(training_hooks),
-            scaffold=_scaffold.as_compat_scaffold(scaffold), evaluation_hooks=_validate_hooks(evaluation_hooks),
-            prediction_hooks=_validate_hooks(prediction_hooks))
+            cls,
+            mode=mode,
+            predictions=predictions,
+            loss=loss,
+            train_op=train_op,
+            eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops),
+            export_outputs=export_outputs,
+            training_chief_hooks=_validate_hooks(training_chief_hooks),
+            training_hooks=_validate_hooks(training_hooks),
+            scaffold=_scaffold.as_compat_scaffold(scaffold),
+            evaluation_hooks=_validate_hooks(evaluation_hooks),
+            prediction_hooks=_validate_hooks(prediction_hooks),
+        )
 
     def _replace(self, **kwds):
         """A new EstimatorSpec with the given fields replaced; the mode cannot change (v1's message)."""
@@ -158,8 +194,11 @@ def _validate_eval_metric_ops(eval_metric_ops) -> dict:
         raise TypeError('eval_metric_ops must be a dict, given: {}'.format(eval_metric_ops))
     for key, value in eval_metric_ops.items():
         if not isinstance(value, tuple) or len(value) != 2:
-            raise TypeError('Values of eval_metric_ops must be (metric_value, update_op) tuples, given: {} for key: {}'
-                            .format(value, key))
+            raise TypeError(
+                'Values of eval_metric_ops must be (metric_value, update_op) tuples, given: {} for key: {}'.format(
+                    value, key
+                )
+            )
         metric_value, metric_update = value
         for member in tf.nest.flatten(metric_value):
             _check_tensor_or_operation(member, 'eval_metric_ops[{}]'.format(key))

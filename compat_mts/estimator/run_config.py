@@ -14,10 +14,23 @@ from tensorflow.compat.v1 import logging
 _USE_DEFAULT = object()
 _SAVE_CKPT_ERR = '`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.'
 _REPLACEABLE = [
-    'model_dir', 'tf_random_seed', 'save_summary_steps', 'save_checkpoints_steps', 'save_checkpoints_secs',
-    'session_config', 'keep_checkpoint_max', 'keep_checkpoint_every_n_hours', 'log_step_count_steps',
-    'train_distribute', 'device_fn', 'protocol', 'eval_distribute', 'experimental_distribute',
-    'experimental_max_worker_delay_secs', 'session_creation_timeout_secs', 'checkpoint_save_graph_def',
+    'model_dir',
+    'tf_random_seed',
+    'save_summary_steps',
+    'save_checkpoints_steps',
+    'save_checkpoints_secs',
+    'session_config',
+    'keep_checkpoint_max',
+    'keep_checkpoint_every_n_hours',
+    'log_step_count_steps',
+    'train_distribute',
+    'device_fn',
+    'protocol',
+    'eval_distribute',
+    'experimental_distribute',
+    'experimental_max_worker_delay_secs',
+    'session_creation_timeout_secs',
+    'checkpoint_save_graph_def',
 ]
 _NOT_SUPPORTED = ('train_distribute', 'eval_distribute', 'experimental_distribute', 'device_fn')
 
@@ -34,8 +47,9 @@ def get_default_session_config() -> tf.compat.v1.ConfigProto:
     """v1's default session config of an Estimator: soft placement, one meta-optimizer iteration."""
     rewrite = tf.compat.v1.GraphOptions().rewrite_options
     rewrite.meta_optimizer_iterations = type(rewrite).ONE
-    return tf.compat.v1.ConfigProto(allow_soft_placement=True,
-                                    graph_options=tf.compat.v1.GraphOptions(rewrite_options=rewrite))
+    return tf.compat.v1.ConfigProto(
+        allow_soft_placement=True, graph_options=tf.compat.v1.GraphOptions(rewrite_options=rewrite)
+    )
 
 
 class RunConfig:
@@ -67,12 +81,26 @@ class RunConfig:
       NotImplementedError: a distributed setting (see above).
     """
 
-    def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
-                 save_checkpoints_steps=_USE_DEFAULT, save_checkpoints_secs=_USE_DEFAULT, session_config=None,
-                 keep_checkpoint_max=5, keep_checkpoint_every_n_hours=10000, log_step_count_steps=100,
-                 train_distribute=None, device_fn=None, protocol=None, eval_distribute=None,
-                 experimental_distribute=None, experimental_max_worker_delay_secs=None,
-                 session_creation_timeout_secs=7200, checkpoint_save_graph_def=True):
+    def __init__(
+        self,
+        model_dir=None,
+        tf_random_seed=None,
+        save_summary_steps=100,
+        save_checkpoints_steps=_USE_DEFAULT,
+        save_checkpoints_secs=_USE_DEFAULT,
+        session_config=None,
+        keep_checkpoint_max=5,
+        keep_checkpoint_every_n_hours=10000,
+        log_step_count_steps=100,
+        train_distribute=None,
+        device_fn=None,
+        protocol=None,
+        eval_distribute=None,
+        experimental_distribute=None,
+        experimental_max_worker_delay_secs=None,
+        session_creation_timeout_secs=7200,
+        checkpoint_save_graph_def=True,
+    ):
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
         elif save_checkpoints_secs is _USE_DEFAULT:
@@ -85,17 +113,25 @@ class RunConfig:
         if tf_config:
             logging.info('TF_CONFIG environment variable: %s', tf_config)
         _check_local(tf_config)
-        self._set(model_dir=_model_dir(tf_config, model_dir), tf_random_seed=tf_random_seed,
-                  save_summary_steps=save_summary_steps, save_checkpoints_steps=save_checkpoints_steps,
-                  save_checkpoints_secs=save_checkpoints_secs, session_config=session_config,
-                  keep_checkpoint_max=keep_checkpoint_max,
-                  keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
-                  log_step_count_steps=log_step_count_steps, train_distribute=train_distribute,
-                  device_fn=device_fn, protocol=protocol, eval_distribute=eval_distribute,
-                  experimental_distribute=experimental_distribute,
-                  experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
-                  session_creation_timeout_secs=session_creation_timeout_secs,
-                  checkpoint_save_graph_def=checkpoint_save_graph_def)
+        self._set(
+            model_dir=_model_dir(tf_config, model_dir),
+            tf_random_seed=tf_random_seed,
+            save_summary_steps=save_summary_steps,
+            save_checkpoints_steps=save_checkpoints_steps,
+            save_checkpoints_secs=save_checkpoints_secs,
+            session_config=session_config,
+            keep_checkpoint_max=keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+            log_step_count_steps=log_step_count_steps,
+            train_distribute=train_distribute,
+            device_fn=device_fn,
+            protocol=protocol,
+            eval_distribute=eval_distribute,
+            experimental_distribute=experimental_distribute,
+            experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
+            session_creation_timeout_secs=session_creation_timeout_secs,
+            checkpoint_save_graph_def=checkpoint_save_graph_def,
+        )
         self._task_type = TaskType.WORKER
         self._task_id = 0
         self._master = tf_config.get('session_master', '')
@@ -242,7 +278,8 @@ def _check_local(tf_config: dict) -> None:
         raise NotImplementedError(
             'TF_CONFIG describes a cluster, and compat_mts.estimator runs in a single process. A distributed '
             'Estimator program becomes a compat_mts.MonitoredTrainingSession loop under a tf.distribute strategy '
-            '(migration_guide/distributed.md); unset TF_CONFIG to run this one locally.')
+            '(migration_guide/distributed.md); unset TF_CONFIG to run this one locally.'
+        )
     task = tf_config.get('task', {})
     if task.get('type', TaskType.WORKER) != TaskType.WORKER:
         raise ValueError('If "cluster" is not set in TF_CONFIG, task type must be WORKER.')
@@ -262,7 +299,8 @@ def _model_dir(tf_config: dict, model_dir: Any) -> str | None:
         if model_dir and from_tf_config != model_dir:
             raise ValueError(
                 '`model_dir` provided in RunConfig construct, if set, must have the same value as the model_dir in '
-                'TF_CONFIG. model_dir: {}\nTF_CONFIG["model_dir"]: {}.\n'.format(model_dir, from_tf_config))
+                'TF_CONFIG. model_dir: {}\nTF_CONFIG["model_dir"]: {}.\n'.format(model_dir, from_tf_config)
+            )
         logging.info('Using model_dir in TF_CONFIG: %s', from_tf_config)
     return model_dir or from_tf_config
 
@@ -276,22 +314,43 @@ def _validate(config: RunConfig) -> None:
     checks = [
         ('model_dir', lambda value: value, 'model_dir should be non-empty'),
         ('save_summary_steps', lambda value: _is_number(value) and value >= 0, 'save_summary_steps should be >= 0'),
-        ('save_checkpoints_steps', lambda value: _is_number(value) and value >= 0,
-         'save_checkpoints_steps should be >= 0'),
-        ('save_checkpoints_secs', lambda value: _is_number(value) and value >= 0,
-         'save_checkpoints_secs should be >= 0'),
-        ('session_config', lambda value: isinstance(value, tf.compat.v1.ConfigProto),
-         'session_config must be instance of ConfigProto'),
+        (
+            'save_checkpoints_steps',
+            lambda value: _is_number(value) and value >= 0,
+            'save_checkpoints_steps should be >= 0',
+        ),
+        (
+            'save_checkpoints_secs',
+            lambda value: _is_number(value) and value >= 0,
+            'save_checkpoints_secs should be >= 0',
+        ),
+        (
+            'session_config',
+            lambda value: isinstance(value, tf.compat.v1.ConfigProto),
+            'session_config must be instance of ConfigProto',
+        ),
         ('keep_checkpoint_max', lambda value: _is_number(value) and value >= 0, 'keep_checkpoint_max should be >= 0'),
-        ('keep_checkpoint_every_n_hours', lambda value: _is_number(value) and value > 0,
-         'keep_checkpoint_every_n_hours should be > 0'),
+        (
+            'keep_checkpoint_every_n_hours',
+            lambda value: _is_number(value) and value > 0,
+            'keep_checkpoint_every_n_hours should be > 0',
+        ),
         ('log_step_count_steps', lambda value: _is_number(value) and value > 0, 'log_step_count_steps should be > 0'),
-        ('tf_random_seed', lambda value: isinstance(value, numbers.Integral) and not isinstance(value, bool),
-         'tf_random_seed must be integer.'),
-        ('experimental_max_worker_delay_secs', lambda value: isinstance(value, int),
-         'experimental_max_worker_delay_secs must be an integer if set.'),
-        ('session_creation_timeout_secs', lambda value: _is_number(value) and value > 0,
-         'session_creation_timeout_secs should be > 0'),
+        (
+            'tf_random_seed',
+            lambda value: isinstance(value, numbers.Integral) and not isinstance(value, bool),
+            'tf_random_seed must be integer.',
+        ),
+        (
+            'experimental_max_worker_delay_secs',
+            lambda value: isinstance(value, int),
+            'experimental_max_worker_delay_secs must be an integer if set.',
+        ),
+        (
+            'session_creation_timeout_secs',
+            lambda value: _is_number(value) and value > 0,
+            'session_creation_timeout_secs should be > 0',
+        ),
         ('protocol', lambda value: value in ('grpc', 'grpc+verbs'), 'protocol should be grpc or grpc+verbs'),
     ]
     for name, accepted, message in checks:
@@ -303,4 +362,5 @@ def _validate(config: RunConfig) -> None:
             raise NotImplementedError(
                 f'RunConfig({name}=...) is not supported: compat_mts.estimator runs in one process on the default '
                 'device placement. Distribute a program with compat_mts.MonitoredTrainingSession under a '
-                'tf.distribute strategy scope (migration_guide/distributed.md).')
+                'tf.distribute strategy scope (migration_guide/distributed.md).'
+            )

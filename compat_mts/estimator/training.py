@@ -36,8 +36,9 @@ def _validate_saving_listeners(saving_listeners) -> tuple:
     saving_listeners = tuple(saving_listeners or [])
     for listener in saving_listeners:
         if not isinstance(listener, (CheckpointSaverListener, tf.compat.v1.train.CheckpointSaverListener)):
-            raise TypeError('All saving_listeners must be `CheckpointSaverListener` instances, given: {}'
-                            .format(listener))
+            raise TypeError(
+                'All saving_listeners must be `CheckpointSaverListener` instances, given: {}'.format(listener)
+            )
     return saving_listeners
 
 
@@ -52,17 +53,24 @@ def _validate_exporters(exporters) -> tuple:
             if not isinstance(exporter, Exporter):
                 raise TypeError
             if not exporter.name:
-                raise ValueError('An Exporter cannot have a name that is `None` or empty. All exporter names: {}'
-                                 .format([e.name for e in exporters]))
+                raise ValueError(
+                    'An Exporter cannot have a name that is `None` or empty. All exporter names: {}'.format(
+                        [e.name for e in exporters]
+                    )
+                )
             if not isinstance(exporter.name, str):
                 raise ValueError('An Exporter must have a string name. Given: {}'.format(type(exporter.name)))
             if exporter.name in names:
-                raise ValueError('`exporters` must have unique names. Such a name cannot be `None`. All exporter '
-                                 'names: {}'.format([e.name for e in exporters]))
+                raise ValueError(
+                    '`exporters` must have unique names. Such a name cannot be `None`. All exporter names: {}'.format(
+                        [e.name for e in exporters]
+                    )
+                )
             names.append(exporter.name)
     except TypeError:
-        raise TypeError('`exporters` must be an Exporter, an iterable of Exporter, or `None`, found %s.'
-                        % exporters) from None
+        raise TypeError(
+            '`exporters` must be an Exporter, an iterable of Exporter, or `None`, found %s.' % exporters
+        ) from None
     return tuple(exporters)
 
 
@@ -73,20 +81,29 @@ class TrainSpec(collections.namedtuple('TrainSpec', ['input_fn', 'max_steps', 'h
         _validate_input_fn(input_fn)
         if max_steps is not None and max_steps <= 0:
             raise ValueError('Must specify max_steps > 0, given: {}'.format(max_steps))
-        return super().__new__(cls, input_fn=input_fn, max_steps=max_steps, hooks=_validate_hooks(hooks),
-                               saving_listeners=_validate_saving_listeners(saving_listeners))
+        return super().__new__(
+            cls,
+            input_fn=input_fn,
+            max_steps=max_steps,
+            hooks=_validate_hooks(hooks),
+            saving_listeners=_validate_saving_listeners(saving_listeners),
+        )
 
 
-class EvalSpec(collections.namedtuple('EvalSpec', ['input_fn', 'steps', 'name', 'hooks', 'exporters',
-                                                   'start_delay_secs', 'throttle_secs'])):
+class EvalSpec(
+    collections.namedtuple(
+        'EvalSpec', ['input_fn', 'steps', 'name', 'hooks', 'exporters', 'start_delay_secs', 'throttle_secs']
+    )
+):
     """The evaluation part of `train_and_evaluate` (v1's fields, defaults and checks).
 
     `start_delay_secs` concerned v1's separate evaluator task; in one process it is unused, as in v1's
     local mode.
     """
 
-    def __new__(cls, input_fn, steps=100, name=None, hooks=None, exporters=None, start_delay_secs=120,
-                throttle_secs=600):
+    def __new__(
+        cls, input_fn, steps=100, name=None, hooks=None, exporters=None, start_delay_secs=120, throttle_secs=600
+    ):
         _validate_input_fn(input_fn)
         if steps is not None and steps <= 0:
             raise ValueError('Must specify steps > 0, given: {}'.format(steps))
@@ -98,8 +115,16 @@ class EvalSpec(collections.namedtuple('EvalSpec', ['input_fn', 'steps', 'name', 
             raise ValueError('Must specify start_delay_secs >= 0, given: {}'.format(start_delay_secs))
         if throttle_secs < 0:
             raise ValueError('Must specify throttle_secs >= 0, given: {}'.format(throttle_secs))
-        return super().__new__(cls, input_fn=input_fn, steps=steps, name=name, hooks=hooks, exporters=exporters,
-                               start_delay_secs=start_delay_secs, throttle_secs=throttle_secs)
+        return super().__new__(
+            cls,
+            input_fn=input_fn,
+            steps=steps,
+            name=name,
+            hooks=hooks,
+            exporters=exporters,
+            start_delay_secs=start_delay_secs,
+            throttle_secs=throttle_secs,
+        )
 
 
 class _Evaluator:
@@ -118,20 +143,34 @@ class _Evaluator:
             logging.warning('Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.')
             return None, []
         if latest == self._previous_checkpoint_path:
-            logging.warning('No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation '
-                            'results are expected to be same for the same checkpoint.')
+            logging.warning(
+                'No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation '
+                'results are expected to be same for the same checkpoint.'
+            )
             return None, []
-        metrics = self._estimator.evaluate(input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
-                                           name=self._eval_spec.name, checkpoint_path=latest,
-                                           hooks=self._eval_spec.hooks)
-        is_the_final_export = (metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP] >= self._max_training_steps
-                               if self._max_training_steps else False)
+        metrics = self._estimator.evaluate(
+            input_fn=self._eval_spec.input_fn,
+            steps=self._eval_spec.steps,
+            name=self._eval_spec.name,
+            checkpoint_path=latest,
+            hooks=self._eval_spec.hooks,
+        )
+        is_the_final_export = (
+            metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP] >= self._max_training_steps
+            if self._max_training_steps
+            else False
+        )
         export_dir_base = os.path.join(self._estimator.model_dir, 'export')
-        export_results = [exporter.export(estimator=self._estimator,
-                                          export_path=os.path.join(export_dir_base, exporter.name),
-                                          checkpoint_path=latest, eval_result=metrics,
-                                          is_the_final_export=is_the_final_export)
-                          for exporter in self._eval_spec.exporters]
+        export_results = [
+            exporter.export(
+                estimator=self._estimator,
+                export_path=os.path.join(export_dir_base, exporter.name),
+                checkpoint_path=latest,
+                eval_result=metrics,
+                is_the_final_export=is_the_final_export,
+            )
+            for exporter in self._eval_spec.exporters
+        ]
         self._previous_checkpoint_path = latest
         return metrics, export_results
 
@@ -155,8 +194,9 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
         if self._timer.should_trigger_for_step(global_step_value):
             self._evaluate(global_step_value)
         else:
-            logging.info('Skip the current checkpoint eval due to throttle secs ({} secs).'.format(
-                self._eval_throttle_secs))
+            logging.info(
+                'Skip the current checkpoint eval due to throttle secs ({} secs).'.format(self._eval_throttle_secs)
+            )
 
     def end(self, session, global_step_value):
         if global_step_value != self._timer.last_triggered_step():
@@ -191,11 +231,17 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         raise TypeError('`train_spec` must have type `tf.estimator.TrainSpec`. Got: {}'.format(type(train_spec)))
     logging.info('Running training and evaluation locally (non-distributed).')
     config = estimator.config
-    logging.info('Start train and evaluate loop. The evaluate will happen after every checkpoint. Checkpoint '
-                 'frequency is determined based on RunConfig arguments: save_checkpoints_steps {} or '
-                 'save_checkpoints_secs {}.'.format(config.save_checkpoints_steps, config.save_checkpoints_secs))
+    logging.info(
+        'Start train and evaluate loop. The evaluate will happen after every checkpoint. Checkpoint '
+        'frequency is determined based on RunConfig arguments: save_checkpoints_steps {} or '
+        'save_checkpoints_secs {}.'.format(config.save_checkpoints_steps, config.save_checkpoints_secs)
+    )
     evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
     listener = _NewCheckpointListenerForEvaluate(evaluator, eval_spec.throttle_secs)
-    estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps, hooks=list(train_spec.hooks),
-                    saving_listeners=train_spec.saving_listeners + (listener,))
+    estimator.train(
+        input_fn=train_spec.input_fn,
+        max_steps=train_spec.max_steps,
+        hooks=list(train_spec.hooks),
+        saving_listeners=train_spec.saving_listeners + (listener,),
+    )
     return listener.eval_result, listener.export_results

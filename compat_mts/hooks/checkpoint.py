@@ -91,9 +91,19 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         listener is not a `CheckpointSaverListener` instance, or another argument has the wrong type.
     """
 
-    def __init__(self, checkpoint_dir: str, save_secs: float | None = None, save_steps: int | None = None,
-                 saver=None, checkpoint_basename: str = 'model.ckpt', scaffold: Scaffold | None = None,
-                 listeners=None, save_graph_def: bool = True, *, allow_other_writers: bool = False):
+    def __init__(
+        self,
+        checkpoint_dir: str,
+        save_secs: float | None = None,
+        save_steps: int | None = None,
+        saver=None,
+        checkpoint_basename: str = 'model.ckpt',
+        scaffold: Scaffold | None = None,
+        listeners=None,
+        save_graph_def: bool = True,
+        *,
+        allow_other_writers: bool = False,
+    ):
         logging.info('Create CheckpointSaverHook.')
         if saver is not None and scaffold is not None:
             raise ValueError('You cannot provide both saver and scaffold.')
@@ -101,8 +111,9 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         check_saver(saver)
         validation.check_scaffold(scaffold)
         validation.check_integer(save_steps, 'save_steps')
-        validation.check_seconds(save_secs, 'save_secs',
-                                 infinity='saves only when the session is created and at the end')
+        validation.check_seconds(
+            save_secs, 'save_secs', infinity='saves only when the session is created and at the end'
+        )
         validation.check_non_empty_string(checkpoint_basename, 'checkpoint_basename')
         validation.check_bool(save_graph_def, 'save_graph_def')
         self._listeners = validation.check_listeners(listeners)
@@ -190,8 +201,11 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
                 run_context.request_stop()
 
     def end(self, session):
-        last_step = int(session.run(self._global_step)) if session is not None else int(
-            global_step_lib.read_value(self._global_step))
+        last_step = (
+            int(session.run(self._global_step))
+            if session is not None
+            else int(global_step_lib.read_value(self._global_step))
+        )
         if last_step != self._timer.last_triggered_step():
             self._save(session, last_step)
         for listener in self._listeners:
@@ -226,9 +240,12 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
                 if self._writes_files:
                     checkpoints.prepare_directory_state(self._checkpoint_dir)
                 self._manager = tf.train.CheckpointManager(
-                    checkpoint, self._checkpoint_dir, max_to_keep=scaffold.max_to_keep,
+                    checkpoint,
+                    self._checkpoint_dir,
+                    max_to_keep=scaffold.max_to_keep,
                     keep_checkpoint_every_n_hours=scaffold.keep_checkpoint_every_n_hours,
-                    checkpoint_name=self._checkpoint_basename)
+                    checkpoint_name=self._checkpoint_basename,
+                )
         return self._manager
 
     def _check_manager_directory(self, manager: tf.train.CheckpointManager) -> None:
@@ -236,7 +253,8 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
             raise ValueError(
                 f'The tf.train.CheckpointManager given as saver writes to {manager.directory!r}, but the '
                 f'checkpoints of this session are restored from and saved to {self._checkpoint_dir!r} '
-                '(checkpoint_dir). Create the manager on checkpoint_dir.')
+                '(checkpoint_dir). Create the manager on checkpoint_dir.'
+            )
         if getattr(manager.checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
             setattr(manager.checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
 
@@ -265,8 +283,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         should_stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
-                logging.info('A CheckpointSaverListener requested that training be stopped. listener: %s',
-                             listener)
+                logging.info('A CheckpointSaverListener requested that training be stopped. listener: %s', listener)
                 should_stop = True
         return should_stop
 

@@ -67,5 +67,6 @@ class FinalOpsHook(SessionRunHook):
                 'input source and, once it is exhausted, it call the `value_op` to get the metric values. '
                 'The `value_op` here should have dependency back to variables reading only, rather than '
                 'reading another batch from input. Otherwise, the `value_op`, executed by `FinalOpsHook`, '
-                'triggers another data reading, which ends OutOfRangeError/StopIteration. Please fix that.')
+                'triggers another data reading, which ends OutOfRangeError/StopIteration. Please fix that.'
+            )
             raise

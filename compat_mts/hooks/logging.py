@@ -61,13 +61,17 @@ class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
       TypeError: `tensors` is not a dict or list, or another argument has the wrong type.
     """
 
-    def __init__(self, tensors: dict | list | tuple, every_n_iter: int | None = None,
-                 every_n_secs: float | None = None, at_end: bool = False,
-                 formatter: Callable[[dict], str] | None = None):
+    def __init__(
+        self,
+        tensors: dict | list | tuple,
+        every_n_iter: int | None = None,
+        every_n_secs: float | None = None,
+        at_end: bool = False,
+        formatter: Callable[[dict], str] | None = None,
+    ):
         only_log_at_end = at_end and every_n_iter is None and every_n_secs is None
         if not only_log_at_end and (every_n_iter is None) == (every_n_secs is None):
-            raise ValueError(
-                'either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.')
+            raise ValueError('either at_end and/or exactly one of every_n_iter and every_n_secs must be provided.')
         validation.check_integer(every_n_iter, 'every_n_iter')
         if every_n_iter is not None and every_n_iter <= 0:
             raise ValueError('invalid every_n_iter=%s.' % every_n_iter)
@@ -77,8 +81,11 @@ class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
             raise TypeError(f'`formatter` must be None or a callable, got {type(formatter).__name__}.')
         self._tags, self._fetches = _tags_and_fetches(tensors)
         self._formatter = formatter
-        self._timer = (NeverTriggerTimer() if only_log_at_end
-                       else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter))
+        self._timer = (
+            NeverTriggerTimer()
+            if only_log_at_end
+            else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter)
+        )
         self._log_at_end = at_end
         self._named = [index for index, fetch in enumerate(self._fetches) if isinstance(fetch, str)]
 
@@ -87,8 +94,9 @@ class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
         self._iter_count = 0
         self._last_named_values: dict[int, Any] = {}
         # Names are read as v1 read them now that the wrapped graphs, if any, exist.
-        self._current_fetches = [_as_graph_tensor_name(fetch) if isinstance(fetch, str) else fetch
-                                 for fetch in self._fetches]
+        self._current_fetches = [
+            _as_graph_tensor_name(fetch) if isinstance(fetch, str) else fetch for fetch in self._fetches
+        ]
         self._request = SessionRunArgs(self._current_fetches)  # Immutable: one serves every run.
         self._named_request = SessionRunArgs([self._current_fetches[index] for index in self._named])
 
@@ -144,14 +152,16 @@ def _tags_and_fetches(tensors: Any) -> tuple[list, list]:
     elif isinstance(tensors, (str, bytes)) or not isinstance(tensors, Iterable):
         raise TypeError(
             '`tensors` must be a dict of tag -> value or a list of values (names, variables, tensors or '
-            f'callables), got {tensors!r}; for one name write [{tensors!r}].')
+            f'callables), got {tensors!r}; for one name write [{tensors!r}].'
+        )
     else:
         fetches = list(tensors)
         tags = [_list_tag(item) for item in fetches]
     for fetch in fetches:
         if not validation.is_fetch(fetch):
-            raise ValueError(f'Passed {fetch!r} should be a name (str), a tf.Variable, a tensor or a callable '
-                             'returning tensors.')
+            raise ValueError(
+                f'Passed {fetch!r} should be a name (str), a tf.Variable, a tensor or a callable returning tensors.'
+            )
     return tags, fetches
 
 

@@ -62,8 +62,14 @@ class ProfilerHook(StepsPerRunMixin, SessionRunHook):
       TypeError: an argument of the wrong type.
     """
 
-    def __init__(self, save_steps: int | None = None, save_secs: float | None = None, output_dir: str = '',
-                 show_dataflow: bool = True, show_memory: bool = False):
+    def __init__(
+        self,
+        save_steps: int | None = None,
+        save_secs: float | None = None,
+        output_dir: str = '',
+        show_dataflow: bool = True,
+        show_memory: bool = False,
+    ):
         output_dir = validation.path(output_dir, 'output_dir', empty='the working directory, as in v1')
         validation.check_integer(save_steps, 'save_steps')
         validation.check_seconds(save_secs, 'save_secs', infinity='never traces (the first run never is)')
@@ -87,12 +93,14 @@ class ProfilerHook(StepsPerRunMixin, SessionRunHook):
 
     def before_run(self, run_context):
         self._stop_unfinished_trace()
-        self._request_trace = self._next_step is not None and self._timer.should_trigger_for_step(
-            self._next_step) and self._start_trace()
+        self._request_trace = (
+            self._next_step is not None and self._timer.should_trigger_for_step(self._next_step) and self._start_trace()
+        )
         if not self._request_trace:
             return STALE_GLOBAL_STEP_REQUEST
-        return SessionRunArgs(STALE_GLOBAL_STEP,
-                              options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE))
+        return SessionRunArgs(
+            STALE_GLOBAL_STEP, options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+        )
 
     def after_run(self, run_context, run_values):
         stale_global_step = run_values.results
@@ -125,8 +133,7 @@ class ProfilerHook(StepsPerRunMixin, SessionRunHook):
         """Stops the capture; returns what it recorded (also left in the profile-plugin layout)."""
         self._tracing = False
         tf.profiler.experimental.stop()
-        pattern = os.path.join(glob.escape(os.path.abspath(self._output_dir)), 'plugins', 'profile', '*',
-                               '*.xplane.pb')
+        pattern = os.path.join(glob.escape(os.path.abspath(self._output_dir)), 'plugins', 'profile', '*', '*.xplane.pb')
         newest = max(glob.glob(pattern), key=os.path.getmtime)
         with tf.io.gfile.GFile(newest, 'rb') as capture:
             return xplane_pb2.XSpace.FromString(capture.read())
@@ -156,17 +163,32 @@ def chrome_trace(space: xplane_pb2.XSpace) -> dict:
     for pid, plane in enumerate(space.planes, start=1):
         events.append({'ph': 'M', 'pid': pid, 'name': 'process_name', 'args': {'name': plane.name}})
         for tid, line in enumerate(plane.lines, start=1):
-            events.append({'ph': 'M', 'pid': pid, 'tid': tid, 'name': 'thread_name',
-                           'args': {'name': line.display_name or line.name}})
+            events.append(
+                {
+                    'ph': 'M',
+                    'pid': pid,
+                    'tid': tid,
+                    'name': 'thread_name',
+                    'args': {'name': line.display_name or line.name},
+                }
+            )
             line_start_ps = line.timestamp_ns * 1000 - origin_ps
             for event in line.events:
                 metadata = plane.event_metadata[event.metadata_id]
                 args = {plane.stat_metadata[stat.metadata_id].name: _stat_value(plane, stat) for stat in event.stats}
                 if metadata.display_name and metadata.display_name != metadata.name:
                     args['long_name'] = metadata.name
-                events.append({'ph': 'X', 'pid': pid, 'tid': tid, 'name': metadata.display_name or metadata.name,
-                               'ts': (line_start_ps + event.offset_ps) / 1e6, 'dur': event.duration_ps / 1e6,
-                               'args': args})
+                events.append(
+                    {
+                        'ph': 'X',
+                        'pid': pid,
+                        'tid': tid,
+                        'name': metadata.display_name or metadata.name,
+                        'ts': (line_start_ps + event.offset_ps) / 1e6,
+                        'dur': event.duration_ps / 1e6,
+                        'args': args,
+                    }
+                )
     return {'displayTimeUnit': 'ns', 'traceEvents': events}
 
 

@@ -44,8 +44,13 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
       TypeError: an argument of the wrong type.
     """
 
-    def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
-                 output_dir: str | None = None, summary_writer=None):
+    def __init__(
+        self,
+        every_n_steps: int | None = 100,
+        every_n_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer=None,
+    ):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError('exactly one of every_n_steps and every_n_secs should be provided.')
         validation.check_integer(every_n_steps, 'every_n_steps')
@@ -88,7 +93,10 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
                 'It seems that global step (tf.train.get_global_step) has not been increased. Current '
                 'value (could be stable): %s vs previous value: %s. You could increase the global step '
                 'by passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize.',
-                5, stale_global_step, self._last_global_step)
+                5,
+                stale_global_step,
+                self._last_global_step,
+            )
         self._last_global_step = stale_global_step
 
     def _log_and_record(self, elapsed_steps: int, elapsed_time: float, global_step: int) -> None:

@@ -47,8 +47,15 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
       TypeError: an argument of the wrong type.
     """
 
-    def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
-                 output_dir: str | None = None, summary_writer=None, scaffold=None, summary_op=None):
+    def __init__(
+        self,
+        save_steps: int | None = None,
+        save_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer=None,
+        scaffold=None,
+        summary_op=None,
+    ):
         if (scaffold is None) == (summary_op is None):
             raise ValueError('Exactly one of scaffold or summary_op must be provided.')
         validation.check_integer(save_steps, 'save_steps')

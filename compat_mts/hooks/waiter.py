@@ -63,7 +63,10 @@ class GlobalStepWaiterHook(SessionRunHook):
                 self._worker_is_started = True
                 return None
             if current_step - last_logged_step > _PROGRESS_LOG_STEPS:
-                logging.info('Waiting for global step %d before starting training. Current step is %d.',
-                             self._wait_until_step, current_step)
+                logging.info(
+                    'Waiting for global step %d before starting training. Current step is %d.',
+                    self._wait_until_step,
+                    current_step,
+                )
                 last_logged_step = current_step
             time.sleep(_POLL_SECS)

@@ -12,8 +12,16 @@ from compat_mts import global_step as global_step_lib
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
 # Keras callbacks that use `self.model`, and those of them that also use `self.model.optimizer`.
-_NEED_MODEL = ('BackupAndRestore', 'EarlyStopping', 'LearningRateScheduler', 'ModelCheckpoint',
-               'ReduceLROnPlateau', 'SwapEMAWeights', 'TensorBoard', 'TerminateOnNaN')
+_NEED_MODEL = (
+    'BackupAndRestore',
+    'EarlyStopping',
+    'LearningRateScheduler',
+    'ModelCheckpoint',
+    'ReduceLROnPlateau',
+    'SwapEMAWeights',
+    'TensorBoard',
+    'TerminateOnNaN',
+)
 _NEED_OPTIMIZER = ('LearningRateScheduler', 'ReduceLROnPlateau', 'SwapEMAWeights', 'TensorBoard')
 
 
@@ -38,7 +46,8 @@ def _check_callbacks(callbacks: Any) -> list:
         if not isinstance(callback, callback_class):
             raise TypeError(
                 f'`callbacks` must hold {callback_class.__module__}.Callback instances (the callbacks of '
-                f'the Keras that tf.keras is), got {type(callback).__name__}.')
+                f'the Keras that tf.keras is), got {type(callback).__name__}.'
+            )
     return callbacks
 
 
@@ -49,13 +58,17 @@ def _check_model(model: Any, callbacks: list) -> None:
         name = type(callback).__name__
         if model is None and isinstance(callback, _keras_classes(_NEED_MODEL)):
             raise ValueError(
-                f'`callbacks` holds {name}, which uses the model: pass it as '
-                f'CallbackHook(callbacks, model=model).')
-        if (model is not None and isinstance(callback, _keras_classes(_NEED_OPTIMIZER))
-                and getattr(model, 'optimizer', None) is None):
+                f'`callbacks` holds {name}, which uses the model: pass it as CallbackHook(callbacks, model=model).'
+            )
+        if (
+            model is not None
+            and isinstance(callback, _keras_classes(_NEED_OPTIMIZER))
+            and getattr(model, 'optimizer', None) is None
+        ):
             raise ValueError(
                 f'`callbacks` holds {name}, which uses `model.optimizer`, and the model has none. Give the '
-                'model the optimizer the step uses: model.compile(optimizer=optimizer).')
+                'model the optimizer the step uses: model.compile(optimizer=optimizer).'
+            )
 
 
 def _check_steps_per_epoch(steps_per_epoch: Any) -> None:
@@ -138,11 +151,14 @@ class CallbackHook(SessionRunHook):
         self._model = model
         self._steps_per_epoch = steps_per_epoch
         self._calls_batch_begin = any(
-            _implements(callback, 'on_batch_begin', 'on_train_batch_begin') for callback in self._callbacks)
+            _implements(callback, 'on_batch_begin', 'on_train_batch_begin') for callback in self._callbacks
+        )
         self._calls_batch_end = any(
-            _implements(callback, 'on_batch_end', 'on_train_batch_end') for callback in self._callbacks)
+            _implements(callback, 'on_batch_end', 'on_train_batch_end') for callback in self._callbacks
+        )
         reads_epoch_logs = steps_per_epoch is not None and any(
-            _implements(callback, 'on_epoch_end') for callback in self._callbacks)
+            _implements(callback, 'on_epoch_end') for callback in self._callbacks
+        )
         self._fetches_logs = self._calls_batch_end or reads_epoch_logs
 
     def begin(self):
@@ -150,8 +166,14 @@ class CallbackHook(SessionRunHook):
         if self._steps_per_epoch is not None:
             self._global_step = global_step_lib.require_global_step('CallbackHook')
         self._callback_list = tf.keras.callbacks.CallbackList(
-            self._callbacks, add_history=False, add_progbar=False, model=self._model,
-            verbose=1, epochs=None, steps=self._steps_per_epoch)
+            self._callbacks,
+            add_history=False,
+            add_progbar=False,
+            model=self._model,
+            verbose=1,
+            epochs=None,
+            steps=self._steps_per_epoch,
+        )
         self._started = False
 
     def after_create_session(self, session, coord):

@@ -15,8 +15,14 @@ from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.keras import _model
 from compat_mts.scaffold import Scaffold
-from compat_mts.session_run_hook import (SessionRunArgs, SessionRunContext, SessionRunValues, checkpoint_saving_hooks,
-                                         last_step_hooks, nearest_last_step)
+from compat_mts.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunValues,
+    checkpoint_saving_hooks,
+    last_step_hooks,
+    nearest_last_step,
+)
 
 _V1_HOOK = tf.compat.v1.train.SessionRunHook
 _NO_CALLER_FETCHES = SessionRunArgs(None)
@@ -58,7 +64,8 @@ class FitSession:
         if feed_dict:
             raise ValueError(
                 f'Inside model.fit there is no step to feed, so hooks cannot feed {sorted(map(str, feed_dict))}; '
-                'feed the data through the dataset given to fit, or keep the hook in a session loop.')
+                'feed the data through the dataset given to fit, or keep the hook in a session loop.'
+            )
         if isinstance(fetches, (list, tuple, dict)):
             return tf.nest.map_structure(self._resolve, fetches)
         return self._resolve(fetches)
@@ -78,7 +85,8 @@ class FitSession:
                 raise KeyError(
                     f'Fetch name {fetch!r} is neither a log of the batch, a variable of the model nor a '
                     f'registered variable. Logs: {sorted(self.logs)}. Model variables: {sorted(self._variables)}. '
-                    f'Global step: {global_step_lib.GLOBAL_STEP_NAME!r}.') from None
+                    f'Global step: {global_step_lib.GLOBAL_STEP_NAME!r}.'
+                ) from None
         if not isinstance(fetch, (tf.Variable, tf.Tensor)) and fetch is not None:
             self.ran_callable = True
         return fetches_lib.run_fetches(fetch)
@@ -176,14 +184,15 @@ class HooksCallback(tf.keras.callbacks.Callback):
         model = self.model
         if getattr(model, 'optimizer', None) is None:
             raise ValueError(
-                'HooksCallback needs the model\'s optimizer: its `iterations` is the global step the hooks '
-                'count. Compile the model with an optimizer: model.compile(optimizer=..., loss=...).')
+                "HooksCallback needs the model's optimizer: its `iterations` is the global step the hooks "
+                'count. Compile the model with an optimizer: model.compile(optimizer=..., loss=...).'
+            )
         _model.build_optimizer(model)
         self._previous_step = global_step_lib.get_global_step()
         self._previous_step_name = (
-            global_step_lib.step_name(self._previous_step) if self._previous_step is not None else None)
-        step = global_step_lib.set_global_step(
-            model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
+            global_step_lib.step_name(self._previous_step) if self._previous_step is not None else None
+        )
+        step = global_step_lib.set_global_step(model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
         self._summaries = summary_lib.SessionSummaries()
         try:
             self._begin(model, step)
@@ -244,7 +253,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
             if request is not None and request.feed_dict:
                 raise ValueError(
                     f'{type(hook).__name__}.before_run returned a feed_dict, but inside model.fit there is no '
-                    'step to feed; feed the data through the dataset given to fit.')
+                    'step to feed; feed the data through the dataset given to fit.'
+                )
             requests.append(None if request is None else request.fetches)
         self._context = context
         self._requests = requests
@@ -266,8 +276,10 @@ class HooksCallback(tf.keras.callbacks.Callback):
         stale = session.stale_step
         # An execution of one step moves the global step by one; the next batch's stale step needs no read.
         self._next_stale_step = stale + 1 if self._steps_per_execution == 1 else None
-        results = [None if fetches is None else stale if fetches is STALE_GLOBAL_STEP else session.run(fetches)
-                   for fetches in self._requests]
+        results = [
+            None if fetches is None else stale if fetches is STALE_GLOBAL_STEP else session.run(fetches)
+            for fetches in self._requests
+        ]
         context, options, run_metadata = self._context, self._options, self._run_metadata
         for hook, result in zip(self._batch_hooks, results):
             hook.after_run(context, SessionRunValues(results=result, options=options, run_metadata=run_metadata))

@@ -11,12 +11,36 @@ package is what implements it. The names below are the public ones (`compat_mts.
 `compat_mts.legacy.restore_from_v1`, ...).
 """
 
-from compat_mts.legacy.checkpoints import (CheckpointMismatchError, CheckpointNames, NameBasedCheckpoint,
-                                           NameBasedRestoreStatus, RestoreReport, convert_checkpoint,
-                                           restore_from_v1)
-from compat_mts.legacy.graph import (WrappedGraph, adopt_graph, forget_graph, graph_being_built, wrap_graph,
-                                     wrapped_graph_of_global_step)
+from compat_mts.legacy.checkpoints import (
+    CheckpointMismatchError,
+    CheckpointNames,
+    NameBasedCheckpoint,
+    NameBasedRestoreStatus,
+    RestoreReport,
+    convert_checkpoint,
+    restore_from_v1,
+)
+from compat_mts.legacy.graph import (
+    WrappedGraph,
+    adopt_graph,
+    forget_graph,
+    graph_being_built,
+    wrap_graph,
+    wrapped_graph_of_global_step,
+)
 
-__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'NameBasedCheckpoint',
-           'NameBasedRestoreStatus', 'RestoreReport', 'CheckpointMismatchError', 'CheckpointNames', 'restore_from_v1',
-           'convert_checkpoint', 'wrapped_graph_of_global_step', 'forget_graph']
+__all__ = [
+    'wrap_graph',
+    'adopt_graph',
+    'graph_being_built',
+    'WrappedGraph',
+    'NameBasedCheckpoint',
+    'NameBasedRestoreStatus',
+    'RestoreReport',
+    'CheckpointMismatchError',
+    'CheckpointNames',
+    'restore_from_v1',
+    'convert_checkpoint',
+    'wrapped_graph_of_global_step',
+    'forget_graph',
+]

@@ -80,10 +80,12 @@ def write_name_based(file_prefix: str, entries: Iterable[_Entry]) -> str:
     directory = os.path.dirname(file_prefix)
     if directory and '://' not in directory and not tf.io.gfile.exists(directory):
         tf.io.gfile.makedirs(directory)
-    tf.raw_ops.SaveV2(prefix=file_prefix,
-                      tensor_names=[entry.name for entry in entries],
-                      shape_and_slices=[entry.spec for entry in entries],
-                      tensors=[tf.convert_to_tensor(entry.variable) for entry in entries])
+    tf.raw_ops.SaveV2(
+        prefix=file_prefix,
+        tensor_names=[entry.name for entry in entries],
+        shape_and_slices=[entry.spec for entry in entries],
+        tensors=[tf.convert_to_tensor(entry.variable) for entry in entries],
+    )
     return file_prefix
 
 
@@ -91,7 +93,7 @@ def _name_of_object_key(key: str) -> str | None:
     """`dense.Skernel/.ATTRIBUTES/VARIABLE_VALUE` → `dense/kernel`; None for keys that hold no variable."""
     if not key.endswith(_VALUE_SUFFIX):
         return None
-    path = key[:-len(_VALUE_SUFFIX)]
+    path = key[: -len(_VALUE_SUFFIX)]
     return '/'.join(_ESCAPED.sub(_unescape, part) for part in path.split('/'))
 
 
@@ -143,10 +145,12 @@ class CheckpointNames:
         """Reads the values of `entries` (all present and matching) in one op."""
         if not entries:
             return []
-        return tf.raw_ops.RestoreV2(prefix=self.path,
-                                    tensor_names=[self.keys[entry.name] for entry in entries],
-                                    shape_and_slices=[entry.spec for entry in entries],
-                                    dtypes=[_dtype_of(entry.variable) for entry in entries])
+        return tf.raw_ops.RestoreV2(
+            prefix=self.path,
+            tensor_names=[self.keys[entry.name] for entry in entries],
+            shape_and_slices=[entry.spec for entry in entries],
+            dtypes=[_dtype_of(entry.variable) for entry in entries],
+        )
 
 
 def _full_shape(entry: _Entry) -> tuple:
@@ -171,7 +175,8 @@ class NameBasedRestoreStatus:
     def assert_existing_objects_matched(self) -> 'NameBasedRestoreStatus':
         if self.unmatched:
             raise AssertionError(
-                f'Variables of the program were not found in the checkpoint {self.path}: {self.unmatched}')
+                f'Variables of the program were not found in the checkpoint {self.path}: {self.unmatched}'
+            )
         return self
 
     def assert_consumed(self) -> 'NameBasedRestoreStatus':
@@ -182,7 +187,7 @@ class NameBasedRestoreStatus:
 
     def assert_nontrivial_match(self) -> 'NameBasedRestoreStatus':
         if not self.matched:
-            raise AssertionError(f'Nothing of the checkpoint {self.path} matched the program\'s variables.')
+            raise AssertionError(f"Nothing of the checkpoint {self.path} matched the program's variables.")
         return self
 
     def expect_partial(self) -> 'NameBasedRestoreStatus':
@@ -268,15 +273,18 @@ class NameBasedCheckpoint(tf.train.Checkpoint):
         if mismatches:
             details = '; '.join(f'{name}: {reason}' for name, reason in sorted(mismatches.items()))
             raise CheckpointMismatchError(
-                f'The checkpoint {save_path} does not fit the program\'s variables ({details}); it was written by '
-                'another program. Give the session an empty or matching checkpoint_dir.')
+                f"The checkpoint {save_path} does not fit the program's variables ({details}); it was written by "
+                'another program. Give the session an empty or matching checkpoint_dir.'
+            )
         for entry, value in zip(present, names.read(present)):
             entry.variable.assign(value)
         taken = {entry.name for entry in present}
         return NameBasedRestoreStatus(
-            save_path, matched=sorted(taken),
+            save_path,
+            matched=sorted(taken),
             unmatched=sorted(entry.name for entry in entries if entry.name not in names.keys),
-            unused=sorted(name for name in names.keys if name not in taken))
+            unused=sorted(name for name in names.keys if name not in taken),
+        )
 
     def read(self, save_path, options=None) -> NameBasedRestoreStatus:
         return self.restore(save_path, options)
@@ -329,8 +337,10 @@ def resolve_checkpoint_path(checkpoint_path: str) -> str:
             raise ValueError(f'The directory {checkpoint_path!r} holds no checkpoint (no `checkpoint` state file).')
         return latest
     if not tf.io.gfile.exists(checkpoint_path + '.index'):
-        raise ValueError(f'{checkpoint_path!r} is neither a checkpoint directory nor a checkpoint prefix '
-                         f'(no {checkpoint_path}.index).')
+        raise ValueError(
+            f'{checkpoint_path!r} is neither a checkpoint directory nor a checkpoint prefix '
+            f'(no {checkpoint_path}.index).'
+        )
     return checkpoint_path
 
 
@@ -372,9 +382,13 @@ def restore_from_v1(checkpoint_path: str, mapping: Mapping[str, Any], dry_run: b
     mismatched = {name: reason for name, reason in mismatched.items() if reason}
     fitting = [entry for entry in present if entry.name not in mismatched]
     report = RestoreReport(
-        path=path, matched=[entry.name for entry in fitting],
-        missing=[entry.name for entry in entries if entry.name not in names.keys], mismatched=mismatched,
-        unused=sorted(set(names.keys) - set(mapping)), restored=False)
+        path=path,
+        matched=[entry.name for entry in fitting],
+        missing=[entry.name for entry in entries if entry.name not in names.keys],
+        mismatched=mismatched,
+        unused=sorted(set(names.keys) - set(mapping)),
+        restored=False,
+    )
     if dry_run:
         return report
     if not report.ok:
@@ -408,9 +422,12 @@ def _variables_of(names: CheckpointNames, on_read: Callable[[int], Any] | None =
         groups.append((group, group_bytes))
     values = {}
     for group, group_bytes in groups:
-        read = tf.raw_ops.RestoreV2(prefix=names.path, tensor_names=[names.keys[name] for name in group],
-                                    shape_and_slices=[''] * len(group),
-                                    dtypes=[names.dtypes[name] for name in group])
+        read = tf.raw_ops.RestoreV2(
+            prefix=names.path,
+            tensor_names=[names.keys[name] for name in group],
+            shape_and_slices=[''] * len(group),
+            dtypes=[names.dtypes[name] for name in group],
+        )
         values.update(zip(group, read))
         if on_read is not None:
             on_read(group_bytes)
@@ -425,7 +442,8 @@ _OP_CONTEXT = re.compile(r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]$')
 def _unreadable(file: str, error: Exception) -> checkpoints.DamagedCheckpointsError:
     reason = _OP_CONTEXT.sub('', (str(error).strip().splitlines() or [''])[0])
     return checkpoints.DamagedCheckpointsError(
-            f'{file} cannot be read ({type(error).__name__}: {reason}); nothing was converted.')
+        f'{file} cannot be read ({type(error).__name__}: {reason}); nothing was converted.'
+    )
 
 
 def _remove_written(prefixes: list[str], directory: str, created: bool) -> None:
@@ -445,8 +463,9 @@ def _write_object_based(file_prefix: str, values: Mapping[str, tf.Tensor]) -> st
         return checkpoint.write(file_prefix)
 
 
-def convert_checkpoint(src_dir: str, dst_dir: str, to: str, *,
-                       on_progress: Callable[[int, int, str], Any] | None = None) -> list[str]:
+def convert_checkpoint(
+    src_dir: str, dst_dir: str, to: str, *, on_progress: Callable[[int, int, str], Any] | None = None
+) -> list[str]:
     """Rewrites every checkpoint of `src_dir` into `dst_dir` in the format `to`, keeping names and steps.
 
     - `to='name'`: v1 name-based files (what `tf.compat.v1.train.Saver` and a `wrap_graph` program read).
@@ -485,8 +504,9 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str, *,
     src_dir, dst_dir = os.fspath(src_dir), os.fspath(dst_dir)
     sources = list(reversed(checkpoints.checkpoint_paths(src_dir)))
     if not sources:
-        raise ValueError(f'`src_dir` {src_dir!r} holds no checkpoint (no `checkpoint` state file, no '
-                         '<prefix>-<step>.index files).')
+        raise ValueError(
+            f'`src_dir` {src_dir!r} holds no checkpoint (no `checkpoint` state file, no <prefix>-<step>.index files).'
+        )
     if os.path.abspath(src_dir) == os.path.abspath(dst_dir):
         raise ValueError('`dst_dir` must differ from `src_dir`.')
     if tf.train.get_checkpoint_state(dst_dir) is not None:
@@ -525,6 +545,6 @@ def convert_checkpoint(src_dir: str, dst_dir: str, to: str, *,
         if on_progress is not None and done_bytes == total_bytes:
             on_progress(done_bytes, total_bytes, detail)
     checkpoint_management.update_checkpoint_state_internal(
-        dst_dir, model_checkpoint_path=written[-1], all_model_checkpoint_paths=written,
-        save_relative_paths=True)
+        dst_dir, model_checkpoint_path=written[-1], all_model_checkpoint_paths=written, save_relative_paths=True
+    )
     return written

@@ -32,16 +32,24 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import parameter_server
 from compat_mts.legacy.checkpoints import NameBasedCheckpoint, _Entry
 
-__all__ = ['wrap_graph', 'adopt_graph', 'graph_being_built', 'WrappedGraph', 'wrapped_graph_of_global_step',
-           'forget_graph']
+__all__ = [
+    'wrap_graph',
+    'adopt_graph',
+    'graph_being_built',
+    'WrappedGraph',
+    'wrapped_graph_of_global_step',
+    'forget_graph',
+]
 
 _HANDLE_OPS = frozenset({'VarHandleOp'})  # Variables: lifted into the eager context by wrap_function.
 _NOT_RESOURCE_CREATORS = _HANDLE_OPS | {'Placeholder'}
 _C_TYPE_NAMES = {tf.float32: 'float', tf.float64: 'double'}  # How v1's error messages name these dtypes.
 _LEGACY_KERAS_VALUES = ('true', 'True', '1')  # What TensorFlow takes as TF_USE_LEGACY_KERAS switched on.
-_KERAS_SETUP = ("before TensorFlow is first imported: in the environment "
-                "(`TF_USE_LEGACY_KERAS=1 python train.py`) or with `os.environ['TF_USE_LEGACY_KERAS'] = '1'` at the "
-                "very top of the script")
+_KERAS_SETUP = (
+    'before TensorFlow is first imported: in the environment '
+    "(`TF_USE_LEGACY_KERAS=1 python train.py`) or with `os.environ['TF_USE_LEGACY_KERAS'] = '1'` at the "
+    'very top of the script'
+)
 _KERAS_GUIDE = 'migration_guide/legacy.md, "v1 layers, losses and metrics (Keras 3)"'
 _graph_ids = itertools.count()
 
@@ -124,10 +132,11 @@ def _explain_build_error(error: BaseException) -> Exception | None:
     message = str(error)
     if isinstance(error, AttributeError) and message == "'int' object has no attribute 'value'":
         return AttributeError(
-            f'{message}: v1 graph code reads a shape dimension\'s `.value` (`x.get_shape()[1].value`), and '
+            f"{message}: v1 graph code reads a shape dimension's `.value` (`x.get_shape()[1].value`), and "
             'TensorFlow 2 shapes hold plain ints (v1 shapes went with `disable_v2_behavior()`, which stage 1 '
             'removes). Add `tf.compat.v1.disable_v2_tensorshape()` at the top of the script, before the graph '
-            'is built, or write `tf.compat.v1.dimension_value(x.shape[i])`, which works with both kinds of shape.')
+            'is built, or write `tf.compat.v1.dimension_value(x.shape[i])`, which works with both kinds of shape.'
+        )
     legacy_keras_set = os.environ.get('TF_USE_LEGACY_KERAS') in _LEGACY_KERAS_VALUES
     tf_keras_missing = importlib.util.find_spec('tf_keras') is None
     install = "install tf-keras with `pip install 'compat-mts[legacy]'`"
@@ -137,15 +146,21 @@ def _explain_build_error(error: BaseException) -> Exception | None:
                 f'{message} TF_USE_LEGACY_KERAS is set, but it was set after TensorFlow had chosen Keras 3 for '
                 'this module (TensorFlow was imported, and the module used, before it was set). Restart the '
                 f'program with TF_USE_LEGACY_KERAS=1 set {_KERAS_SETUP}'
-                + (f', and {install}' if tf_keras_missing else '') + f'. See {_KERAS_GUIDE}.')
+                + (f', and {install}' if tf_keras_missing else '')
+                + f'. See {_KERAS_GUIDE}.'
+            )
         return AttributeError(
             f'{message} The graph code uses `tf.compat.v1.layers` (or `tf.compat.v1.nn.rnn_cell`), Keras 2 code '
             'that Keras 3, the `tf.keras` of TensorFlow 2.16 and later, does not have. It runs on tf-keras '
-            f'(Keras 2): {install}' + ('' if tf_keras_missing else ' (it is installed here)')
-            + f' and set TF_USE_LEGACY_KERAS=1 {_KERAS_SETUP}. See {_KERAS_GUIDE}.')
+            f'(Keras 2): {install}'
+            + ('' if tf_keras_missing else ' (it is installed here)')
+            + f' and set TF_USE_LEGACY_KERAS=1 {_KERAS_SETUP}. See {_KERAS_GUIDE}.'
+        )
     if isinstance(error, ImportError) and legacy_keras_set and tf_keras_missing:
-        return ImportError(f'{message} TF_USE_LEGACY_KERAS is set, so TensorFlow looks for tf-keras, which is not '
-                           f'installed: {install}. See {_KERAS_GUIDE}.')
+        return ImportError(
+            f'{message} TF_USE_LEGACY_KERAS is set, so TensorFlow looks for tf-keras, which is not '
+            f'installed: {install}. See {_KERAS_GUIDE}.'
+        )
     return None
 
 
@@ -239,16 +254,20 @@ class _Feed:
             raise TypeError(
                 'The value of a feed cannot be a tf.Tensor object. Acceptable feed values include Python '
                 'scalars, strings, lists, numpy ndarrays, or TensorHandles. For reference, the tensor object '
-                f'was {value} which was passed to the argument `feed_dict` with key {self.name}.')
+                f'was {value} which was passed to the argument `feed_dict` with key {self.name}.'
+            )
         else:
             array = np.asarray(value, dtype=self.numpy_dtype)
         shape = self.shape
         if shape is not None:
             given = tuple(array.shape)
-            if len(given) != len(shape) or any(size is not None and size != length
-                                               for size, length in zip(shape, given)):
-                raise ValueError(f'Cannot feed value of shape {given} for Tensor {self.name}, which has shape '
-                                 f'{tf.TensorShape(shape)}')
+            if len(given) != len(shape) or any(
+                size is not None and size != length for size, length in zip(shape, given)
+            ):
+                raise ValueError(
+                    f'Cannot feed value of shape {given} for Tensor {self.name}, which has shape '
+                    f'{tf.TensorShape(shape)}'
+                )
         if array is value and not isinstance(value, np.ndarray):
             return value
         # The eager tensor constructor, without tf.convert_to_tensor's dispatch: this runs on every step.
@@ -258,8 +277,7 @@ class _Feed:
 class _Plan:
     """How to run one fetch/feed set: the pruned function, its feeds, and where each fetch's value comes from."""
 
-    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors',
-                 'tensors_only')
+    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors', 'tensors_only')
 
     def __init__(self, function, feeds: list, outputs: list, reads: list, anchors: tuple):
         self.function = function  # None when no fetch needs the graph (only variables or nothing).
@@ -300,9 +318,13 @@ class WrappedGraph(fetches_lib.GraphRunner):
         _check_supported(graph, global_variables + local_variables, self._parameter_servers)
         self.function = self._import(graph, self._parameter_servers)
         imported = self.function.graph
-        eager = {global_step_lib.op_name(v.name): v for v in (
-            imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
-            + imported.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))}
+        eager = {
+            global_step_lib.op_name(v.name): v
+            for v in (
+                imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+                + imported.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+            )
+        }
         self._eager_by_name = eager
         self.variables = [eager[global_step_lib.op_name(v.name)] for v in global_variables + local_variables]
         self._lift_resources(imported)
@@ -318,8 +340,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         graph.finalize()
 
     def __repr__(self) -> str:
-        return (f'<WrappedGraph {self._id}: {len(self.graph.get_operations())} ops, '
-                f'{len(self.variables)} variables, {len(self._functions)} pruned functions>')
+        return (
+            f'<WrappedGraph {self._id}: {len(self.graph.get_operations())} ops, '
+            f'{len(self.variables)} variables, {len(self._functions)} pruned functions>'
+        )
 
     @property
     def pruned_functions(self) -> int:
@@ -343,8 +367,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             tf_internals.import_meta_graph(meta_graph)
 
         if parameter_servers is not None:
-            return parameter_servers.placing_variables(
-                lambda: tf.compat.v1.wrap_function(import_graph, signature=[]))
+            return parameter_servers.placing_variables(lambda: tf.compat.v1.wrap_function(import_graph, signature=[]))
         return tf.compat.v1.wrap_function(import_graph, signature=[])
 
     def _lift_resources(self, imported) -> None:
@@ -354,9 +377,13 @@ class WrappedGraph(fetches_lib.GraphRunner):
         pruned function would get its own kernels, hence its own iterator. Like the variables, the
         resources are made once and passed to every function as captured handles.
         """
-        handles = [tensor for op in imported.get_operations()
-                   if not op.inputs and op.type not in _NOT_RESOURCE_CREATORS
-                   for tensor in op.outputs if tensor.dtype == tf.resource]
+        handles = [
+            tensor
+            for op in imported.get_operations()
+            if not op.inputs and op.type not in _NOT_RESOURCE_CREATORS
+            for tensor in op.outputs
+            if tensor.dtype == tf.resource
+        ]
         if not handles:
             self._resource_function = None
             return
@@ -374,8 +401,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
     def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
         saveables = self.graph.get_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS)
         if saveables:
-            logging.warning('wrap_graph: the graph\'s SAVEABLE_OBJECTS (%s) are not saved in checkpoints; '
-                            'only variables are.', ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)))
+            logging.warning(
+                "wrap_graph: the graph's SAVEABLE_OBJECTS (%s) are not saved in checkpoints; only variables are.",
+                ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)),
+            )
         return self._checkpoint_of([(None, variable) for variable in global_variables])
 
     def graph_def(self):
@@ -396,8 +425,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         named = list(var_list.items()) if isinstance(var_list, dict) else [(None, item) for item in var_list]
         for name, variable in named:
             if id(variable) not in self._plain_variable_ids:
-                raise TypeError(f'The var_list of the tf.compat.v1.train.Saver given as saver holds {variable!r} '
-                                f'({name or "in a list"}), which is not a variable of the graph the session runs.')
+                raise TypeError(
+                    f'The var_list of the tf.compat.v1.train.Saver given as saver holds {variable!r} '
+                    f'({name or "in a list"}), which is not a variable of the graph the session runs.'
+                )
         return self._checkpoint_of(named)
 
     def _checkpoint_of(self, named: list) -> NameBasedCheckpoint:
@@ -449,8 +480,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
             results[position] = global_step_lib.read_value(variable)
         if plan.function is not None and self._parameter_servers is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
-            outputs = self._parameter_servers.run(plan.function, args, self.global_step, bool(plan.outputs),
-                                                  plan.tensors_only)
+            outputs = self._parameter_servers.run(
+                plan.function, args, self.global_step, bool(plan.outputs), plan.tensors_only
+            )
             for position, index in plan.outputs:
                 results[position] = outputs[index]
         elif plan.function is not None:
@@ -489,19 +521,24 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
     def _plan(self, fetches: Sequence[Any], feeds: dict) -> _Plan:
         targets = [self._target(fetch) for fetch in fetches]
-        reads = [(position, target[1]) for position, target in enumerate(targets)
-                 if target is not None and target[0] == 'variable']
+        reads = [
+            (position, target[1])
+            for position, target in enumerate(targets)
+            if target is not None and target[0] == 'variable'
+        ]
         tensors = list(dict.fromkeys(target[1] for target in targets if target and target[0] == 'tensor'))
         operations = list(dict.fromkeys(target[1] for target in targets if target and target[0] == 'op'))
-        feed_specs = sorted((feed for feed in map(self._feed, feeds) if feed is not None),
-                            key=lambda feed: feed.name)
+        feed_specs = sorted((feed for feed in map(self._feed, feeds) if feed is not None), key=lambda feed: feed.name)
         anchors = (tuple(fetches), tuple(feeds))
         if not tensors and not operations:
             return _Plan(None, feed_specs, [], reads, anchors)
         function = self._pruned(tensors, operations, feed_specs)
         index_of = {name: index for index, name in enumerate(tensors)}
-        outputs = [(position, index_of[target[1]]) for position, target in enumerate(targets)
-                   if target is not None and target[0] == 'tensor']
+        outputs = [
+            (position, index_of[target[1]])
+            for position, target in enumerate(targets)
+            if target is not None and target[0] == 'tensor'
+        ]
         plan = _Plan(function, feed_specs, outputs, reads, anchors)
         if self._parameter_servers is not None and tensors and operations:
             # What a run after the last step fetches: the tensors, without the ops that would train on.
@@ -518,10 +555,16 @@ class WrappedGraph(fetches_lib.GraphRunner):
             function = self.function.prune(
                 feeds=[imported.get_tensor_by_name(feed.name) for feed in feed_specs],
                 fetches=[imported.get_tensor_by_name(name) for name in tensors]
-                + [imported.get_operation_by_name(name) for name in operations])
+                + [imported.get_operation_by_name(name) for name in operations],
+            )
             self._functions[name_key] = function
-            logging.vlog(1, 'wrap_graph: pruned function %d for fetches %s and feeds %s.',
-                         len(self._functions), tensors + operations, [feed.name for feed in feed_specs])
+            logging.vlog(
+                1,
+                'wrap_graph: pruned function %d for fetches %s and feeds %s.',
+                len(self._functions),
+                tensors + operations,
+                [feed.name for feed in feed_specs],
+            )
         return function
 
     def _check_fed(self, names: list[str], fed: set[str]) -> None:
@@ -535,11 +578,17 @@ class WrappedGraph(fetches_lib.GraphRunner):
             seen.add(element)
             if op.type == 'Placeholder':
                 shape = op.outputs[0].shape
-                shape = '<unknown>' if shape.rank is None else '[{}]'.format(
-                    ','.join('?' if size is None else str(size) for size in shape.as_list()))
+                shape = (
+                    '<unknown>'
+                    if shape.rank is None
+                    else '[{}]'.format(','.join('?' if size is None else str(size) for size in shape.as_list()))
+                )
                 raise tf.errors.InvalidArgumentError(
-                    None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                    f"{_C_TYPE_NAMES.get(op.outputs[0].dtype, op.outputs[0].dtype.name)} and shape {shape}")
+                    None,
+                    op,
+                    f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                    f'{_C_TYPE_NAMES.get(op.outputs[0].dtype, op.outputs[0].dtype.name)} and shape {shape}',
+                )
             pending.extend(op.inputs)
             pending.extend(op.control_inputs)
 
@@ -556,8 +605,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         elif any(other.owns(key) for other in _wrapped_graphs() if other is not self):
             return None
         else:
-            raise TypeError(f'Cannot interpret feed_dict key as Tensor: {key!r} is not an element of '
-                            'this wrap_graph graph.')
+            raise TypeError(
+                f'Cannot interpret feed_dict key as Tensor: {key!r} is not an element of this wrap_graph graph.'
+            )
         if not isinstance(tensor, tf.Tensor):
             raise TypeError(f'Cannot interpret feed_dict key as Tensor: {key!r} is not a tensor.')
         if not self.graph.is_feedable(tensor):
@@ -570,21 +620,30 @@ def _identity(value: Any) -> Any:
 
 
 def _check_supported(graph: tf.Graph, variables: list, parameter_servers) -> None:
-    jobs = sorted({tf.DeviceSpec.from_string(op.device).job for op in graph.get_operations() if op.device}
-                  - {None, 'localhost', 'worker', 'chief'} - ({'ps'} if parameter_servers is not None else set()))
+    jobs = sorted(
+        {tf.DeviceSpec.from_string(op.device).job for op in graph.get_operations() if op.device}
+        - {None, 'localhost', 'worker', 'chief'}
+        - ({'ps'} if parameter_servers is not None else set())
+    )
     if jobs:
         raise ValueError(
             f'The graph places ops on the job(s) {jobs} (tf.compat.v1.train.replica_device_setter, or tf.device): '
-            + (f'v1\'s parameter-server placement, and this process is not the chief of a parameter-server '
-               f'cluster. {distribute.PS_CLUSTERS_NOT_SUPPORTED}' if jobs == ['ps'] else
-               'a parameter-server cluster has the jobs chief, ps and worker only.'))
+            + (
+                f"v1's parameter-server placement, and this process is not the chief of a parameter-server "
+                f'cluster. {distribute.PS_CLUSTERS_NOT_SUPPORTED}'
+                if jobs == ['ps']
+                else 'a parameter-server cluster has the jobs chief, ps and worker only.'
+            )
+        )
     references = [v.name for v in variables if not tf_internals.is_resource_variable(v)]
     if references:
         raise TypeError(
             f'wrap_graph supports resource variables only; the graph holds reference variables {references}. '
-            'Remove tf.compat.v1.disable_resource_variables() / use_resource=False from the graph code.')
+            'Remove tf.compat.v1.disable_resource_variables() / use_resource=False from the graph code.'
+        )
     queue_runners = graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
     if queue_runners:
         raise ValueError(
             'wrap_graph cannot run queue runners (tf.compat.v1.train.*_input_producer, *batch); feed the '
-            'graph from a tf.compat.v1.data iterator instead.')
+            'graph from a tf.compat.v1.data iterator instead.'
+        )
