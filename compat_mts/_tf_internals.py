@@ -308,6 +308,50 @@ def trace_enabled() -> bool:
     return _trace.enabled() if _trace is not None else True
 
 
+# Parameter-server clusters (compat_mts.parameter_server). No public API places the variables that
+# `tf.compat.v1.wrap_function` lifts out of an imported graph, or gives a ParameterServerStrategy's cluster;
+# without these, parameter-server clusters are refused with an error that says so.
+
+
+def _wrap_function_module():
+    from tensorflow.python.eager import wrap_function  # pylint: disable=import-outside-toplevel
+
+    wrap_function._lift_single_variable  # pylint: disable=pointless-statement,protected-access  # Moved: None.
+    return wrap_function
+
+
+_wrap_function = _probe(_wrap_function_module)
+
+CAN_PLACE_LIFTED_VARIABLES = _wrap_function is not None
+"""Whether the variables of a graph imported by `wrap_function` can be placed (on ps tasks) as they are lifted."""
+
+
+@contextlib.contextmanager
+def lifted_variables_placed(device_for: Callable[[str], str]):
+    """While active, `wrap_function` creates each variable it lifts under `tf.device(device_for(op's device))`.
+
+    `wrap_function` creates the eager variable of each `VarHandleOp` of an imported graph in its module's
+    `_lift_single_variable`, on the current device, whatever the op's own device; that function is wrapped
+    for the duration.
+    """
+    lift = _wrap_function._lift_single_variable  # pylint: disable=protected-access
+
+    def placed(old_variable, graph, variable_holder):
+        with tf.device(device_for(old_variable.op.device)):
+            return lift(old_variable, graph, variable_holder)
+
+    _wrap_function._lift_single_variable = placed  # pylint: disable=protected-access
+    try:
+        yield
+    finally:
+        _wrap_function._lift_single_variable = lift  # pylint: disable=protected-access
+
+
+def strategy_cluster_spec(strategy: Any) -> dict:
+    """The cluster of a `ParameterServerStrategy` as a dict of job -> addresses (its `cluster_resolver` is None)."""
+    return strategy._cluster_resolver.cluster_spec().as_dict()  # pylint: disable=protected-access
+
+
 # Graphs, checkpoints, summaries, coordinators.
 
 _unfinalize = _probe(lambda: tf.Graph._unsafe_unfinalize)  # pylint: disable=protected-access

@@ -42,8 +42,9 @@ Where this differs from DESIGN.md's one-process model, and why: a run returns be
 task's value at the time of the read, which may lag behind the steps scheduled, as v1's hooks on an
 asynchronous cluster saw a step that other workers moved. Checkpoints are named by that read too.
 
-TensorFlow internals used (no public API does this): `wrap_function`'s `_lift_single_variable`, wrapped
-while a graph is imported, and the strategy's `_cluster_resolver`.
+TensorFlow internals used (no public API does this), through `compat_mts._tf_internals`: `wrap_function`'s
+`_lift_single_variable`, wrapped while a graph is imported, and the strategy's `_cluster_resolver`. Where
+they are missing (or `COMPAT_MTS_NO_PRIVATE_TF=1`), `parameter_server_strategy` refuses with a RuntimeError.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.eager import wrap_function as wrap_function_lib  # Where wrap_function places variables.
+
+from compat_mts import _tf_internals as tf_internals
+from compat_mts import session_run_hook
 
 __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'check_graph_fetches']
 
@@ -107,6 +110,8 @@ def parameter_server_strategy(
       TypeError, ValueError: an argument of the wrong type or value, or a cluster without `ps`, `worker`
         or exactly one `chief` task; `TF_CONFIG` naming another task than the chief; a `tf.train.Server`
         already running in this process (v1's chief worker started one: drop it).
+      RuntimeError: this TensorFlow lacks the internal that places an imported graph's variables on the ps
+        tasks (see the module docstring), or `COMPAT_MTS_NO_PRIVATE_TF=1` turned it off.
     """
     if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
         raise TypeError(
@@ -122,6 +127,14 @@ def parameter_server_strategy(
     if not step_timeout_secs > 0:
         raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs}.')
     spec = _cluster_spec(cluster)
+    if not tf_internals.CAN_PLACE_LIFTED_VARIABLES:
+        raise RuntimeError(
+            'parameter_server_strategy needs a TensorFlow internal that places the variables of an imported v1 '
+            'graph on the ps tasks (wrap_function._lift_single_variable), and this TensorFlow has none'
+            + (' (COMPAT_MTS_NO_PRIVATE_TF is set)' if not tf_internals.PRIVATE_TF else '')
+            + ': without it every variable would sit on the worker. Use the TensorFlow version compat_mts is '
+            'tested on (2.21).'
+        )
     _check_no_server_of_its_own()
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         spec, task_type='chief', task_id=0, rpc_layer='grpc'
@@ -261,7 +274,7 @@ class Scheduler:
         self.steps_per_run = steps_per_run
         self.timeout_secs = timeout_secs
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-        spec = strategy._cluster_resolver.cluster_spec().as_dict()  # pylint: disable=protected-access  # Its `cluster_resolver` is None.
+        spec = tf_internals.strategy_cluster_spec(strategy)
         self.placement = VariablePlacement(len(spec['ps']))
         self.workers = len(spec['worker'])
         self._pending: collections.deque = collections.deque()
@@ -285,17 +298,8 @@ class Scheduler:
         function is wrapped for the duration of the call so that each variable is created on the ps task
         of its op (`/job:ps/task:N`, what `replica_device_setter` chose), or the next ps task round-robin.
         """
-        lift = wrap_function_lib._lift_single_variable  # pylint: disable=protected-access
-
-        def lift_on_ps(old_variable, graph, variable_holder):
-            with tf.device(self.placement.device_for(old_variable.op.device)):
-                return lift(old_variable, graph, variable_holder)
-
-        wrap_function_lib._lift_single_variable = lift_on_ps  # pylint: disable=protected-access
-        try:
+        with tf_internals.lifted_variables_placed(self.placement.device_for):
             return build()
-        finally:
-            wrap_function_lib._lift_single_variable = lift  # pylint: disable=protected-access
 
     @staticmethod
     def strip_worker_placement(graph_def) -> None:
@@ -320,10 +324,8 @@ class Scheduler:
         The steps are counted here, as they are scheduled, from the global step at the start: the workers'
         reads of the global step race with each other, the chief's count does not.
         """
-        from compat_mts.hooks.stop import StopAtStepHook  # pylint: disable=import-outside-toplevel
-
         self._settle_earlier_runs()
-        self._stop_hooks = [hook for hook in hooks if isinstance(hook, StopAtStepHook)]
+        self._stop_hooks = session_run_hook.last_step_hooks(hooks)
         self._next_step = None if global_step is None else int(global_step.numpy())
 
     def _settle_earlier_runs(self) -> None:

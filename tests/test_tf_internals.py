@@ -39,6 +39,7 @@ _PRIVATE_PATHS = [
     '_meta_graph_lib',
     '_record',
     '_interpolate_errors',
+    '_wrap_function',
 ]
 
 
@@ -82,3 +83,12 @@ def test_the_core_tests_pass_on_the_public_fallbacks():
     )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert ' passed' in result.stdout and 'skipped' in result.stdout  # The switch was on in the child.
+
+
+@pytest.mark.skipif(tf_internals.PRIVATE_TF, reason='checks the fallbacks, under COMPAT_MTS_NO_PRIVATE_TF=1')
+def test_without_the_private_placement_a_parameter_server_cluster_is_refused_not_run_on_the_workers():
+    from compat_mts import parameter_server
+
+    cluster = {'chief': ['localhost:1'], 'ps': ['localhost:2'], 'worker': ['localhost:3']}
+    with pytest.raises(RuntimeError, match=r'places the variables .* on the ps tasks.*COMPAT_MTS_NO_PRIVATE_TF'):
+        parameter_server.parameter_server_strategy(cluster)
