@@ -158,19 +158,30 @@ class _MonitoredSession:
                 for hook in self._hooks:
                     hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
             with global_step_lib.outside_graph_mode():
-                if self._graph is not None:
-                    self._adopted_graph = legacy.adopt_graph(self._graph)
                 self._global_step: tf.Variable | None = None
-                if self._should_recover:
-                    self._create_recoverably()
-                else:
-                    self._create()
+                self._guarded(self._adopt_graph_and_create)
         except BaseException:
             self._release_graph()
             self._summaries.release()
             raise
         if checkpoint_saving_hooks(self._hooks):  # A SIGTERM stops after this run; end() saves.
             self._sigterm.install()
+
+    def _adopt_graph_and_create(self) -> None:
+        if self._graph is not None:
+            self._adopted_graph = legacy.adopt_graph(self._graph)
+        if self._should_recover:
+            self._create_recoverably()
+        else:
+            self._create()
+
+    def _guarded(self, work: Callable[[], Any]) -> Any:
+        """`work()`; on the chief of a parameter-server cluster watched, so that a ps task that stops answering
+        while the session is created (its variables initialized or restored on the ps tasks) or ends (the last
+        checkpoint read from them) ends the process with a clear message instead of a hang, as during runs."""
+        if self._parameter_servers is None:
+            return work()
+        return self._parameter_servers.guard(work)
 
     def _release_graph(self) -> None:
         """Lets the program add ops to its graph again, as v1 did after a session closed.
@@ -473,6 +484,12 @@ class _MonitoredSession:
                 raise
             return True
 
+    def _end_hooks(self) -> None:
+        if self._parameter_servers is not None and self._raw is not None:
+            self._parameter_servers.finish()  # The last save has every step.
+        for hook in self._hooks:
+            hook.end(self._raw)
+
     def close(self) -> None:
         """Calls every hook's `end()`, then stops threads, flushes summaries and closes (v1's order)."""
         self._close_internal(None)
@@ -481,10 +498,7 @@ class _MonitoredSession:
     def _close_internal(self, exception_type) -> None:
         try:
             if not exception_type:
-                if self._parameter_servers is not None and self._raw is not None:
-                    self._parameter_servers.guard(self._parameter_servers.finish)  # The last save has every step.
-                for hook in self._hooks:
-                    hook.end(self._raw)
+                self._guarded(self._end_hooks)
         finally:
             try:
                 if self._closed:

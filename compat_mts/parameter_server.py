@@ -35,7 +35,8 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   Restart the ps tasks and the chief; the chief resumes from the latest checkpoint. A ps task that stops
   answering without closing its connections (a frozen machine) would block the hooks' direct reads of the
   global step forever, so a watchdog ends the chief's process with `LOST_CLUSTER_EXIT_CODE` (75) and a
-  message when a session run has not returned 5 s after `step_timeout_secs`.
+  message when a session's creation, one of its runs or its end (the hooks' `end()`, the last checkpoint)
+  has not returned 5 s after `step_timeout_secs`.
 
 Where this differs from DESIGN.md's one-process model, and why: a run returns before its steps have run
 (that is what keeps the workers busy), so the global step that hooks read (`STALE_GLOBAL_STEP`) is the ps
@@ -391,7 +392,7 @@ class Scheduler:
             since = self._busy_since if self._abandoned_at is None else self._abandoned_at
             if since is not None and time.monotonic() - since > limit:
                 message = (
-                    f'compat_mts: a session run of this parameter-server chief has not returned in {limit:g} '
+                    f'compat_mts: a session call of this parameter-server chief has not returned in {limit:g} '
                     'secs (step_timeout_secs and a grace period): a ps task stopped answering, and '
                     'TensorFlow would wait for it forever. The variables live on the ps tasks, so training '
                     'cannot continue: the chief exits with code '

@@ -43,7 +43,7 @@ LOSS_EVERY_N_RUNS = 4
 LEARNING_RATE = 0.05
 FREEZE_PS_AT = 20
 FAILING_RUNS = 6
-FROZEN_STEP_TIMEOUT_SECS = 10  # The first run traces and registers its functions within it, on a loaded machine too.
+FROZEN_STEP_TIMEOUT_SECS = 15  # The first run traces and registers its functions within it, on a loaded machine too.
 
 
 def emit(event: str, **values) -> None:
