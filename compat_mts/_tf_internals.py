@@ -6,20 +6,43 @@ it, which costs speed (or, where said, a nicety), never an ImportError. `COMPAT_
 environment (before compat_mts is imported) turns every private path off, so that the fallbacks are tested:
 tests/test_tf_internals.py runs the core tests so.
 
-The rest of compat_mts imports no `tensorflow.python` module in the session's modules; the estimator, the
-legacy checkpoint converter and the multi-worker cluster (`compat_mts.distribute`, the coordination service)
-still do, being used only by the programs that need them.
+Every private TensorFlow or Keras API compat_mts uses is here, and nowhere else: no other module imports a
+`tensorflow.python` or `keras.src` module (tests/test_tf_internals.py checks the imports) or reads a private
+attribute of a TensorFlow object. What is here, by who needs it:
+
+- the session's core (`fetches`, `global_step`, `monitored_session`, `scaffold`, `summary`): eager mode, plain
+  variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
+  a v1 `Saver`'s arguments, unfinalizing a graph; all with public fallbacks that cost speed or a nicety;
+- the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
+  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same;
+- the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
+  and the arguments v1's built-in hooks keep privately (their names listed in `compat_mts.estimator._hooks`,
+  read by `private_attributes`). Without those a v1 built-in hook in a `model_fn` is
+  left as it is, and the session refuses it naming its compat_mts twin (the program passes the twin itself);
+- Keras callbacks (`compat_mts.keras`): whether a callback overrides a method; public fallback;
+- clusters: `compat_mts.distribute`'s coordination service (no public API: a multi-worker session raises a
+  `RuntimeError` saying so) and whether the runtime started; `compat_mts.parameter_server`'s placement of
+  lifted variables (no public API: `parameter_server_strategy` raises a `RuntimeError` saying so).
+
+Not private, so not here: the protobuf message modules under `tensorflow.core` (`saved_model_pb2` in
+`compat_mts.estimator`). They are generated from the `.proto` files that define TensorFlow's file formats
+(SavedModel, checkpoints, events), which TensorFlow keeps readable across releases; their module paths have
+not moved since TensorFlow 1.0, TensorBoard and TF Serving import them so, and TensorFlow's own public protos
+(`tf.compat.v1.ConfigProto`, `GraphDef`, `MetaGraphDef`) are those modules' classes. A moved proto module
+would be a format change, for which no fallback could exist; the switch leaves them alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import os
 from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
+from google.protobuf import text_format
 
 PRIVATE_TF = os.environ.get('COMPAT_MTS_NO_PRIVATE_TF', '').lower() not in ('1', 'true', 'yes')
 
@@ -280,12 +303,25 @@ _private_fn_args = _probe(_fn_args)
 
 
 def fn_args(fn: Callable) -> tuple:
-    """The names of `fn`'s arguments, as v1's `function_utils.fn_args` gave them (`self` of a method included)."""
+    """The names of `fn`'s arguments, as v1's `function_utils.fn_args` gives them (the estimator and
+    `run_step_fn` decide by them what to pass): those a `functools.partial` binds left out, a bound method's
+    first one too, a callable object's `__call__`'s."""
     if _private_fn_args is not None:
         return tuple(_private_fn_args(fn))
-    if inspect.ismethod(fn):
-        return ('self',) + tuple(inspect.signature(fn).parameters)
-    return tuple(inspect.signature(fn).parameters)
+    return _public_fn_args(fn)
+
+
+def _public_fn_args(fn: Callable) -> tuple:
+    """`function_utils.fn_args` in public Python (without TensorFlow's decorator unwrapping)."""
+    if isinstance(fn, functools.partial):
+        args = _public_fn_args(fn.func)
+        return tuple(arg for arg in args[len(fn.args) :] if arg not in (fn.keywords or {}))
+    if hasattr(fn, '__call__') and inspect.ismethod(fn.__call__):
+        fn = fn.__call__
+    args = inspect.getfullargspec(fn).args
+    if inspect.ismethod(fn) and fn.__self__ is not None and args:
+        args.pop(0)
+    return tuple(args)
 
 
 _save_context = _probe(lambda: __import__('tensorflow.python.saved_model.save_context', fromlist=['x']))
@@ -429,3 +465,202 @@ def import_meta_graph(meta_graph: Any) -> None:
         _meta_graph_lib.import_scoped_meta_graph(meta_graph)
     else:
         tf.compat.v1.train.import_meta_graph(meta_graph)
+
+
+_no_dependency = _probe(lambda: __import__('tensorflow.python.trackable.data_structures', fromlist=['x']).NoDependency)
+
+
+def untracked(values: list) -> Any:
+    """`values` (objects that are not trackable) to keep on a `tf.train.Checkpoint` as no dependency of it.
+
+    The private `NoDependency` says so; a tuple of untrackable objects is what `AutoTrackable` neither wraps
+    nor tracks, the same for a checkpoint that only reads it.
+    """
+    return _no_dependency(values) if _no_dependency is not None else tuple(values)
+
+
+def save_slice_info(variable: Any) -> Any:
+    """The `tf.Variable.SaveSliceInfo` of a slice of a partitioned variable of a v1 graph, or None (not a slice)."""
+    if PRIVATE_TF and hasattr(variable, '_save_slice_info'):
+        return variable._save_slice_info  # pylint: disable=protected-access
+    return _public_save_slice_info(variable)
+
+
+def _public_save_slice_info(variable: Any) -> Any:
+    """The slice info as the variable's `VariableDef` carries it (built in its graph: `to_proto` is graph-only)."""
+    with variable.graph.as_default():
+        definition = variable.to_proto().save_slice_info_def
+    return tf.Variable.SaveSliceInfo(save_slice_info_def=definition) if definition.full_name else None
+
+
+def _checkpoint_management():
+    from tensorflow.python.checkpoint import checkpoint_management  # pylint: disable=import-outside-toplevel
+
+    checkpoint_management.update_checkpoint_state_internal  # pylint: disable=pointless-statement  # Moved: None.
+    return checkpoint_management
+
+
+_checkpoint_state = _probe(_checkpoint_management)
+
+
+def write_relative_checkpoint_state(directory: str, paths: list) -> None:
+    """Writes `directory`'s `checkpoint` state file listing `paths` (oldest first) relative to `directory`.
+
+    The public `tf.compat.v1.train.update_checkpoint_state` keeps absolute paths absolute; the private one
+    takes `save_relative_paths`. The fallback does what it does with public pieces: the same proto, written
+    atomically (a temporary file renamed over the old one).
+    """
+    if _checkpoint_state is not None:
+        _checkpoint_state.update_checkpoint_state_internal(
+            directory, model_checkpoint_path=paths[-1], all_model_checkpoint_paths=paths, save_relative_paths=True
+        )
+    else:
+        _public_write_relative_checkpoint_state(directory, paths)
+
+
+def _public_write_relative_checkpoint_state(directory: str, paths: list) -> None:
+    relative = [os.path.relpath(path, directory) if os.path.isabs(path) else path for path in paths]
+    state = tf.compat.v1.train.generate_checkpoint_state_proto(
+        directory, relative[-1], all_model_checkpoint_paths=relative
+    )
+    target = os.path.join(directory, 'checkpoint')
+    temporary = f'{target}.tmp{os.getpid()}'
+    with tf.io.gfile.GFile(temporary, 'w') as file:
+        file.write(text_format.MessageToString(state))
+    tf.io.gfile.rename(temporary, target, overwrite=True)
+
+
+# The estimator (compat_mts.estimator): v1 objects a `model_fn` builds, read back.
+
+
+_NO_DEFAULT = object()
+
+
+def private_attributes(obj: Any, *names: str, default: Any = _NO_DEFAULT) -> tuple | None:
+    """The private attributes `names` of a TensorFlow object that keeps no public copy of them, or None when
+    private APIs are off or one is missing (unless `default` is given, which a missing one then is)."""
+    if not PRIVATE_TF:
+        return None
+    if default is not _NO_DEFAULT:
+        return tuple(getattr(obj, name, default) for name in names)
+    try:
+        return tuple(getattr(obj, name) for name in names)
+    except AttributeError:
+        return None
+
+
+def v1_scaffold_init_fn(scaffold: tf.compat.v1.train.Scaffold) -> Callable | None:
+    """The `init_fn(scaffold, session)` a v1 `Scaffold` was given, or None.
+
+    The v1 scaffold keeps it privately; its public `init_fn` is `lambda session: init_fn(v1_scaffold, session)`.
+    Without the private attribute that is called, so `init_fn` gets the v1 scaffold instead of compat_mts's.
+    """
+    if PRIVATE_TF and hasattr(scaffold, '_user_init_fn'):
+        return scaffold._user_init_fn  # pylint: disable=protected-access
+    public = scaffold.init_fn
+    return None if public is None else (lambda _scaffold, session: public(session))
+
+
+def _global_step_read_function():
+    from tensorflow.python.training import training_util  # pylint: disable=import-outside-toplevel
+
+    return training_util._get_or_create_global_step_read  # pylint: disable=protected-access
+
+
+_global_step_read = _probe(_global_step_read_function)
+_GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'
+
+
+def get_or_create_global_step_read() -> Any:
+    """The default graph's cached read of its global step, created as v1's Estimator created it (None: no step).
+
+    The fallback builds the same ops under the same names with public APIs.
+    """
+    if _global_step_read is not None:
+        return _global_step_read()
+    return _public_global_step_read()
+
+
+def _public_global_step_read() -> Any:
+    graph = tf.compat.v1.get_default_graph()
+    cached = graph.get_collection(_GLOBAL_STEP_READ_KEY)
+    if cached:
+        return cached[0]
+    step = tf.compat.v1.train.get_global_step(graph)
+    if step is None:
+        return None
+    with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + '/'):
+        if isinstance(step, tf.Variable):
+            value = tf.compat.v1.cond(
+                tf.compat.v1.is_variable_initialized(step), step.read_value, lambda: step.initial_value
+            )
+        else:
+            value = step
+        read = value + 0
+        graph.add_to_collection(_GLOBAL_STEP_READ_KEY, read)
+    return read
+
+
+# Keras callbacks (compat_mts.keras).
+
+
+def overrides_callback_method(callback: Any, method: str) -> bool:
+    """Whether the Keras `callback` implements `method` rather than inheriting the no-op of `Callback`.
+
+    Keras marks its no-op defaults (`_is_default`, both Keras flavours); the fallback compares the method with
+    `tf.keras.callbacks.Callback`'s, which misses only a subclass of another library's that marks its own.
+    """
+    if PRIVATE_TF:
+        return not getattr(getattr(callback, method), '_is_default', False)
+    return _public_overrides_callback_method(callback, method)
+
+
+def _public_overrides_callback_method(callback: Any, method: str) -> bool:
+    bound = getattr(callback, method)
+    return getattr(bound, '__func__', bound) is not getattr(tf.keras.callbacks.Callback, method, None)
+
+
+# Multi-worker clusters (compat_mts.distribute). The coordination service (a key-value store of the
+# cluster, error propagation) has no public API; without it a multi-worker session is refused.
+
+
+def _coordination_context():
+    context_class = _private_context.Context
+    for name in ('report_error_to_cluster', 'set_config_key_value', 'get_config_key_value'):
+        getattr(context_class, name)
+    return _private_context.context
+
+
+_coordination_service = _probe(_coordination_context)
+
+HAS_COORDINATION_SERVICE = _coordination_service is not None
+"""Whether the workers of a `MultiWorkerMirroredStrategy` can announce checkpoints and failures to each other."""
+
+
+def report_error_to_cluster(code: int, message: str) -> None:
+    _coordination_service().report_error_to_cluster(code, message)
+
+
+def set_cluster_value(key: str, value: str) -> None:
+    _coordination_service().set_config_key_value(key, value)
+
+
+def get_cluster_value(key: str, timeout_ms: int) -> str:
+    """The value of `key`, waiting up to `timeout_ms` for it (`tf.errors.DeadlineExceededError` after)."""
+    return _coordination_service().get_config_key_value(key, timeout_ms)
+
+
+def log_device_placement_on() -> bool:
+    """Whether TensorFlow logs the device of each op; unknown without the private context: False."""
+    return _private_context.context().log_device_placement if _private_context is not None else False
+
+
+def runtime_started() -> bool:
+    """Whether TensorFlow's runtime has started (its first op ran); unknown without the private attribute: False.
+
+    Only `log_device_placement` asks (`compat_mts.distribute.apply_config`): then it is set even after the
+    start, where TensorFlow ignores it, and the warning that says so is not given.
+    """
+    if _private_context is None:
+        return False
+    return bool(getattr(_private_context.context(), '_initialized', False))

@@ -44,8 +44,8 @@ import time
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.eager import context  # The coordination service; whether the runtime has started.
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import parameter_server
@@ -230,8 +230,8 @@ def apply_config(config) -> None:
         )
     if config.allow_soft_placement:
         tf.config.set_soft_device_placement(True)
-    if config.log_device_placement and not context.context().log_device_placement:
-        if context.context()._initialized:  # pylint: disable=protected-access  # No public way to ask.
+    if config.log_device_placement and not tf_internals.log_device_placement_on():
+        if tf_internals.runtime_started():
             too_late.append('log_device_placement')
         else:
             tf.debugging.set_log_device_placement(True)
@@ -355,6 +355,15 @@ class Cluster:
     """
 
     def __init__(self, strategy: tf.distribute.Strategy):
+        if not tf_internals.HAS_COORDINATION_SERVICE:
+            raise RuntimeError(
+                "A session in a cluster of several workers needs TensorFlow's coordination service (the eager "
+                "context's set_config_key_value, get_config_key_value and report_error_to_cluster), and this "
+                'TensorFlow has none'
+                + (' (COMPAT_MTS_NO_PRIVATE_TF is set)' if not tf_internals.PRIVATE_TF else '')
+                + ': without it the workers can neither restore the checkpoint the chief restored nor fail '
+                'together. Use the TensorFlow version compat_mts is tested on (2.21).'
+            )
         self.strategy = strategy
         resolver = strategy.cluster_resolver
         self.task_type = resolver.task_type
@@ -403,7 +412,7 @@ class Cluster:
         code = error.error_code if isinstance(error, tf.errors.OpError) else tf.errors.INTERNAL
         message = f'compat_mts: {self.name} failed with {type(error).__name__}: {_first_line(error)}'
         try:
-            context.context().report_error_to_cluster(code, message)
+            tf_internals.report_error_to_cluster(code, message)
         except (tf.errors.OpError, ValueError) as report_error:
             logging.warning('Could not report the failure of %s to the other workers: %s', self.name, report_error)
         return None
@@ -425,7 +434,7 @@ class Cluster:
 
     def announce_ready(self, restored_path: str | None) -> None:
         """The chief: tells the other workers that the session is initialized, and from which checkpoint."""
-        context.context().set_config_key_value(self._ready_key(), restored_path or '')
+        tf_internals.set_cluster_value(self._ready_key(), restored_path or '')
         self._sessions += 1
 
     def wait_for_chief(self, max_wait_secs: float) -> str | None:
@@ -440,7 +449,7 @@ class Cluster:
         while True:
             wait_secs = max(0.001, min(deadline - time.monotonic(), _WAIT_LOG_SECS))
             try:
-                path = context.context().get_config_key_value(key, int(wait_secs * 1000) or 1)
+                path = tf_internals.get_cluster_value(key, int(wait_secs * 1000) or 1)
                 break
             except tf.errors.DeadlineExceededError:
                 if time.monotonic() >= deadline:

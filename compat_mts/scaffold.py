@@ -56,6 +56,20 @@ def check_saver(saver: Any, argument: str = 'saver') -> None:
     )
 
 
+def check_scaffold(scaffold: Any) -> None:
+    """`scaffold` must be None or a `compat_mts.Scaffold` (a v1 Scaffold is named with its replacement)."""
+    if scaffold is None or isinstance(scaffold, Scaffold):
+        return
+    if isinstance(scaffold, tf.compat.v1.train.Scaffold):
+        raise TypeError(
+            '`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
+            'with the same arguments (its saver a tf.train.Checkpoint).'
+        )
+    if isinstance(scaffold, type) and issubclass(scaffold, Scaffold):
+        raise TypeError(validation.class_message('scaffold', scaffold, verb='is'))
+    raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')
+
+
 def log_if_step_only(scaffold: 'Scaffold') -> None:
     """Says once per process that `scaffold`'s checkpoint holds the global step alone, if it does.
 

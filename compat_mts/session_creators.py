@@ -19,7 +19,7 @@ from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import validation
-from compat_mts.scaffold import Scaffold, log_if_step_only
+from compat_mts.scaffold import Scaffold, check_scaffold, log_if_step_only
 
 _WORKER_POLL_SECS = 0.5
 
@@ -105,7 +105,7 @@ class ChiefSessionCreator(SessionCreator):
         checkpoint_dir: str | None = None,
         checkpoint_filename_with_path: str | None = None,
     ):
-        validation.check_scaffold(scaffold)
+        check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
         distribute.check_not_between_graph(master)
@@ -195,7 +195,7 @@ class WorkerSessionCreator(SessionCreator):
         *,
         checkpoint_dir: str | None = None,
     ):
-        validation.check_scaffold(scaffold)
+        check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
         distribute.check_not_between_graph(master)

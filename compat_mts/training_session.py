@@ -13,7 +13,7 @@ from compat_mts.hooks.step_counter import StepCounterHook
 from compat_mts.hooks.summary import SummarySaverHook
 from compat_mts.monitored_session import MonitoredSession
 from compat_mts.session_creators import ChiefSessionCreator, WorkerSessionCreator
-from compat_mts.scaffold import Scaffold
+from compat_mts.scaffold import Scaffold, check_scaffold
 
 
 class _UseDefault:
@@ -124,7 +124,7 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
     validation.check_bool(is_chief, 'is_chief')
     checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
     summary_dir = validation.optional_directory(summary_dir, 'summary_dir')
-    validation.check_scaffold(scaffold)
+    check_scaffold(scaffold)
     hooks = validation.check_hooks(hooks, 'hooks')
     chief_only_hooks = validation.check_hooks(chief_only_hooks, 'chief_only_hooks')
     _check_secs(save_checkpoint_secs, 'save_checkpoint_secs', infinity='checkpoints only at creation and at the end')

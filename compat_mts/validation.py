@@ -1,5 +1,8 @@
 """Argument checks of every public constructor, in one place.
 
+Those of a scaffold and a saver (`check_scaffold`, `check_saver`) live next to `Scaffold`, in
+`compat_mts.scaffold`: they test for its class, and that module imports this one.
+
 Each check raises a `TypeError` (wrong type) or `ValueError` (right type, wrong value) whose message names
 the argument, the value given and what is accepted, before anything is created or written. What v1
 accepted is accepted with v1's meaning:
@@ -180,7 +183,7 @@ def path(value: Any, argument: str, *, empty: str | None = None) -> str:
 # Hooks, listeners, session creators, scaffolds. Passing the class itself is a common slip.
 
 
-def _class_message(argument: str, cls: type, replacement: str | None = None, verb: str = 'holds') -> str:
+def class_message(argument: str, cls: type, replacement: str | None = None, verb: str = 'holds') -> str:
     if replacement is not None:
         return (
             f'`{argument}` {verb} the class tf.compat.v1.train.{replacement}, a graph-mode class that needs '
@@ -211,7 +214,7 @@ def check_hooks(hooks: Any, argument: str = 'hooks') -> list:
             f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.'
         )
     if isinstance(hooks, type) and issubclass(hooks, tf.compat.v1.train.SessionRunHook):
-        raise TypeError(_class_message(argument, hooks, _v1_replacement(hooks), verb='is'))
+        raise TypeError(class_message(argument, hooks, _v1_replacement(hooks), verb='is'))
     try:
         hooks = list(hooks)
     except TypeError:
@@ -226,7 +229,7 @@ def check_hooks(hooks: Any, argument: str = 'hooks') -> list:
 def check_hook(hook: Any, argument: str = 'hooks') -> None:
     """Raises a TypeError for a non-hook, a hook class, or a graph-mode v1 hook (naming the replacement)."""
     if isinstance(hook, type) and issubclass(hook, tf.compat.v1.train.SessionRunHook):
-        raise TypeError(_class_message(argument, hook, _v1_replacement(hook)))
+        raise TypeError(class_message(argument, hook, _v1_replacement(hook)))
     if isinstance(hook, tf.compat.v1.train.SessionRunHook) and _is_v1_builtin(type(hook)):
         name = type(hook).__name__.lstrip('_')
         raise TypeError(
@@ -259,7 +262,7 @@ def check_listeners(listeners: Any, argument: str = 'listeners') -> list:
         ) from None
     for listener in listeners:
         if isinstance(listener, type) and issubclass(listener, tf.compat.v1.train.CheckpointSaverListener):
-            raise TypeError(_class_message(argument, listener))
+            raise TypeError(class_message(argument, listener))
         if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
             raise TypeError(f'`{argument}` must hold CheckpointSaverListener instances, got {type(listener).__name__}.')
     return listeners
@@ -274,7 +277,7 @@ def check_session_creator(creator: Any) -> None:
     if creator is None:
         return
     if isinstance(creator, type) and callable(getattr(creator, 'create_session', None)):
-        raise TypeError(_class_message('session_creator', creator, _v1_replacement(creator), verb='is'))
+        raise TypeError(class_message('session_creator', creator, _v1_replacement(creator), verb='is'))
     if isinstance(creator, tf.compat.v1.train.SessionCreator) and _is_v1_builtin(type(creator)):
         name = type(creator).__name__
         raise TypeError(
@@ -307,22 +310,6 @@ def check_created_session(session: Any, creator: Any) -> Any:
             f'compat_mts.ChiefSessionCreator(...).create_session() returns; it returned {type(session).__name__}.'
         )
     return session
-
-
-def check_scaffold(scaffold: Any) -> None:
-    """`scaffold` must be None or a `compat_mts.Scaffold` (a v1 Scaffold is named with its replacement)."""
-    from compat_mts.scaffold import Scaffold  # pylint: disable=import-outside-toplevel  # It imports this module.
-
-    if scaffold is None or isinstance(scaffold, Scaffold):
-        return
-    if isinstance(scaffold, tf.compat.v1.train.Scaffold):
-        raise TypeError(
-            '`scaffold` is a tf.compat.v1.train.Scaffold, which holds graph ops. Use compat_mts.Scaffold '
-            'with the same arguments (its saver a tf.train.Checkpoint).'
-        )
-    if isinstance(scaffold, type) and issubclass(scaffold, Scaffold):
-        raise TypeError(_class_message('scaffold', scaffold, verb='is'))
-    raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')
 
 
 # Fetches.

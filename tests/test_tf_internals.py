@@ -7,6 +7,7 @@ in a fresh process (the switch is read at import).
 from __future__ import annotations
 
 import pytest
+import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from tests.support import run_python
@@ -40,6 +41,10 @@ _PRIVATE_PATHS = [
     '_record',
     '_interpolate_errors',
     '_wrap_function',
+    '_no_dependency',
+    '_checkpoint_state',
+    '_global_step_read',
+    '_coordination_service',
 ]
 
 
@@ -66,6 +71,7 @@ def test_with_the_switch_on_every_private_path_is_off():
     taken = [name for name in _PRIVATE_PATHS if name != '_eager_mode' and getattr(tf_internals, name) is not None]
     assert not taken
     assert not tf_internals.CAN_UNFINALIZE
+    assert not tf_internals.HAS_COORDINATION_SERVICE
 
 
 @pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='runs the core tests with the switch on: already on')
@@ -92,3 +98,133 @@ def test_without_the_private_placement_a_parameter_server_cluster_is_refused_not
     cluster = {'chief': ['localhost:1'], 'ps': ['localhost:2'], 'worker': ['localhost:3']}
     with pytest.raises(RuntimeError, match=r'places the variables .* on the ps tasks.*COMPAT_MTS_NO_PRIVATE_TF'):
         parameter_server.parameter_server_strategy(cluster)
+
+
+def test_no_module_but_tf_internals_imports_a_private_tensorflow_or_keras_module():
+    import ast
+    import pathlib
+
+    private = ('tensorflow.python', 'keras.src', 'tf_keras.src')
+    offenders = []
+    for path in sorted(pathlib.Path(tf_internals.__file__).parent.rglob('*.py')):
+        if path.name == '_tf_internals.py':
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f'{node.module}.{alias.name}' for alias in node.names]
+            else:
+                continue
+            if any(name == prefix or name.startswith(prefix + '.') for name in names for prefix in private):
+                offenders.append(f'{path.name}:{node.lineno}')
+    assert not offenders
+
+
+# The public fallbacks that do what the private API does, compared with it on this TensorFlow.
+
+
+@pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='compares with the private APIs')
+def test_the_public_fn_args_are_v1s():
+    import functools
+
+    class Model:
+        def model_fn(self, features, labels, mode):
+            del features, labels, mode
+
+        def __call__(self, features, params):
+            del features, params
+
+    def model_fn(features, labels=None, *, mode=None, **kwargs):
+        del features, labels, mode, kwargs
+
+    for fn in (
+        model_fn,
+        Model().model_fn,
+        Model(),
+        functools.partial(model_fn, 1),
+        functools.partial(model_fn, labels=2),
+        lambda step_context: None,
+    ):
+        assert tf_internals._public_fn_args(fn) == tf_internals.fn_args(fn), fn
+
+
+@pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='compares with the private APIs')
+def test_the_public_global_step_read_is_v1s_ops():
+    def read_ops(get_read):
+        with tf.Graph().as_default() as graph:
+            tf.compat.v1.train.get_or_create_global_step()
+            read = get_read()
+            assert get_read() is read  # Cached.
+            return read.name, sorted(op.name for op in graph.get_operations())
+
+    assert read_ops(tf_internals._public_global_step_read) == read_ops(tf_internals.get_or_create_global_step_read)
+
+
+@pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='compares with the private APIs')
+def test_the_public_save_slice_info_is_the_private_one():
+    with tf.Graph().as_default():
+        partitioned = tf.compat.v1.get_variable(
+            'w', shape=[4, 2], partitioner=tf.compat.v1.fixed_size_partitioner(2), use_resource=True
+        )
+        whole = tf.compat.v1.get_variable('b', shape=[2], use_resource=True)
+    assert tf_internals._public_save_slice_info(whole) is None
+    for part in partitioned:
+        public, private = tf_internals._public_save_slice_info(part), tf_internals.save_slice_info(part)
+        assert (public.full_name, public.spec) == (private.full_name, private.spec) == ('w', private.spec)
+        assert private.spec in ('4 2 0,2:0,2', '4 2 2,2:0,2')
+
+
+@pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='compares with the private APIs')
+def test_the_public_checkpoint_state_file_is_the_private_ones(tmp_path):
+    contents = []
+    for writer in (tf_internals.write_relative_checkpoint_state, tf_internals._public_write_relative_checkpoint_state):
+        directory = tmp_path / writer.__name__
+        directory.mkdir()
+        writer(str(directory), [str(directory / 'model.ckpt-1'), str(directory / 'model.ckpt-2')])
+        contents.append((directory / 'checkpoint').read_text())
+    assert contents[0] == contents[1]
+    assert 'model_checkpoint_path: "model.ckpt-2"' in contents[0]
+
+
+@pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='compares with the private APIs')
+def test_the_public_callback_override_test_is_the_private_one():
+    class Logs(tf.keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            del batch, logs
+
+    for callback in (tf.keras.callbacks.Callback(), Logs(), tf.keras.callbacks.TerminateOnNaN()):
+        for method in ('on_train_batch_end', 'on_epoch_end', 'on_train_begin'):
+            public = tf_internals._public_overrides_callback_method(callback, method)
+            assert public == tf_internals.overrides_callback_method(callback, method), (callback, method)
+
+
+def test_a_checkpoint_attribute_kept_untracked_is_no_dependency():
+    checkpoint = tf.train.Checkpoint()
+    checkpoint.entries = tf_internals.untracked([object(), object()])
+    assert len(list(checkpoint.entries)) == 2
+    assert not [name for name, _ in checkpoint._trackable_children().items() if name == 'entries']
+
+
+# What is refused without the private APIs.
+
+
+@pytest.mark.skipif(tf_internals.PRIVATE_TF, reason='checks the fallbacks, under COMPAT_MTS_NO_PRIVATE_TF=1')
+def test_without_the_coordination_service_a_multi_worker_session_is_refused():
+    from compat_mts import distribute
+
+    assert not tf_internals.HAS_COORDINATION_SERVICE
+    with pytest.raises(RuntimeError, match=r'coordination service.*COMPAT_MTS_NO_PRIVATE_TF'):
+        distribute.Cluster(tf.distribute.get_strategy())
+
+
+@pytest.mark.skipif(tf_internals.PRIVATE_TF, reason='checks the fallbacks, under COMPAT_MTS_NO_PRIVATE_TF=1')
+def test_without_their_private_arguments_v1_hooks_of_a_model_fn_are_refused_naming_their_twins():
+    from compat_mts import validation
+    from compat_mts.estimator import _hooks
+
+    hook = tf.compat.v1.train.StopAtStepHook(last_step=3)
+    assert _hooks.as_compat_hook(hook) is hook
+    with pytest.raises(TypeError, match=r'Use compat_mts.StopAtStepHook instead'):
+        validation.check_hook(hook)
+    assert type(_hooks.as_compat_hook(tf.compat.v1.train.FeedFnHook(dict))).__module__ == 'compat_mts.hooks.feed_fn'

@@ -84,7 +84,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_convert(args: argparse.Namespace) -> int:
     with _tensorflow_start_up_quiet(args.verbose):
-        from compat_mts import checkpoints, legacy  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts import checkpoints  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts.legacy.convert import convert_checkpoint
     from compat_mts import progress
 
     # stdout lists the prefixes written, for scripts; the progress goes to stderr, as pip's and curl's does.
@@ -102,7 +103,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         report.update(done, detail)
 
     try:
-        written = legacy.convert_checkpoint(args.src_dir, args.dst_dir, to=args.to, on_progress=on_progress)
+        written = convert_checkpoint(args.src_dir, args.dst_dir, to=args.to, on_progress=on_progress)
     except (ValueError, PermissionError, checkpoints.DamagedCheckpointsError) as error:
         if report is not None:
             report.finish()

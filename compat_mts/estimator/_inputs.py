@@ -6,8 +6,8 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.util import function_utils
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts.session_run_hook import SessionRunHook
 
 
@@ -26,7 +26,7 @@ class DatasetInitializerHook(SessionRunHook):
 
 def call_input_fn(input_fn, mode: str, params: dict, config) -> Any:
     """Calls `input_fn` with the arguments it names among `mode`, `params` and `config` (v1's), on the CPU."""
-    arguments = function_utils.fn_args(input_fn)
+    arguments = tf_internals.fn_args(input_fn)
     kwargs = {}
     if 'mode' in arguments:
         kwargs['mode'] = mode

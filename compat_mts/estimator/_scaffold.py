@@ -6,6 +6,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts.scaffold import Scaffold
 
 
@@ -35,7 +36,7 @@ def as_compat_scaffold(scaffold: Any) -> Scaffold:
     return Scaffold(
         init_op=scaffold.init_op,
         init_feed_dict=scaffold.init_feed_dict,
-        init_fn=getattr(scaffold, '_user_init_fn', None),
+        init_fn=tf_internals.v1_scaffold_init_fn(scaffold),
         ready_op=scaffold.ready_op,
         ready_for_local_init_op=scaffold.ready_for_local_init_op,
         local_init_op=scaffold.local_init_op,

@@ -20,9 +20,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.python.training import training_util
-from tensorflow.python.util import function_utils
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
 from compat_mts.estimator import _evaluation
@@ -233,7 +232,7 @@ class Estimator:
     def _train_model(self, input_fn, hooks: list, saving_listeners: list):
         def build():
             global_step = self._start_graph()
-            training_util._get_or_create_global_step_read()  # pylint: disable=protected-access  # In v1's graph too.
+            tf_internals.get_or_create_global_step_read()  # In v1's graph too.
             features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             if self._warm_start_settings:
@@ -563,7 +562,7 @@ class Estimator:
 
     def _call_model_fn(self, features, labels, mode: str, config: RunConfig) -> EstimatorSpec:
         """Calls `model_fn` with the arguments it names (v1's rules and messages)."""
-        arguments = function_utils.fn_args(self._model_fn)
+        arguments = tf_internals.fn_args(self._model_fn)
         kwargs = {}
         if 'labels' in arguments:
             kwargs['labels'] = labels
@@ -623,7 +622,7 @@ def _config_with_model_dir(config: RunConfig | None, model_dir) -> RunConfig:
 
 
 def _verify_model_fn_args(model_fn: Callable, params) -> None:
-    arguments = set(function_utils.fn_args(model_fn))
+    arguments = set(tf_internals.fn_args(model_fn))
     if 'features' not in arguments:
         raise ValueError('model_fn (%s) must include features argument.' % model_fn)
     if params is not None and 'params' not in arguments:

@@ -14,7 +14,7 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.scaffold import Scaffold, check_saver, log_if_step_only
+from compat_mts.scaffold import Scaffold, check_saver, check_scaffold, log_if_step_only
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
@@ -109,7 +109,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
             raise ValueError('You cannot provide both saver and scaffold.')
         checkpoint_dir = validation.path(checkpoint_dir, 'checkpoint_dir', empty='the working directory, as in v1')
         check_saver(saver)
-        validation.check_scaffold(scaffold)
+        check_scaffold(scaffold)
         validation.check_integer(save_steps, 'save_steps')
         validation.check_seconds(
             save_secs, 'save_secs', infinity='saves only when the session is created and at the end'

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import tensorflow as tf
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
@@ -26,8 +27,8 @@ _NEED_OPTIMIZER = ('LearningRateScheduler', 'ReduceLROnPlateau', 'SwapEMAWeights
 
 
 def _implements(callback: Any, *methods: str) -> bool:
-    """Whether `callback` overrides any of `methods` (Keras marks its no-op defaults; both flavours)."""
-    return any(not getattr(getattr(callback, method), '_is_default', False) for method in methods)
+    """Whether `callback` overrides any of `methods` rather than inheriting Keras's no-op defaults."""
+    return any(tf_internals.overrides_callback_method(callback, method) for method in methods)
 
 
 def _keras_classes(names: Sequence[str]) -> tuple:

@@ -3,8 +3,8 @@
 - `compat_mts.legacy.graph`: `wrap_graph(build_fn)` builds v1 graph code once and runs it eagerly in the
   sessions; a session created inside the program's own `with tf.Graph().as_default():` adopts that graph;
 - `compat_mts.legacy.checkpoints`: v1 name-based checkpoints (`NameBasedCheckpoint`, the default checkpoint of a
-  wrapped graph), `restore_from_v1` into TF2 objects, and `convert_checkpoint` of whole directories (what
-  `compat-mts convert` runs).
+  wrapped graph) and `restore_from_v1` into TF2 objects;
+- `compat_mts.legacy.convert`: `convert_checkpoint` of whole directories (what `compat-mts convert` runs).
 
 The session core reaches a wrapped graph only through the `compat_mts.fetches.GraphRunner` interface; this
 package is what implements it. The names below are the public ones (`compat_mts.legacy.wrap_graph`,
@@ -17,9 +17,9 @@ from compat_mts.legacy.checkpoints import (
     NameBasedCheckpoint,
     NameBasedRestoreStatus,
     RestoreReport,
-    convert_checkpoint,
     restore_from_v1,
 )
+from compat_mts.legacy.convert import convert_checkpoint
 from compat_mts.legacy.graph import (
     WrappedGraph,
     adopt_graph,

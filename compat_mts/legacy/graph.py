@@ -10,8 +10,8 @@ What the user holds are the plain graph's tensors, ops and variables (`g.outputs
 returned). Tensors of a *function* graph are unhashable in TF2, which would break `feed_dict={x: batch}`;
 a plain graph's are hashable, and the runner maps them to the wrapped function by name.
 
-The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`, `convert_checkpoint`) live in
-`compat_mts.legacy.checkpoints`; `compat_mts.legacy` re-exports both modules' names.
+The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`) live in `compat_mts.legacy.checkpoints`, and
+`convert_checkpoint` in `compat_mts.legacy.convert`; `compat_mts.legacy` re-exports the three modules' names.
 """
 
 from __future__ import annotations
@@ -436,7 +436,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         whole, partitions = {}, []
         for name, variable in named:
             eager = self._eager_by_name[global_step_lib.op_name(variable.name)]
-            slice_info = getattr(variable, '_save_slice_info', None)
+            slice_info = tf_internals.save_slice_info(variable)
             if slice_info is not None:
                 partitions.append(_Entry(slice_info.full_name, slice_info.spec, eager))
             else:
