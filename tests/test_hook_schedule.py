@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from compat_mts.keras import HooksCallback
+from compat_mts.session_run_hook import HookSchedule
 from tests.support import checkpoint_steps, read_events
 
 keras = tf.keras
@@ -126,3 +127,48 @@ def test_time_triggered_checkpoints_land_on_the_batch_whose_end_reaches_the_time
         assert hook.called_at == [0, 2, 5, 8, 11]
     else:
         assert hook.called_at == list(range(12))
+
+
+class Periodic:
+    """A hook that acts every `every` steps and says so (`_idle_until`), recording what the schedule tells it."""
+
+    def __init__(self, every: int):
+        self._every = every
+        self.caught_up: list[int] = []
+        self.next_step = 0
+
+    def _idle_until(self):
+        return (self.next_step, float('inf'))
+
+    def _catch_up(self, last_stale_step: int) -> None:
+        self.caught_up.append(last_stale_step)
+
+    def ran(self, stale_step: int) -> None:
+        self.next_step = stale_step + self._every
+
+
+def drive(schedule: HookSchedule, hooks: list, stale_steps: list) -> list:
+    """Runs `stale_steps` through `schedule`; returns the positions called on each run."""
+    calls = []
+    for stale_step in stale_steps:
+        called = schedule.select(stale_step)
+        for index in called:
+            if isinstance(hooks[index], Periodic):
+                hooks[index].ran(stale_step)
+        calls.append(list(called))
+        schedule.ran()
+    return calls
+
+
+def test_schedule_skips_only_promised_runs_calls_own_hooks_always_and_catches_up():
+    periodic, own = Periodic(every=3), mts.SessionRunHook()
+    hooks = [periodic, own]
+    calls = drive(HookSchedule(hooks), hooks, [0, 1, 2, 3, 4, 5, 6])
+    assert calls == [[0, 1], [1], [1], [0, 1], [1], [1], [0, 1]]
+    assert periodic.caught_up == [2, 5]  # The stale step of the run before each resumption.
+
+    periodic = Periodic(every=5)
+    hooks = [periodic]
+    # A global step that does not move (2, 2) or goes back (1) calls every hook: v1's hooks compare runs.
+    assert drive(HookSchedule(hooks), hooks, [0, 1, 2, 2, 1, 2]) == [[0], [], [], [0], [0], []]
+    assert periodic.caught_up == [2]
