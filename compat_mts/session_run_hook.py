@@ -88,7 +88,8 @@ STALE_GLOBAL_STEP_REQUEST = SessionRunArgs(STALE_GLOBAL_STEP)
 #   repeated step or a Keras execution is shortened so as not to pass it);
 # - `_idle_until()`, returning `(step, time)` or None: after its `after_run`, the hook says that it needs neither
 #   `before_run` nor `after_run` on a later run whose stale global step is below `step` and that starts before
-#   `time.time()` reaches `time` (either may be `inf`); None: it needs the next run. `HookSchedule` then skips it.
+#   `time.time()` reaches `time` (either may be `inf`); None: it needs the next run. `HookSchedule` (used by
+#   `keras.HooksCallback`) then skips it.
 #   With `_reads_clock_after_run = True` the time is its `after_run`'s (a time-based timer checked after the run):
 #   its `before_run` only asks for the stale step, so it may be called at the end of the run. A hook that keeps
 #   per-run state offers `_catch_up(last_stale_step)`, called before it runs again after skipped runs with the
@@ -140,6 +141,11 @@ class HookSchedule:
     `late()` at its end those of skipped `_reads_clock_after_run` hooks whose time has come by then (call their
     `before_run`, then `after_run`); `ran()` after the `after_run`s; `reset()` when the session is created again
     or the steps per run change.
+
+    `keras.HooksCallback` uses it; the session does not, although DESIGN.md asks for one hook driver for both:
+    the session's stale step is read inside the step's own call and known only after the run, so choosing the
+    hooks before it would take a read between two steps (dearer than the calls it saves) or a count on the
+    host, which a program that runs something other than its train step would falsify.
     """
 
     def __init__(self, hooks: Sequence):
