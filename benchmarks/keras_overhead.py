@@ -8,7 +8,9 @@ same starting weights) on the same batch, repeated by `tf.data`:
 2. `quiet_hooks`: `HooksCallback` of hooks that do nothing per batch (one that acts in `begin`/`end`
    only, and a plain `SessionRunHook`). The callback then does not override Keras's batch methods.
 3. `v1_default_hooks`: `HooksCallback` of the hooks v1's `MonitoredTrainingSession` adds by default:
-   `StepCounterHook` and `SummarySaverHook` every 100 steps, `CheckpointSaverHook` every 600 s.
+   `StepCounterHook` and `SummarySaverHook` every 100 steps, `CheckpointSaverHook` every 600 s. The hooks say
+   on which batch they next act (`_idle_until`) and are called only on those; `v1_default_hooks_every_batch`
+   hides that from the callback, so the same hooks are called on every batch (as before `HookSchedule`).
 4. `bare_fit_spe10` and `v1_default_hooks_spe10`: the same with `steps_per_execution=10`, where the
    hooks run once per execution of 10 steps.
 
@@ -57,6 +59,7 @@ VARIANTS = (
     'bare_fit_control',
     'quiet_hooks',
     'v1_default_hooks',
+    'v1_default_hooks_every_batch',
     'bare_fit_spe10',
     'v1_default_hooks_spe10',
 )
@@ -65,6 +68,7 @@ LABELS = {
     'bare_fit_control': 'bare model.fit again (noise control)',
     'quiet_hooks': 'HooksCallback, hooks without per-batch work',
     'v1_default_hooks': 'HooksCallback, v1 default hooks',
+    'v1_default_hooks_every_batch': 'HooksCallback, v1 default hooks, called on every batch',
     'bare_fit_spe10': 'bare model.fit, steps_per_execution=10',
     'v1_default_hooks_spe10': 'HooksCallback, v1 default hooks, steps_per_execution=10',
 }
@@ -73,6 +77,7 @@ BASELINE = {
     'bare_fit_control': 'bare_fit',
     'quiet_hooks': 'bare_fit',
     'v1_default_hooks': 'bare_fit',
+    'v1_default_hooks_every_batch': 'bare_fit',
     'bare_fit_spe10': 'bare_fit_spe10',
     'v1_default_hooks_spe10': 'bare_fit_spe10',
 }
@@ -141,6 +146,9 @@ class Variant:
             self.hooks = [EndOnlyHook(), mts.SessionRunHook()]
         elif name.startswith('v1_default_hooks'):
             self.hooks = _v1_default_hooks(directory)
+            if name == 'v1_default_hooks_every_batch':
+                for hook in self.hooks:
+                    hook._idle_until = None  # pylint: disable=protected-access  # Not offered: called every batch.
         else:
             self.hooks = None
 

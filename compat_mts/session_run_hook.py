@@ -10,6 +10,8 @@ step, a `tf.Variable`, an eager tensor, a name of a step output, or a tensor of 
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any, Sequence
 
 import tensorflow as tf
@@ -83,7 +85,15 @@ STALE_GLOBAL_STEP_REQUEST = SessionRunArgs(STALE_GLOBAL_STEP)
 #   checkpoints into `checkpoint_dir`, at `end()` too (a SIGTERM then stops the loop after the run in progress,
 #   and `HooksCallback` restores the latest one before `fit`);
 # - `stops_at_last_step = True`, with `last_step`: requests a stop once the global step reaches `last_step` (a
-#   repeated step or a Keras execution is shortened so as not to pass it).
+#   repeated step or a Keras execution is shortened so as not to pass it);
+# - `_idle_until()`, returning `(step, time)` or None: after its `after_run`, the hook says that it needs neither
+#   `before_run` nor `after_run` on a later run whose stale global step is below `step` and that starts before
+#   `time.time()` reaches `time` (either may be `inf`); None: it needs the next run. `HookSchedule` (used by
+#   `keras.HooksCallback`) then skips it.
+#   With `_reads_clock_after_run = True` the time is its `after_run`'s (a time-based timer checked after the run):
+#   its `before_run` only asks for the stale step, so it may be called at the end of the run. A hook that keeps
+#   per-run state offers `_catch_up(last_stale_step)`, called before it runs again after skipped runs with the
+#   stale step of the run before (what its own `after_run` would have seen last).
 
 
 class StepsPerRunMixin:
@@ -113,3 +123,115 @@ def nearest_last_step(hooks: Sequence) -> int | None:
     """The smallest known `last_step` of `hooks` (from `last_step_hooks`), or None."""
     last_steps = [hook.last_step for hook in hooks if hook.last_step is not None]
     return min(last_steps) if last_steps else None
+
+
+class HookSchedule:
+    """Which hooks a run calls: every hook, except those that said (`_idle_until`) they will not act on it.
+
+    The hooks' trigger arithmetic stays theirs: a hook is skipped only on runs on which its own timer could not
+    trigger, and a skipped hook is called again, caught up, on the first run on which it could. Cheap as that
+    test is, most runs of v1's default hooks then cost a few comparisons instead of every hook's `before_run` and
+    `after_run` (a tiny model's step is half a millisecond; three hooks' calls are tens of microseconds).
+
+    A run whose stale global step is not above the previous run's (a global step that did not move, or went
+    back) calls every hook, since their arithmetic compares consecutive runs (`StepCounterHook`'s warning).
+    A hook without `_idle_until` (a hook of the program's own) is called on every run.
+
+    Use: `select(stale_step)` at the start of each run gives the positions of the hooks to call there;
+    `late()` at its end those of skipped `_reads_clock_after_run` hooks whose time has come by then (call their
+    `before_run`, then `after_run`); `ran()` after the `after_run`s; `reset()` when the session is created again
+    or the steps per run change.
+
+    `keras.HooksCallback` uses it; the session does not, although DESIGN.md asks for one hook driver for both:
+    the session's stale step is read inside the step's own call and known only after the run, so choosing the
+    hooks before it would take a read between two steps (dearer than the calls it saves) or a count on the
+    host, which a program that runs something other than its train step would falsify.
+    """
+
+    def __init__(self, hooks: Sequence):
+        self._hooks = tuple(hooks)
+        self._offers = [callable(getattr(hook, '_idle_until', None)) for hook in self._hooks]
+        self._late = [getattr(hook, '_reads_clock_after_run', False) is True for hook in self._hooks]
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets what the hooks said: the next run calls every hook."""
+        count = len(self._hooks)
+        self._promises: list[tuple[float, float] | None] = [None] * count
+        self._last_called = [-2] * count  # The run each hook was last called on.
+        self._run = -1
+        self._previous_stale: int | None = None
+        self._stale_before: int | None = None  # The previous run's stale step, as the current run started.
+        self._selected: list[int] = []
+        self._update_bounds()
+
+    def _update_bounds(self) -> None:
+        promises = self._promises
+        self._all_idle = bool(promises) and all(promise is not None for promise in promises)
+        self._wake_step = min((promise[0] for promise in promises if promise is not None), default=-math.inf)
+        self._wake_time = min((promise[1] for promise in promises if promise is not None), default=math.inf)
+        self._late_wake_time = min(
+            (promise[1] for promise, late in zip(promises, self._late) if promise is not None and late),
+            default=math.inf,
+        )
+
+    def select(self, stale_step: int) -> list[int]:
+        """The positions (in `hooks`, in order) of the hooks to call around the run that starts now."""
+        self._run += 1
+        previous, self._previous_stale = self._previous_stale, stale_step
+        self._stale_before = previous
+        if (
+            self._all_idle
+            and previous is not None
+            and previous < stale_step < self._wake_step
+            and (self._wake_time == math.inf or time.time() < self._wake_time)
+        ):
+            self._selected = []
+            return self._selected
+        now = time.time() if self._wake_time != math.inf else 0.0
+        selected = []
+        for index, promise in enumerate(self._promises):
+            if promise is not None and previous is not None and previous < stale_step < promise[0] and now < promise[1]:
+                continue
+            self._call(index, previous)
+            selected.append(index)
+        self._selected = selected
+        return selected
+
+    def _call(self, index: int, previous_stale: int | None) -> None:
+        if self._last_called[index] != self._run - 1 and previous_stale is not None and self._promises[index]:
+            catch_up = getattr(self._hooks[index], '_catch_up', None)
+            if catch_up is not None:
+                catch_up(previous_stale)
+        self._last_called[index] = self._run
+
+    def late(self) -> list[int]:
+        """The positions of the skipped hooks whose `after_run` clock has reached their time by the end of this run."""
+        if self._late_wake_time == math.inf:
+            return []
+        now = time.time()
+        if now < self._late_wake_time:
+            return []
+        selected = set(self._selected)
+        late = [
+            index
+            for index, (promise, reads_after) in enumerate(zip(self._promises, self._late))
+            if reads_after and index not in selected and promise is not None and now >= promise[1]
+        ]
+        for index in late:
+            self._call(index, self._stale_before)
+        self._selected = sorted(self._selected + late)
+        return late
+
+    @property
+    def called(self) -> list[int]:
+        """The positions of the hooks called on this run (`select`'s, and `late`'s once it has run), in order."""
+        return self._selected
+
+    def ran(self) -> None:
+        """Asks the hooks called on this run, after their `after_run`, when they next need a run."""
+        if not self._selected:
+            return
+        for index in self._selected:
+            self._promises[index] = self._hooks[index]._idle_until() if self._offers[index] else None  # pylint: disable=protected-access
+        self._update_bounds()

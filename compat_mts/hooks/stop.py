@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from compat_mts import global_step as global_step_lib
 from compat_mts import validation
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
@@ -62,3 +64,7 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
         if run_values.results + self._steps_per_run >= self._last_step:
             if run_context.session.run(self._global_step) >= self._last_step:
                 run_context.request_stop()
+
+    def _idle_until(self):
+        """Idle until a run may reach `last_step` (compat_mts.session_run_hook.HookSchedule)."""
+        return (self._last_step - self._steps_per_run, math.inf)

@@ -118,6 +118,20 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
             self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         self._next_step = global_step + self._steps_per_run
 
+    def _idle_until(self):
+        """Idle until the timer may trigger (compat_mts.session_run_hook.HookSchedule).
+
+        `before_run` checks `_next_step`, the post-run step it predicts (the previous run's stale step plus two
+        runs' steps); a run's stale step is above the previous one's, so below `last + every - 2K + 1` none
+        triggers. After a recording run the next one is needed: its `before_run` stops the recording.
+        """
+        if self._summary_writer is None or self._next_step is None or self._request_summary or self._graph_pending:
+            return None
+        return self._timer.next_trigger(2 * self._steps_per_run - 1)
+
+    def _catch_up(self, last_stale_step: int) -> None:
+        self._next_step = last_stale_step + 2 * self._steps_per_run  # What after_run of that run would have set.
+
     def end(self, session=None):
         if self._recorder is not None:
             self._recorder.record_next_run(None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import tensorflow as tf
@@ -78,6 +79,19 @@ class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
 
     def last_triggered_step(self) -> int | None:
         return self._last_triggered_step
+
+    def next_trigger(self, steps_ahead: int = 0) -> tuple[float, float] | None:
+        """When `should_trigger_for_step(step + steps_ahead)` may next be True: `(step, time)`, or None for now.
+
+        It is False for every `step` below the first element while `time.time()` is below the second (either
+        may be `inf`): what a hook that offers `idle_until` (compat_mts.session_run_hook) promises. Before the
+        first trigger it may be True at once, hence None.
+        """
+        if self._last_triggered_step is None:
+            return None
+        if self._every_steps is not None:
+            return (self._last_triggered_step + self._every_steps - steps_ahead, math.inf)
+        return (math.inf, self._last_triggered_time + self._every_secs)
 
 
 class NeverTriggerTimer:

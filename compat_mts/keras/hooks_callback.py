@@ -16,6 +16,7 @@ from compat_mts.fetches import STALE_GLOBAL_STEP
 from compat_mts.keras import _model
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import (
+    HookSchedule,
     SessionRunArgs,
     SessionRunContext,
     SessionRunValues,
@@ -139,6 +140,9 @@ class HooksCallback(tf.keras.callbacks.Callback):
     execution of one step moves `iterations` by one. A read between two steps costs a tiny model's step
     several percent (benchmarks/RESULTS_keras.md). Something other than the train function that moves
     `iterations` in the middle of an epoch (another callback, at a batch) is seen at the next epoch.
+    The built-in periodic hooks say on which batch their timers may next trigger (`_idle_until`, see
+    `compat_mts.session_run_hook.HookSchedule`), and are called only then: on the other batches, v1's default
+    hooks cost a comparison of the step and the clock. A hook of the program's own is called on every batch.
 
     Differences from a session, because Keras decides: `end()` is not called when `fit` raises (Keras
     calls no `on_train_end` then, as v1's `with` block skipped `end()`); a `feed_dict` from a hook
@@ -168,6 +172,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
         super().__init__()
         self._hooks = validation.check_hooks(hooks, 'hooks')
         self._batch_hooks = [hook for hook in self._hooks if _runs_per_batch(hook)]
+        self._schedule = HookSchedule(self._batch_hooks)
         self._stop_hooks = last_step_hooks(self._hooks)
         self._checkpoint_hooks = checkpoint_saving_hooks(self._hooks)
         if self._batch_hooks:
@@ -226,6 +231,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
         for hook in self._hooks:
             hook.after_create_session(session, self._coord)
+        self._schedule.reset()
         self._session = session
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -246,18 +252,24 @@ class HooksCallback(tf.keras.callbacks.Callback):
             step = self._read_step()
         session.stale_step = step
         self._shorten_execution_to_last_step(step)
-        context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
-        requests = []
-        for hook in self._batch_hooks:
-            request = hook.before_run(context)
-            if request is not None and request.feed_dict:
-                raise ValueError(
-                    f'{type(hook).__name__}.before_run returned a feed_dict, but inside model.fit there is no '
-                    'step to feed; feed the data through the dataset given to fit.'
-                )
-            requests.append(None if request is None else request.fetches)
-        self._context = context
-        self._requests = requests
+        called = self._schedule.select(step)
+        if not called:  # No hook acts on this batch (see HookSchedule).
+            self._context = None
+            self._requests = []
+            return
+        self._context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
+        self._requests = [self._request_of(index) for index in called]
+
+    def _request_of(self, index: int) -> Any:
+        """The fetches of hook `index`'s `before_run` for this batch."""
+        hook = self._batch_hooks[index]
+        request = hook.before_run(self._context)
+        if request is not None and request.feed_dict:
+            raise ValueError(
+                f'{type(hook).__name__}.before_run returned a feed_dict, but inside model.fit there is no '
+                'step to feed; feed the data through the dataset given to fit.'
+            )
+        return None if request is None else request.fetches
 
     def _shorten_execution_to_last_step(self, step: int) -> None:
         if self._steps_per_execution == 1:
@@ -276,13 +288,30 @@ class HooksCallback(tf.keras.callbacks.Callback):
         stale = session.stale_step
         # An execution of one step moves the global step by one; the next batch's stale step needs no read.
         self._next_stale_step = stale + 1 if self._steps_per_execution == 1 else None
+        schedule = self._schedule
+        requests = self._requests
+        started = schedule.called
+        late = schedule.late()
+        if late:  # Time-based hooks whose time came during the batch: their before_run only asks for the stale step.
+            if self._context is None:
+                self._context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
+            fetches_by_index = dict(zip(started, requests))
+            for index in late:
+                fetches_by_index[index] = self._request_of(index)
+            requests = [fetches_by_index[index] for index in schedule.called]
+        called = schedule.called
+        if not called:
+            return
         results = [
             None if fetches is None else stale if fetches is STALE_GLOBAL_STEP else session.run(fetches)
-            for fetches in self._requests
+            for fetches in requests
         ]
         context, options, run_metadata = self._context, self._options, self._run_metadata
-        for hook, result in zip(self._batch_hooks, results):
-            hook.after_run(context, SessionRunValues(results=result, options=options, run_metadata=run_metadata))
+        for index, result in zip(called, results):
+            self._batch_hooks[index].after_run(
+                context, SessionRunValues(results=result, options=options, run_metadata=run_metadata)
+            )
+        schedule.ran()
         if context.stop_requested:
             self.model.stop_training = True
 
