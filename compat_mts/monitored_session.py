@@ -153,13 +153,9 @@ class _MonitoredSession:
         self._summaries = summary_lib.SessionSummaries()  # Writers released (events files closed) at close.
         self._state = fetches_lib.SessionState()
         self._adopted_graph = None
+        self._global_step: tf.Variable | None = None
         try:
-            with self._summaries.collecting():
-                for hook in self._hooks:
-                    hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
-            with global_step_lib.outside_graph_mode():
-                self._global_step: tf.Variable | None = None
-                self._guarded(self._adopt_graph_and_create)
+            self._guarded(self._begin_and_create)
         except BaseException:
             self._release_graph()
             self._summaries.release()
@@ -167,18 +163,23 @@ class _MonitoredSession:
         if checkpoint_saving_hooks(self._hooks):  # A SIGTERM stops after this run; end() saves.
             self._sigterm.install()
 
-    def _adopt_graph_and_create(self) -> None:
-        if self._graph is not None:
-            self._adopted_graph = legacy.adopt_graph(self._graph)
-        if self._should_recover:
-            self._create_recoverably()
-        else:
-            self._create()
+    def _begin_and_create(self) -> None:
+        with self._summaries.collecting():
+            for hook in self._hooks:
+                hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
+        with global_step_lib.outside_graph_mode():
+            if self._graph is not None:
+                self._adopted_graph = legacy.adopt_graph(self._graph)
+            if self._should_recover:
+                self._create_recoverably()
+            else:
+                self._create()
 
     def _guarded(self, work: Callable[[], Any]) -> Any:
         """`work()`; on the chief of a parameter-server cluster watched, so that a ps task that stops answering
-        while the session is created (its variables initialized or restored on the ps tasks) or ends (the last
-        checkpoint read from them) ends the process with a clear message instead of a hang, as during runs."""
+        while the session is created (the hooks' writers, the variables initialized or restored on the ps tasks)
+        or ends (the last checkpoint read from them) ends the process with a clear message instead of a hang, as
+        during runs."""
         if self._parameter_servers is None:
             return work()
         return self._parameter_servers.guard(work)

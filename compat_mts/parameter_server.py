@@ -64,6 +64,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts import checkpoints
 from compat_mts import session_run_hook
 
 __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'check_graph_fetches']
@@ -140,8 +141,11 @@ def parameter_server_strategy(
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         spec, task_type='chief', task_id=0, rpc_layer='grpc'
     )
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    _schedulers[strategy] = Scheduler(strategy, int(steps_per_run), float(step_timeout_secs))
+    # TensorFlow logs the connection through absl, whose first line configures the root logger of a program that
+    # configured none, and every `tensorflow` line would print twice from then on.
+    with checkpoints.root_logger_left_alone():
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        _schedulers[strategy] = Scheduler(strategy, int(steps_per_run), float(step_timeout_secs))
     _strategies.append(strategy)
     logging.info(
         "Parameter-server training: %d ps task(s), %d worker(s); the steps of this chief's sessions "

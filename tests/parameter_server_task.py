@@ -17,6 +17,9 @@ worker tasks start their server and join it; the chief trains the v1 graph of `b
 
 `frozen` (JOB) is a chief on a cluster of its own: a session whose step fails on a worker (`step_failed`),
 then one that stops its ps task (`frozen_chief`).
+
+`frozen_at_start` (JOB) is a chief on a cluster of its own that stops its ps task after building its graph and
+before creating its session, whose variables the ps task would hold (`frozen_before_the_session`).
 """
 
 from __future__ import annotations
@@ -221,10 +224,26 @@ def frozen_chief(cluster, checkpoint_dir: str) -> None:
     emit('no_exit')
 
 
+def frozen_before_the_session(cluster, checkpoint_dir: str) -> None:
+    """Stops the ps task (SIGSTOP) once the graph is built; creating the session initializes the variables on
+    it and would wait forever. The watchdog must end this process."""
+    mts.parameter_server_strategy(steps_per_run=STEPS_PER_RUN, step_timeout_secs=FROZEN_STEP_TIMEOUT_SECS)
+    with tf.Graph().as_default():
+        _, _, train_op = build_graph(cluster)
+        os.kill(int(os.environ['PS_FREEZE_PS']), signal.SIGSTOP)
+        emit('frozen', at=time.time())
+        with mts.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, log_step_count_steps=None) as sess:
+            emit('session_created')
+            sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
+    emit('no_exit')
+
+
 def main(job: str, index: int, checkpoint_dir: str) -> None:
     cluster = tf.train.ClusterSpec(json.loads(os.environ['PS_CLUSTER']))
     if job == 'frozen':
         frozen_chief(cluster, checkpoint_dir)
+    elif job == 'frozen_at_start':
+        frozen_before_the_session(cluster, checkpoint_dir)
     elif job != 'chief':  # v1's `if job_name == 'ps': server.join()`, for the workers too.
         server = tf.distribute.Server(cluster, job_name=job, task_index=index, protocol='grpc')
         emit('serving', job=job, index=index)

@@ -296,6 +296,26 @@ def test_a_ps_that_stops_answering_ends_the_chief_with_a_clear_message_in_bounde
     assert frozen_ps_cluster.ended_at - frozen_at < FROZEN_STEP_TIMEOUT_SECS + parameter_server.WATCHDOG_GRACE_SECS + 30
 
 
+@pytest.fixture(scope='module')
+def frozen_at_start_cluster(tmp_path_factory, frozen_ps_cluster):  # One cluster at a time on two cores.
+    started = Cluster(tmp_path_factory.mktemp('frozen_at_start'), workers=1, chief='frozen_at_start')
+    started.kill()
+    return started
+
+
+def test_a_ps_that_stops_answering_before_the_session_is_created_ends_the_chief_too(frozen_at_start_cluster):
+    """Creating the session initializes the variables on the ps task: the watchdog covers it as it covers runs."""
+    chief = frozen_at_start_cluster.chief
+    assert chief.returncode == parameter_server.LOST_CLUSTER_EXIT_CODE, frozen_at_start_cluster.report()
+    assert 'session_created' not in frozen_at_start_cluster.events
+    assert 'has not returned' in chief.stderr and 'Restart the ps tasks' in chief.stderr
+    # Once: connecting to the cluster no longer configures the root logger (absl), which doubled every line.
+    assert chief.stderr.count('ERROR:tensorflow:compat_mts: a session call') == 1, chief.stderr[-3000:]
+    frozen_at = frozen_at_start_cluster.event('frozen')['at']
+    bound = FROZEN_STEP_TIMEOUT_SECS + parameter_server.WATCHDOG_GRACE_SECS + 30
+    assert frozen_at_start_cluster.ended_at - frozen_at < bound
+
+
 def test_each_variable_goes_to_the_ps_task_its_op_names_else_round_robin():
     placement = parameter_server.VariablePlacement(2)
     assert placement.device_for('/job:ps/task:1') == '/job:ps/replica:0/task:1/device:CPU:0'
