@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
 import platform
@@ -292,21 +291,18 @@ def main(argv: list[str] | None = None) -> None:
 
     report = run_benchmark(args.steps, args.epochs, args.repeats)
     _check_finite(report)
-    print(
-        f'{report["date"]}  TensorFlow {report["tensorflow"]}  {report["keras"]}  Python {report["python"]}  '
-        f'{report["machine"]}'
+    workload.publish(
+        report,
+        [
+            f'{report["date"]}  TensorFlow {report["tensorflow"]}  {report["keras"]}  Python {report["python"]}  '
+            f'{report["machine"]}',
+            f'{args.repeats} interleaved repeats x {args.epochs} timed epochs of {args.steps} steps (+1 untimed epoch) '
+            f'per variant; load average {report["load_average_before"][0]:.2f} before, '
+            f'{report["load_average_after"][0]:.2f} after',
+        ],
+        format_table(report),
+        args.out,
     )
-    print(
-        f'{args.repeats} interleaved repeats x {args.epochs} timed epochs of {args.steps} steps (+1 untimed epoch) '
-        f'per variant; load average {report["load_average_before"][0]:.2f} before, '
-        f'{report["load_average_after"][0]:.2f} after'
-    )
-    print()
-    print(format_table(report))
-    if args.out:
-        with open(args.out, 'w', encoding='utf-8') as file:
-            json.dump(report, file, indent=2)
-            file.write('\n')
 
 
 if __name__ == '__main__':

@@ -37,7 +37,6 @@ import collections
 import datetime
 import functools
 import gc
-import json
 import math
 import os
 import platform
@@ -399,17 +398,16 @@ def main(argv: list[str] | None = None) -> None:
 
     report = run_benchmark(args.steps, args.repeats, args.warmup, args.count_steps)
     _check_finite(report)
-    print(f'{report["date"]}  TensorFlow {report["tensorflow"]}  Python {report["python"]}  {report["machine"]}')
-    print(
-        f'{args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up) per variant; '
-        f'load average {report["load_average_before"][0]:.2f} before, {report["load_average_after"][0]:.2f} after'
+    workload.publish(
+        report,
+        [
+            f'{report["date"]}  TensorFlow {report["tensorflow"]}  Python {report["python"]}  {report["machine"]}',
+            f'{args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up) per variant; '
+            f'load average {report["load_average_before"][0]:.2f} before, {report["load_average_after"][0]:.2f} after',
+        ],
+        format_table(report),
+        args.out,
     )
-    print()
-    print(format_table(report))
-    if args.out:
-        with open(args.out, 'w', encoding='utf-8') as file:
-            json.dump(report, file, indent=2)
-            file.write('\n')
 
 
 if __name__ == '__main__':

@@ -445,21 +445,18 @@ def main(argv: list[str] | None = None) -> None:
         'trainers': results,
     }
     _check_finite(report)
-    print(
-        f'{report["date"]}  TensorFlow {results[trainers[0]]["tensorflow"]}  Python '
-        f'{report["python"]}  {report["machine"]}'
+    workload.publish(
+        report,
+        [
+            f'{report["date"]}  TensorFlow {results[trainers[0]]["tensorflow"]}  Python '
+            f'{report["python"]}  {report["machine"]}',
+            f'{args.repeats} interleaved rounds x {args.steps} timed runs (+{args.warmup} untimed) per side; load '
+            f'average {load_before[0]:.2f} before, {report["load_average_after"][0]:.2f} after; '
+            f'{report["seconds"]:.0f} s',
+        ],
+        format_table(report),
+        args.out,
     )
-    print(
-        f'{args.repeats} interleaved rounds x {args.steps} timed runs (+{args.warmup} untimed) per side; load '
-        f'average {load_before[0]:.2f} before, {report["load_average_after"][0]:.2f} after; '
-        f'{report["seconds"]:.0f} s'
-    )
-    print()
-    print(format_table(report))
-    if args.out:
-        with open(args.out, 'w', encoding='utf-8') as file:
-            json.dump(report, file, indent=2)
-            file.write('\n')
 
 
 if __name__ == '__main__':

@@ -96,6 +96,17 @@ def time_steps_with_cpu(run_one_step: Callable[[], object], steps: int) -> dict:
     }
 
 
+def publish(report: dict, heading: list[str], table: str, out: str | None) -> None:
+    """Prints a benchmark's heading lines and its table, and writes `report` as JSON to `out` when given."""
+    print('\n'.join(heading))
+    print()
+    print(table)
+    if out:
+        with open(out, 'w', encoding='utf-8') as file:
+            json.dump(report, file, indent=2)
+            file.write('\n')
+
+
 class ServedChild:
     """A benchmark side in a child process of its own, which answers one JSON line per request line.
 
