@@ -18,12 +18,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from compat_mts.hooks import _EXPORTS as _HOOK_EXPORTS  # A table only: imports no hook (nor TensorFlow).
-
 __version__ = '0.1.0'
 
 _EXPORTS = {
-    **_HOOK_EXPORTS,  # The built-in hooks, listed once, where compat_mts.hooks re-exports them.
     'STALE_GLOBAL_STEP': 'compat_mts.fetches',
     'create_global_step': 'compat_mts.global_step',
     'get_global_step': 'compat_mts.global_step',
@@ -31,6 +28,19 @@ _EXPORTS = {
     'reset_global_step': 'compat_mts.global_step',
     'reset': 'compat_mts.program',
     'set_global_step': 'compat_mts.global_step',
+    'CheckpointSaverHook': 'compat_mts.hooks.checkpoint',
+    'CheckpointSaverListener': 'compat_mts.hooks.checkpoint',
+    'FeedFnHook': 'compat_mts.hooks.feed_fn',
+    'FinalOpsHook': 'compat_mts.hooks.final_ops',
+    'LoggingTensorHook': 'compat_mts.hooks.logging',
+    'NanLossDuringTrainingError': 'compat_mts.hooks.nan',
+    'NanTensorHook': 'compat_mts.hooks.nan',
+    'ProfilerHook': 'compat_mts.hooks.profiler',
+    'StepCounterHook': 'compat_mts.hooks.step_counter',
+    'StopAtStepHook': 'compat_mts.hooks.stop',
+    'SummarySaverHook': 'compat_mts.hooks.summary',
+    'SecondOrStepTimer': 'compat_mts.hooks.timer',
+    'GlobalStepWaiterHook': 'compat_mts.hooks.waiter',
     'ChiefSessionCreator': 'compat_mts.session_creators',
     'MonitoredSession': 'compat_mts.monitored_session',
     'SessionCreator': 'compat_mts.session_creators',
