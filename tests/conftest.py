@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -50,31 +51,47 @@ def tf_logs():
     tf.compat.v1.logging.set_verbosity(previous)
 
 
-# Modules whose tests run whole programs in fresh processes (v1 graph mode beside compat_mts, clusters, the
-# guide's and the notebooks' programs): `-m "not slow"` leaves a fast subset for the edit-test loop. CI runs all.
-SLOW_MODULES = frozenset(
-    {
-        'test_benchmarks_smoke',
-        'test_checkpoint_directories',
-        'test_differential_v1',
-        'test_distribute_cluster',
-        'test_distribute_own_server',
-        'test_estimator_v1',
-        'test_hooks_differential_v1',
-        'test_legacy_graph_context',
-        'test_legacy_keras2',
-        'test_legacy_v1_programs',
-        'test_log_lines_v1',
-        'test_migration_guide',
-        'test_notebooks',
-        'test_parameter_server_cluster',
-        'test_soak',
-        'test_validation',
-    }
-)
+# Slowness is marked per test: `@pytest.mark.slow` on each test that starts processes (v1 graph mode beside
+# compat_mts, clusters, the guide's and the notebooks' programs) or takes more than a few seconds, and a module's
+# `pytestmark = pytest.mark.slow` where every test of it does. `-m "not slow"` leaves the fast subset for the
+# edit-test loop; CI runs all. A test that starts a process without the mark fails (`_processes_need_the_slow_mark`),
+# so that the fast loop stays fast as tests are added.
+_PROCESS_EVENTS = frozenset({'subprocess.Popen', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.system', 'os.exec'})
+_started: list[str] = []  # What the running test started, while it is not marked slow.
+_watching = False
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if item.module.__name__.rsplit('.', 1)[-1] in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
+_PROBES = frozenset({'uname'})  # `platform.processor()`'s, run once by importing TensorFlow: not a program.
+
+
+def _audit(event, arguments):
+    if _watching and event in _PROCESS_EVENTS:
+        if event == 'subprocess.Popen' and os.path.basename(str(arguments[0])) in _PROBES:
+            return
+        _started.append(f'{event} {arguments[:2]!r}'[:300])
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Watches for processes from before the test's fixtures (module-scoped ones included) are set up."""
+    global _watching
+    _started.clear()
+    _watching = item.get_closest_marker('slow') is None
+
+
+@pytest.fixture(autouse=True)
+def _processes_need_the_slow_mark(request):
+    """Fails a test not marked `slow` that starts a process: `-m "not slow"` must not start any."""
+    global _watching
+    yield
+    _watching = False
+    if _started:
+        started, _started[:] = list(_started), []
+        pytest.fail(
+            f'{request.node.nodeid} starts processes but is not marked slow: add @pytest.mark.slow. '
+            f'Started: {started[:3]}',
+            pytrace=False,
+        )

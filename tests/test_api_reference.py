@@ -46,11 +46,13 @@ def test_the_readme_gives_the_command_that_builds_the_reference():
     assert BUILD_COMMAND in (REPO / 'README.md').read_text(encoding='utf-8')
 
 
+@pytest.mark.slow
 def test_building_the_reference_warns_about_nothing(reference):
     _, caught = reference
     assert caught == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('module_name', PUBLIC_MODULES)
 def test_every_public_name_has_an_anchor_and_a_docstring(module_name, reference):
     output, _ = reference

@@ -9,6 +9,10 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # Every test runs a benchmark in a process of its own.
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = REPO / 'benchmarks' / 'session_overhead.py'
 VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')

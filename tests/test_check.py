@@ -971,6 +971,7 @@ def test_json_says_which_findings_block_stage_1():
     ]
 
 
+@pytest.mark.slow
 def test_fail_on_blocking_fails_only_on_what_blocks_stage_1(tmp_path):
     runs_on_compat_mts = tmp_path / 'hooks.py'
     runs_on_compat_mts.write_text('import tensorflow as tf\nh = tf.compat.v1.train.StopAtStepHook(num_steps=5)\n')
@@ -1028,11 +1029,13 @@ with tf.Graph().as_default():
 """
 
 
+@pytest.mark.slow
 def test_what_the_catalogue_calls_blocking_fails_on_this_tensorflow():
     result = run_python(_BLOCKERS_FAIL, timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == 'ok', result.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_v1_layers_build_with_legacy_keras_as_the_edit_says():
     result = run_python(_LEGACY_KERAS_WORKS, env={'TF_USE_LEGACY_KERAS': '1'}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -1274,6 +1277,7 @@ def run_standalone(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess
     return run_python(str(CHECK_SCRIPT), *args, cwd=cwd, timeout=60)
 
 
+@pytest.mark.slow
 def test_module_command_exits_1_on_v1_constructs_and_prints_json(tmp_path):
     env = dict(
         os.environ,
@@ -1293,6 +1297,7 @@ def test_module_command_exits_1_on_v1_constructs_and_prints_json(tmp_path):
     assert [(f['construct'], f['line']) for f in findings] == EXPECTED['regression.py']
 
 
+@pytest.mark.slow
 def test_exit_0_when_nothing_is_found(tmp_path):
     script = tmp_path / 'migrated.py'
     script.write_text('import tensorflow as tf\nmodel = tf.keras.Sequential()\n')
@@ -1300,6 +1305,7 @@ def test_exit_0_when_nothing_is_found(tmp_path):
     assert (result.returncode, result.stdout) == (0, 'Nothing to migrate in 1 file.\n')
 
 
+@pytest.mark.slow
 def test_exit_1_when_constructs_are_found(tmp_path):
     result = run_standalone(str(SAMPLES / 'distributed_hooks.py'), cwd=tmp_path)
     assert result.returncode == 1
@@ -1309,6 +1315,7 @@ def test_exit_1_when_constructs_are_found(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path):
     broken = tmp_path / 'broken.py'
     broken.write_text('import tensorflow as tf\nwith tf.Session() as sess\n    pass\n')
@@ -1322,6 +1329,7 @@ def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path
     ]
 
 
+@pytest.mark.slow
 def test_a_file_that_does_not_parse_alone_prints_only_its_error(tmp_path):
     broken = tmp_path / 'broken.py'
     broken.write_text('import tensorflow as tf\nwith tf.Session() as sess\n    pass\n')
@@ -1330,6 +1338,7 @@ def test_a_file_that_does_not_parse_alone_prints_only_its_error(tmp_path):
     assert re.fullmatch(rf'{re.escape(str(broken))}:2:\d+: syntax error: [^\n]+\n', result.stderr), result.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_file_among_clean_ones_is_not_called_clean(tmp_path):
     migrated = tmp_path / 'migrated.py'
     migrated.write_text('import tensorflow as tf\nmodel = tf.keras.Sequential()\n')
@@ -1355,6 +1364,7 @@ def test_text_summary_counts_the_files_that_could_not_be_checked():
     )
 
 
+@pytest.mark.slow
 def test_exit_2_on_a_bad_command_line(tmp_path):
     assert run_standalone(cwd=tmp_path).returncode == 2
     assert run_standalone('--max-stage', '5', str(SAMPLES), cwd=tmp_path).returncode == 2

@@ -52,7 +52,7 @@ def _straight_weights(last_step: int) -> list[float]:
     return weights.ravel().tolist()
 
 
-@pytest.mark.parametrize('writer', ['v1', 'compat'])
+@pytest.mark.parametrize('writer', [pytest.param('v1', marks=pytest.mark.slow), 'compat'])
 @pytest.mark.parametrize('form', ['relative', 'home', 'symlink'])
 def test_a_relative_home_or_symlinked_directory_resumes_as_an_absolute_one(tmp_path, monkeypatch, form, writer):
     real = tmp_path / 'work' / 'checkpoints'
@@ -78,6 +78,7 @@ def test_a_relative_home_or_symlinked_directory_resumes_as_an_absolute_one(tmp_p
     assert not (real.parent / '~').exists()
 
 
+@pytest.mark.slow
 def test_continuing_a_v1_directory_keeps_v1s_entries_and_rotates_them_as_v1_does(tmp_path):
     reference = str(tmp_path / 'v1_only')
     v1_only = _v1_legs(reference, '3:0', '6:1', '9:1')
@@ -92,6 +93,7 @@ def test_continuing_a_v1_directory_keeps_v1s_entries_and_rotates_them_as_v1_does
     np.testing.assert_allclose(third[-1]['w'], v1_only[-1]['w'], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_v1_saver_built_in_the_graph_code_keeps_as_many_checkpoints_as_in_v1(tmp_path):
     reference = str(tmp_path / 'v1')
     v1 = _v1_legs(reference, '6:1', max_to_keep=2)
@@ -104,6 +106,7 @@ def test_a_v1_saver_built_in_the_graph_code_keeps_as_many_checkpoints_as_in_v1(t
     assert sorted(tf.train.load_checkpoint(compat_dir).get_variable_to_shape_map()) == ['global_step', 'w']
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_program_is_refused_as_v1_refused_it(tmp_path):
     directory = str(tmp_path)
     assert _v1_legs(directory, '2:0', model='other')[0]['final'] == 2
@@ -123,6 +126,7 @@ def test_a_checkpoint_of_another_program_is_refused_as_v1_refused_it(tmp_path):
     assert _checkpoint_files(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_an_eager_program_refuses_a_v1_directory_of_another_model_instead_of_resuming_its_step(tmp_path):
     directory = str(tmp_path)
     _v1_legs(directory, '2:0', model='other')
@@ -182,6 +186,7 @@ def test_a_flipped_byte_in_the_newest_v1_named_checkpoint_falls_back_to_the_prev
     assert any(m.startswith('Could not restore checkpoint') and 'model.ckpt-4' in m for m in tf_logs.messages())
 
 
+@pytest.mark.slow
 def test_a_second_live_writer_is_refused_and_a_killed_ones_lock_is_taken_over(tmp_path, tf_logs):
     directory = str(tmp_path)
     child = subprocess.Popen(

@@ -110,6 +110,7 @@ def _checkpoint_values(directory: str) -> tuple[int, list]:
     return step, reader.get_tensor('w/.ATTRIBUTES/VARIABLE_VALUE').tolist()
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_resumes_from_the_newest_complete_checkpoint(tmp_path):
     directory = str(tmp_path)
     last_step = 250
@@ -167,6 +168,7 @@ with tf.compat.v1.train.MonitoredTrainingSession(
 """
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_the_real_v1_session_is_resumed(tmp_path):
     from tests.support import run_python
 

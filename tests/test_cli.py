@@ -39,6 +39,7 @@ def _checked(result: subprocess.CompletedProcess) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
     demo_dir = tmp_path / 'compat-mts-demo'  # the default, relative to the working directory
 
@@ -75,6 +76,7 @@ def command_errors(result: subprocess.CompletedProcess) -> list[str]:
     return [line for line in result.stderr.splitlines() if not _TENSORFLOW_LOG_LINE.match(line)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('where', ['a regular file', 'a path below a regular file'])
 def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp_path):
     regular_file = tmp_path / 'notes.txt'
@@ -101,6 +103,7 @@ def test_run_demo_refuses_an_unusable_directory_before_it_reports_or_builds_anyt
     assert lines == []
 
 
+@pytest.mark.slow
 def test_help_answers_without_importing_tensorflow(tmp_path):
     probe = (
         'import sys; from compat_mts import cli\n'
@@ -114,6 +117,7 @@ def test_help_answers_without_importing_tensorflow(tmp_path):
     assert '--steps STEPS' in result.stdout
 
 
+@pytest.mark.slow
 def test_check_runs_without_importing_tensorflow(tmp_path):
     script = tmp_path / 'train.py'
     script.write_text('import tensorflow.compat.v1 as tf\nsaver = tf.train.Saver()\n')
@@ -138,6 +142,7 @@ def test_bad_command_lines_exit_with_usage_status(argv, capsys):
     assert 'usage: compat-mts' in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_nothing_there(tmp_path):
     import tensorflow as tf
 
@@ -156,6 +161,7 @@ def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_n
     ]
 
 
+@pytest.mark.slow
 def test_demo_starts_quietly_and_verbose_shows_tensorflows_and_the_hooks_lines(tmp_path):
     env = {key: value for key, value in checkout_env().items() if key != 'TF_CPP_MIN_LOG_LEVEL'}  # A user's shell.
     command = [sys.executable, '-m', 'compat_mts', 'demo', '--dir', str(tmp_path / 'demo'), '--steps', '5']

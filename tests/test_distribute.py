@@ -100,6 +100,7 @@ def remote_run(server_target):
 SERVER_DEVICE = re.compile(r'/job:worker/replica:0/task:0/device:[A-Z_]+:\d+')  # Any device type of the server.
 
 
+@pytest.mark.slow
 def test_a_grpc_master_runs_the_steps_on_that_server(remote_run):
     devices = remote_run['remote']['devices']
     assert len(devices) == 1 and SERVER_DEVICE.fullmatch(devices[0]), devices
@@ -108,6 +109,7 @@ def test_a_grpc_master_runs_the_steps_on_that_server(remote_run):
     assert SERVER_DEVICE.fullmatch(training['w_device']), training['w_device']
 
 
+@pytest.mark.slow
 def test_a_master_connected_after_the_variables_exist_is_refused_with_the_fix(remote_run):
     message = remote_run['connect_too_late']['message']
     assert 'created its variables (the global step among them) before connecting' in message
@@ -164,10 +166,12 @@ def run_placement_program(when: str) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.slow
 def test_v1_prints_the_placement_of_the_graphs_ops_on_stdout_at_log_level_2():
     assert placement_lines(run_placement_program('v1').stdout, 'graph_step_matmul')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('when', ['session_first', 'program_sets_it_first'])
 def test_log_device_placement_prints_where_the_steps_ops_run_when_set_before_the_runtime_starts(when):
     result = run_placement_program(when)
@@ -176,6 +180,7 @@ def test_log_device_placement_prints_where_the_steps_ops_run_when_set_before_the
     assert 'log_device_placement' not in result.stderr
 
 
+@pytest.mark.slow
 def test_log_device_placement_after_the_runtime_started_is_one_warning_that_says_how():
     result = run_placement_program('too_late')
     assert not placement_lines(result.stdout, 'eager_step_matmul')
@@ -203,6 +208,7 @@ def local_run(tmp_path_factory):
     return events_of(result.stdout), str(directory)
 
 
+@pytest.mark.slow
 def test_config_before_the_runtime_starts_sets_threads_soft_placement_and_cpu_devices(local_run):
     config = local_run[0]['config']
     assert (config['intra'], config['inter'], config['cpus'], config['soft']) == (2, 1, 2, True)
@@ -217,6 +223,7 @@ def test_config_before_the_runtime_starts_sets_threads_soft_placement_and_cpu_de
     )
 
 
+@pytest.mark.slow
 def test_a_session_in_a_mirrored_strategy_scope_trains_checkpoints_and_summarizes(local_run):
     events, directory = local_run
     mirrored = events['mirrored']
@@ -228,6 +235,7 @@ def test_a_session_in_a_mirrored_strategy_scope_trains_checkpoints_and_summarize
     assert events['resumed'] == {'event': 'resumed', 'step': 4, 'w': mirrored['w']}
 
 
+@pytest.mark.slow
 def test_a_per_replica_fetch_comes_back_as_the_local_results_of_the_replicas(local_run):
     mirrored = local_run[0]['mirrored']
     assert len(mirrored['per_replica']) == 2
@@ -260,6 +268,7 @@ def test_a_session_outside_the_strategy_scope_of_a_tf_config_cluster_says_it_run
 # Preemption
 
 
+@pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_at_the_current_step_exits_42_and_the_next_start_resumes(tmp_path):
     directory = str(tmp_path)
     program = os.path.join(TESTS_DIR, 'train_until.py')

@@ -27,6 +27,8 @@ import pytest
 
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, latest_checkpoint_step, read_events
 
+pytestmark = pytest.mark.slow  # Every test runs a cluster of processes.
+
 RUN_TIMEOUT_SECS = 240
 LOST_WORKER_BOUND_SECS = 60  # The coordination service notices a dead worker after ~10 s of missed heartbeats.
 START_ATTEMPTS = 3

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.support import run_python, run_pythons
+
+pytestmark = pytest.mark.slow  # Every test runs a program with its own server in a process.
 
 _PROGRAM = """
 import json

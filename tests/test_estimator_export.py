@@ -95,6 +95,7 @@ def test_latest_exporter_exports_after_each_evaluation_and_keeps_the_latest(tmp_
     assert len(os.listdir(os.path.join(str(tmp_path), 'export', 'final'))) == 1
 
 
+@pytest.mark.slow
 def test_the_export_leaves_the_log_lines_single(tmp_path):
     """TensorFlow's SavedModel writer logs through absl, whose first line configures the root logger of a program
     that configured none; from then on every `tensorflow` line printed twice. pytest configures logging, so a

@@ -31,6 +31,8 @@ import compat_mts.estimator
 from tests import support
 from tests.estimator_programs import classifier
 
+pytestmark = pytest.mark.slow  # Every test compares with TensorFlow 2.15 in a process of its own.
+
 RUNNER = os.path.join(support.TESTS_DIR, 'estimator_programs', 'v1_estimator.py')
 RTOL, ATOL = 1e-5, 1e-6
 LAST_STEP, HANDOVER_STEP = 60, 40

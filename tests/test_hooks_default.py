@@ -199,6 +199,7 @@ with mts.MonitoredSession(hooks=[mts.StepCounterHook(every_n_steps=10)]) as sess
 """
 
 
+@pytest.mark.slow
 def test_step_counter_warns_at_most_five_times_when_the_global_step_does_not_move():
     # A fresh process: log_first_n counts per call site for the whole process, as v1's logging did.
     result = run_python(_NOT_INCREASED)

@@ -25,6 +25,8 @@ from compat_mts import global_step as global_step_lib
 from tests import hooks_v1_scenarios as scenarios
 from tests import support
 
+pytestmark = pytest.mark.slow  # Every test compares with v1 graph mode in a process.
+
 
 class EagerModel:
     """`GraphModel`'s program as a `tf.function` step; names and variables stand where v1 had tensors."""

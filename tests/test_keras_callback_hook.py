@@ -221,6 +221,7 @@ print(json.dumps({'keras': keras.__name__, 'step': int(global_step.numpy()), 'ro
 """
 
 
+@pytest.mark.slow
 def test_tf_keras_callbacks_run_in_a_session():
     result = run_python(_TF_KERAS_SCRIPT, env={'TF_USE_LEGACY_KERAS': '1'}, timeout=240)
     assert result.returncode == 0, result.stderr[-4000:]

@@ -408,6 +408,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_tf_keras_fit_runs_the_same_hooks():
     result = run_python(_TF_KERAS_SCRIPT, env={'TF_USE_LEGACY_KERAS': '1'}, timeout=240)
     assert result.returncode == 0, result.stderr[-4000:]

@@ -452,6 +452,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.slow
 def test_v1_shapes_make_dimension_value_code_run_eagerly_in_wrap_graph_and_in_a_graph_block():
     from tests.support import last_json_line, run_python
 

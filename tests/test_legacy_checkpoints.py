@@ -242,6 +242,7 @@ def test_convert_checkpoint_names_a_damaged_file_and_leaves_dst_dir_as_it_was(ho
     assert list(object_dir.iterdir()) == []  # a directory that was there stays, emptied of what was written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('how', ['index truncated', 'data missing'])
 def test_compat_mts_convert_command_on_a_damaged_checkpoint_is_a_one_line_error(how, v1_checkpoint_dir, tmp_path):
     from tests.support import run_python
@@ -263,6 +264,7 @@ def test_compat_mts_convert_command_on_a_damaged_checkpoint_is_a_one_line_error(
     assert result.stdout == ''
 
 
+@pytest.mark.slow
 def test_compat_mts_convert_command_takes_relative_directories(v1_checkpoint_dir, tmp_path):
     from tests.support import run_python
 

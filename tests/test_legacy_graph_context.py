@@ -36,6 +36,7 @@ def tutorial_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_the_tutorial_trainer_logs_the_losses_v1_logs_and_resumes_where_v1_resumes(tutorial_runs):
     v1, compat = tutorial_runs['v1'], tutorial_runs['compat']
     assert [len(leg) for leg in v1['logged']] == [6, 2]  # Steps 0, 5, ..., 25; then the resumed run's 0, 5.
@@ -45,6 +46,7 @@ def test_the_tutorial_trainer_logs_the_losses_v1_logs_and_resumes_where_v1_resum
     assert state_file_steps(compat['directory']) == state_file_steps(v1['directory'])
 
 
+@pytest.mark.slow
 def test_the_tutorial_trainer_checkpoints_v1s_variables_with_v1s_values(tutorial_runs):
     v1 = tf.train.load_checkpoint(os.path.join(tutorial_runs['v1']['directory'], 'model.ckpt-40'))
     compat = tf.train.load_checkpoint(os.path.join(tutorial_runs['compat']['directory'], 'model.ckpt-40'))
@@ -55,6 +57,7 @@ def test_the_tutorial_trainer_checkpoints_v1s_variables_with_v1s_values(tutorial
         np.testing.assert_allclose(compat.get_tensor(name), v1.get_tensor(name), rtol=1e-4, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.slow
 def test_the_tutorial_trainer_writes_v1s_summaries_at_v1s_steps(tutorial_runs):
     v1 = read_events(tutorial_runs['v1']['directory'])
     compat = read_events(tutorial_runs['compat']['directory'])
@@ -167,6 +170,7 @@ def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
         assert not graph.finalized
 
 
+@pytest.mark.slow
 def test_a_full_scaffold_of_graph_ops_and_a_saver_runs_as_in_v1(tmp_path):
     program = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'full_scaffold_train.py')
     finals = {}

@@ -23,6 +23,8 @@ import tensorflow as tf
 
 from tests.support import REPO_ROOT, checkpoint_steps, last_json_line, run_python
 
+pytestmark = pytest.mark.slow  # Every test reads programs run under TF_USE_LEGACY_KERAS=1, in processes.
+
 _PROGRAMS = os.path.join(REPO_ROOT, 'tests', 'v1_programs')
 _LEGACY_KERAS = {'TF_USE_LEGACY_KERAS': '1'}
 _KERAS_3 = {'TF_USE_LEGACY_KERAS': '0'}  # TensorFlow's default: only 'true', 'True' and '1' switch it on.

@@ -31,6 +31,8 @@ import pytest
 from tests import support
 from tests.v1_programs import run_programs
 
+pytestmark = pytest.mark.slow  # Every test runs v1 programs in processes.
+
 RUNNER = os.path.join(support.TESTS_DIR, 'v1_programs', 'run_programs.py')
 RTOL, ATOL = 1e-5, 1e-6
 LAST_STEP = 60

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from support import run_pythons
+
+pytestmark = pytest.mark.slow  # Every test compares with v1 graph mode in a process.
 
 _PROGRAM = """
 import sys

@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # The guide's programs run in processes.
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'migration_guide').glob('*.md'))]
 BLOCK_TIMEOUT_SECS = 180

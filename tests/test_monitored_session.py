@@ -384,6 +384,7 @@ with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as 
 """
 
 
+@pytest.mark.slow
 def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_path):
     from tests.support import latest_checkpoint_step, run_python
 
@@ -455,6 +456,7 @@ def test_reset_forgets_the_global_step_and_the_legacy_graphs():
             session.run('value:0')
 
 
+@pytest.mark.slow
 def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_hook():
     result = run_python(
         'import sys\n'

@@ -26,6 +26,8 @@ import pytest
 
 from tests import execute_notebooks
 
+pytestmark = pytest.mark.slow  # The notebooks run in kernels of their own.
+
 NOTEBOOKS = execute_notebooks.all_notebooks()
 NOTEBOOKS_WITH_HOOK_LINES = {
     '01_quickstart.ipynb',

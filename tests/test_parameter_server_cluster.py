@@ -149,6 +149,7 @@ def frozen_ps_cluster(tmp_path_factory, cluster):  # After `cluster`: one cluste
     return started
 
 
+@pytest.mark.slow
 def test_the_chief_runs_the_v1_program_to_its_end(cluster):
     assert cluster.chief.returncode == 0, cluster.report()
     assert 'no_error' not in cluster.events
@@ -157,12 +158,14 @@ def test_the_chief_runs_the_v1_program_to_its_end(cluster):
     assert 'has not been increased' not in cluster.chief.stderr  # Scheduled steps are not stuck steps.
 
 
+@pytest.mark.slow
 def test_variables_live_on_the_ps_task(cluster):
     devices = cluster.event('first')['devices']
     assert set(devices) == {'global_step:0', 'weights:0', 'bias:0'}
     assert all(device.startswith('/job:ps/replica:0/task:0/') for device in devices.values()), devices
 
 
+@pytest.mark.slow
 def test_each_run_runs_k_steps_on_a_worker(cluster):
     first = cluster.event('first')
     assert first['step'] == FIRST_STEPS  # The stop hook's last_step, exactly: checked on the worker.
@@ -170,6 +173,7 @@ def test_each_run_runs_k_steps_on_a_worker(cluster):
     assert first['runs'] >= FIRST_STEPS // STEPS_PER_RUN
 
 
+@pytest.mark.slow
 def test_hooks_wait_for_a_worker_only_on_the_runs_where_they_trigger(cluster):
     first = cluster.event('first')
     runs = first['runs']
@@ -181,6 +185,7 @@ def test_hooks_wait_for_a_worker_only_on_the_runs_where_they_trigger(cluster):
     assert first['losses'][-1] < first['losses'][0]
 
 
+@pytest.mark.slow
 def test_the_chief_alone_writes_the_checkpoints_and_a_new_session_resumes(cluster):
     first = cluster.event('first')
     assert first['checkpoint'].endswith(f'model.ckpt-{FIRST_STEPS}')
@@ -193,12 +198,14 @@ def test_the_chief_alone_writes_the_checkpoints_and_a_new_session_resumes(cluste
     assert reader.get_tensor('global_step') == FIRST_STEPS and reader.get_tensor('weights').shape == (4, 1)
 
 
+@pytest.mark.slow
 def test_the_chief_writes_the_graph_summaries(cluster):
     losses = read_events(cluster.checkpoint_dir)['training_loss']  # Only the resumed session writes summaries.
     assert len(losses) >= 2 and all(step > FIRST_STEPS for step, _ in losses), losses
     assert all(value >= 0 for _, value in losses)
 
 
+@pytest.mark.slow
 def test_a_lost_worker_is_survived(cluster):
     assert cluster.event('killed', 0)['task'] == 'worker:1'
     after = cluster.event('after_worker_loss')
@@ -206,6 +213,7 @@ def test_a_lost_worker_is_survived(cluster):
     assert int(after['checkpoint'].rsplit('-', 1)[1]) > KILL_WORKER_AT  # Saved by the training after the loss.
 
 
+@pytest.mark.slow
 def test_a_lost_ps_ends_the_run_with_a_clear_error_in_bounded_time(cluster):
     killed = cluster.event('killed', 1)
     assert killed['task'] == 'ps:0'
@@ -287,6 +295,7 @@ def test_worker_placements_are_dropped_and_ps_placements_kept():
     assert devices['total'] == '' and devices['on_chief'] == '/device:CPU:0'
 
 
+@pytest.mark.slow
 def test_a_ps_that_stops_answering_ends_the_chief_with_a_clear_message_in_bounded_time(frozen_ps_cluster):
     chief = frozen_ps_cluster.chief
     assert chief.returncode == parameter_server.LOST_CLUSTER_EXIT_CODE, frozen_ps_cluster.report()
@@ -303,6 +312,7 @@ def frozen_at_start_cluster(tmp_path_factory, frozen_ps_cluster):  # One cluster
     return started
 
 
+@pytest.mark.slow
 def test_a_ps_that_stops_answering_before_the_session_is_created_ends_the_chief_too(frozen_at_start_cluster):
     """Creating the session initializes the variables on the ps task: the watchdog covers it as it covers runs."""
     chief = frozen_at_start_cluster.chief
@@ -334,6 +344,7 @@ def test_a_chief_that_still_starts_v1_s_server_is_told_to_drop_it(monkeypatch):
     del server
 
 
+@pytest.mark.slow
 def test_a_step_that_fails_on_a_worker_raises_its_own_error_on_the_chief(frozen_ps_cluster):
     failed = frozen_ps_cluster.event('step_failed')
     assert failed['error'] == 'InvalidArgumentError', failed

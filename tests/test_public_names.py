@@ -47,6 +47,7 @@ def test_new_public_names_are_listed():
     assert mts.hooks is compat_mts.hooks
 
 
+@pytest.mark.slow
 def test_compat_mts_hooks_imports_nothing_until_a_name_is_used():
     result = run_python(
         'import sys, compat_mts.hooks\n'

@@ -10,9 +10,13 @@ from __future__ import annotations
 import os
 import threading
 
+import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+
+
+pytestmark = pytest.mark.slow  # A long run.
 
 SESSIONS = 200
 WARM_UP = 20

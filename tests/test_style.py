@@ -6,6 +6,9 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # ruff runs in a process of its own.
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHECKED = ['compat_mts', 'tests', 'benchmarks']

@@ -12,8 +12,8 @@ import tensorflow as tf
 from compat_mts import _tf_internals as tf_internals
 from tests.support import run_python
 
-# The core tests, on the fallbacks. Left out: the tests that start programs of their own (a killed writer, the
-# real v1 session, an import check), which take most of the time and exercise no private path of their own.
+# The core tests, on the fallbacks. Left out (`-m "not slow"`): the tests that start programs of their own (a killed
+# writer, the real v1 session, an import check), which take most of the time and exercise no private path of their own.
 CORE_TESTS = [
     'tests/test_fetches.py',
     'tests/test_monitored_session.py',
@@ -22,9 +22,6 @@ CORE_TESTS = [
     'tests/test_training_session.py',
     'tests/test_tf_internals.py',
 ]
-STARTING_PROGRAMS = (
-    'sigkill or real_v1_session or data_runs_out or import_no_legacy or core_tests_pass or no_tensorflow_runtime'
-)
 
 _PRIVATE_PATHS = [
     '_private_context',
@@ -56,6 +53,7 @@ def test_this_tensorflow_has_every_private_api_compat_mts_uses():
     assert [cls.__name__ for cls in tf_internals.PLAIN_VARIABLE_TYPES] == ['ResourceVariable', 'UninitializedVariable']
 
 
+@pytest.mark.slow
 def test_importing_the_session_starts_no_tensorflow_runtime():
     result = run_python(
         'import compat_mts.monitored_session\n'
@@ -74,6 +72,7 @@ def test_with_the_switch_on_every_private_path_is_off():
     assert not tf_internals.HAS_COORDINATION_SERVICE
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not tf_internals.PRIVATE_TF, reason='runs the core tests with the switch on: already on')
 def test_the_core_tests_pass_on_the_public_fallbacks():
     result = run_python(
@@ -81,8 +80,8 @@ def test_the_core_tests_pass_on_the_public_fallbacks():
         '-q',
         '-p',
         'no:cacheprovider',
-        '-k',
-        f'not ({STARTING_PROGRAMS})',
+        '-m',
+        'not slow',
         *CORE_TESTS,
         env={'COMPAT_MTS_NO_PRIVATE_TF': '1'},
         timeout=600,

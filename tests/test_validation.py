@@ -53,6 +53,7 @@ def eager_results():
     return scenarios.run_all(EagerSide)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', list(scenarios.SCENARIOS))
 def test_inputs_v1_accepts_behave_as_in_v1(name, v1_results, eager_results):
     assert eager_results[name] == v1_results[name]
