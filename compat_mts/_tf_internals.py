@@ -23,6 +23,8 @@ attribute of a TensorFlow object. What is here, by who needs it:
 - clusters: `compat_mts.distribute`'s coordination service (no public API: a multi-worker session raises a
   `RuntimeError` saying so) and whether the runtime started; `compat_mts.parameter_server`'s placement of
   lifted variables (no public API: `parameter_server_strategy` raises a `RuntimeError` saying so).
+- `ProfilerHook`'s reading of a capture: `tensorflow.tsl`'s `xplane_pb2`, a proto module of a file format (as
+  those below), kept on under the switch; a TensorFlow without it gets a `RuntimeError` saying so.
 
 Not private, so not here: the protobuf message modules under `tensorflow.core` (`saved_model_pb2` in
 `compat_mts.estimator`). They are generated from the `.proto` files that define TensorFlow's file formats
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import inspect
 import os
 from typing import Any, Callable
@@ -58,7 +61,7 @@ def _probe(get: Callable[[], Any]) -> Any:
 
 
 def _context():
-    from tensorflow.python.eager import context  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.eager import context
 
     return context
 
@@ -82,7 +85,7 @@ def eager_mode():
 
 
 def _plain_variable_types() -> tuple:
-    from tensorflow.python.ops import resource_variable_ops  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.ops import resource_variable_ops
 
     return resource_variable_ops.ResourceVariable, resource_variable_ops.UninitializedVariable
 
@@ -124,13 +127,13 @@ def is_graph_variable(value: Any) -> bool:
 
 
 def _read_variable_op():
-    from tensorflow.python.ops import gen_resource_variable_ops  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.ops import gen_resource_variable_ops
 
     return gen_resource_variable_ops.read_variable_op
 
 
 _read_op = _probe(_read_variable_op)
-_tensor_numpy = _probe(lambda: EAGER_TENSOR._numpy)  # pylint: disable=protected-access
+_tensor_numpy = _probe(lambda: EAGER_TENSOR._numpy)
 
 
 def read_plain_variable(variable: Any) -> np.ndarray:
@@ -149,7 +152,7 @@ def tensor_numpy(tensor: Any) -> np.ndarray:
 
 
 def _eager_tensor_constructor():
-    from tensorflow.python.framework import ops  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.framework import ops
 
     constructor = ops.EagerTensor
     device_name = _private_context.context
@@ -229,14 +232,14 @@ class ConcreteCall:
 
     def _plan(self) -> None:
         concrete = self._concrete
-        atomic = concrete._inference_function  # pylint: disable=protected-access
+        atomic = concrete._inference_function
         flat_outputs = atomic.function_type.flat_outputs
-        if any(callable(capture) for capture in concrete._captured_inputs) or any(  # pylint: disable=protected-access
+        if any(callable(capture) for capture in concrete._captured_inputs) or any(
             output.dtype._handle_data for output in flat_outputs
-        ):  # pylint: disable=protected-access
+        ):
             return
         function_type = concrete.function_type
-        if function_type is None or function_type.parameters or atomic._call_options.control_captures:  # pylint: disable=protected-access
+        if function_type is None or function_type.parameters or atomic._call_options.control_captures:
             return
         inputs = list(concrete.captured_inputs)
         if len(inputs) != len(atomic.cached_definition.signature.input_arg):
@@ -253,7 +256,7 @@ class ConcreteCall:
             or _record.could_possibly_record()
             or trace_enabled()
             or (self._concrete._inference_function is not atomic)
-        ):  # pylint: disable=protected-access
+        ):
             if trace_enabled():
                 with Trace(self._name, tf_function_call='concrete'):
                     return self._concrete()
@@ -294,7 +297,7 @@ def _output_packer(structure: Any, count: int) -> Callable | None:
 
 
 def _fn_args():
-    from tensorflow.python.util import function_utils  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.util import function_utils
 
     return function_utils.fn_args
 
@@ -344,15 +347,41 @@ def trace_enabled() -> bool:
     return _trace.enabled() if _trace is not None else True
 
 
+def _xplane():
+    """The profiler's capture format (`XSpace`): a proto module, as those of `tensorflow.core` (see above)."""
+    try:
+        return importlib.import_module('tensorflow.tsl.profiler.protobuf.xplane_pb2')
+    except ImportError:
+        return None
+
+
+# Not switched off by COMPAT_MTS_NO_PRIVATE_TF: a file format has no public fallback (`read_xspace` refuses).
+xplane_pb2 = _xplane()
+
+
+def read_xspace(capture: bytes) -> Any:
+    """Parses a profiler capture (`*.xplane.pb`) into its `XSpace` message.
+
+    Raises:
+      RuntimeError: this TensorFlow has no `tensorflow.tsl.profiler.protobuf.xplane_pb2` module to read it with.
+    """
+    if xplane_pb2 is None:
+        raise RuntimeError(
+            'ProfilerHook cannot read the capture: this TensorFlow has no '
+            'tensorflow.tsl.profiler.protobuf.xplane_pb2 module. Open the capture in TensorBoard instead.'
+        )
+    return xplane_pb2.XSpace.FromString(capture)
+
+
 # Parameter-server clusters (compat_mts.parameter_server). No public API places the variables that
 # `tf.compat.v1.wrap_function` lifts out of an imported graph, or gives a ParameterServerStrategy's cluster;
 # without these, parameter-server clusters are refused with an error that says so.
 
 
 def _wrap_function_module():
-    from tensorflow.python.eager import wrap_function  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.eager import wrap_function
 
-    wrap_function._lift_single_variable  # pylint: disable=pointless-statement,protected-access  # Moved: None.
+    wrap_function._lift_single_variable  # Moved: None.
     return wrap_function
 
 
@@ -370,27 +399,27 @@ def lifted_variables_placed(device_for: Callable[[str], str]):
     `_lift_single_variable`, on the current device, whatever the op's own device; that function is wrapped
     for the duration.
     """
-    lift = _wrap_function._lift_single_variable  # pylint: disable=protected-access
+    lift = _wrap_function._lift_single_variable
 
     def placed(old_variable, graph, variable_holder):
         with tf.device(device_for(old_variable.op.device)):
             return lift(old_variable, graph, variable_holder)
 
-    _wrap_function._lift_single_variable = placed  # pylint: disable=protected-access
+    _wrap_function._lift_single_variable = placed
     try:
         yield
     finally:
-        _wrap_function._lift_single_variable = lift  # pylint: disable=protected-access
+        _wrap_function._lift_single_variable = lift
 
 
 def strategy_cluster_spec(strategy: Any) -> dict:
     """The cluster of a `ParameterServerStrategy` as a dict of job -> addresses (its `cluster_resolver` is None)."""
-    return strategy._cluster_resolver.cluster_spec().as_dict()  # pylint: disable=protected-access
+    return strategy._cluster_resolver.cluster_spec().as_dict()
 
 
 # Graphs, checkpoints, summaries, coordinators.
 
-_unfinalize = _probe(lambda: tf.Graph._unsafe_unfinalize)  # pylint: disable=protected-access
+_unfinalize = _probe(lambda: tf.Graph._unsafe_unfinalize)
 
 CAN_UNFINALIZE = _unfinalize is not None
 """Whether a finalized graph can be opened again (v1 did after a session closed); else it is not finalized."""
@@ -417,14 +446,14 @@ def summary_writer_resource(writer: Any) -> Any:
 def saver_max_to_keep(saver: Any) -> int:
     """A v1 `Saver`'s `max_to_keep` (its `SaverDef` says it too, once the saver is built)."""
     if PRIVATE_TF and hasattr(saver, '_max_to_keep'):
-        return saver._max_to_keep  # pylint: disable=protected-access
+        return saver._max_to_keep
     return saver.saver_def.max_to_keep
 
 
 def saver_keep_checkpoint_every_n_hours(saver: Any) -> float:
     """A v1 `Saver`'s `keep_checkpoint_every_n_hours` (its `SaverDef` says it too, once the saver is built)."""
     if PRIVATE_TF and hasattr(saver, '_keep_checkpoint_every_n_hours'):
-        return saver._keep_checkpoint_every_n_hours  # pylint: disable=protected-access
+        return saver._keep_checkpoint_every_n_hours
     return saver.saver_def.keep_checkpoint_every_n_hours
 
 
@@ -439,12 +468,12 @@ def saver_var_list(saver: Any) -> Any:
 def variable_initializer(variable: Any) -> Any:
     """The initializer op of a variable of an imported v1 graph."""
     if PRIVATE_TF and hasattr(variable, '_initializer_op'):
-        return variable._initializer_op  # pylint: disable=protected-access
+        return variable._initializer_op
     return variable.initializer
 
 
 def _meta_graph():
-    from tensorflow.python.framework import meta_graph  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.framework import meta_graph
 
     return meta_graph
 
@@ -482,7 +511,7 @@ def untracked(values: list) -> Any:
 def save_slice_info(variable: Any) -> Any:
     """The `tf.Variable.SaveSliceInfo` of a slice of a partitioned variable of a v1 graph, or None (not a slice)."""
     if PRIVATE_TF and hasattr(variable, '_save_slice_info'):
-        return variable._save_slice_info  # pylint: disable=protected-access
+        return variable._save_slice_info
     return _public_save_slice_info(variable)
 
 
@@ -494,9 +523,9 @@ def _public_save_slice_info(variable: Any) -> Any:
 
 
 def _checkpoint_management():
-    from tensorflow.python.checkpoint import checkpoint_management  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.checkpoint import checkpoint_management
 
-    checkpoint_management.update_checkpoint_state_internal  # pylint: disable=pointless-statement  # Moved: None.
+    checkpoint_management.update_checkpoint_state_internal  # Moved: None.
     return checkpoint_management
 
 
@@ -556,15 +585,15 @@ def v1_scaffold_init_fn(scaffold: tf.compat.v1.train.Scaffold) -> Callable | Non
     Without the private attribute that is called, so `init_fn` gets the v1 scaffold instead of compat_mts's.
     """
     if PRIVATE_TF and hasattr(scaffold, '_user_init_fn'):
-        return scaffold._user_init_fn  # pylint: disable=protected-access
+        return scaffold._user_init_fn
     public = scaffold.init_fn
     return None if public is None else (lambda _scaffold, session: public(session))
 
 
 def _global_step_read_function():
-    from tensorflow.python.training import training_util  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.training import training_util
 
-    return training_util._get_or_create_global_step_read  # pylint: disable=protected-access
+    return training_util._get_or_create_global_step_read
 
 
 _global_step_read = _probe(_global_step_read_function)

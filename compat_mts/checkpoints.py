@@ -34,10 +34,13 @@ import os
 import re
 import socket
 import time
+from typing import Iterable
 
 import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.compat.v1 import logging
+
+from compat_mts import program as program_lib
 
 # What reading a damaged checkpoint raises: OpErrors from the restore, Python errors from the reader.
 _RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
@@ -68,7 +71,10 @@ class DamagedCheckpointsError(RuntimeError):
 
 
 LOCK_FILE = 'compat_mts.lock'
-_held_locks: set[str] = set()  # Process-wide, as the lock files are: they name this process, not a session.
+# Process-wide, as the lock files are: they name this process, not a session.
+_held_locks: set[str] = program_lib.PROGRAM.table(
+    'checkpoints.held_locks', set(), 'the lock files this process holds', kind='process'
+)
 
 
 def lock_directory(directory: str) -> None:
@@ -303,12 +309,45 @@ def _unmatched_names(status, message: str) -> list[str]:
 
 def _names_in(path: str) -> list[str]:
     """The variable names a checkpoint holds, whatever its format."""
-    from compat_mts.legacy.checkpoints import CheckpointNames  # Imports this module; read the names lazily.
-
     try:
-        return sorted(CheckpointNames(path).keys)
+        return sorted(keys_by_v1_name(tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()))
     except _RESTORE_ERRORS:
         return []
+
+
+OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'  # The key of an object-based file's serialized object graph.
+_VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+_ESCAPED = re.compile(r'\.(.)')  # TF's escaping of attribute names: '..' is '.', '.S' is '/'.
+
+
+def keys_by_v1_name(keys: Iterable[str]) -> dict[str, str]:
+    """The keys of one checkpoint file's tensors by the v1 name of their variable, whatever the file's format.
+
+    Name-based files key tensors by v1 name already. In object-based files each variable's path of
+    attributes is read as its name (`dense.Skernel/.ATTRIBUTES/VARIABLE_VALUE` is `dense/kernel`); the object
+    graph, the save counter and tensors that hold no variable are left out.
+
+    Args:
+      keys: the tensor keys of the file, as its reader's `get_variable_to_shape_map()` lists them.
+
+    Returns:
+      v1 name -> key in the file.
+    """
+    keys = list(keys)
+    if OBJECT_GRAPH_KEY not in keys:
+        return {key: key for key in keys}
+    names = {}
+    for key in keys:
+        if key.endswith(_VALUE_SUFFIX):
+            path = key[: -len(_VALUE_SUFFIX)]
+            name = '/'.join(_ESCAPED.sub(_unescape, part) for part in path.split('/'))
+            if name != _SAVE_COUNTER:
+                names[name] = key
+    return names
+
+
+def _unescape(match: re.Match) -> str:
+    return '/' if match.group(1) == 'S' else match.group(1)
 
 
 def _listed(names: list[str]) -> str:

@@ -49,6 +49,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import parameter_server
+from compat_mts import program as program_lib
 
 _TARGET = re.compile(r'^grpc://([^\s:/]+):(\d{1,5})$')
 REMOTE_DEVICE = '/job:worker/replica:0/task:0'
@@ -344,7 +345,23 @@ def _warn_about_a_cluster_without_strategy() -> None:
 
 
 _warned_outside_scope = False
-_clusters: dict = {}  # Strategy -> Cluster. A process has one multi-worker strategy, kept alive by its program.
+
+
+def _forget_warning_outside_scope() -> None:
+    global _warned_outside_scope
+    _warned_outside_scope = False
+
+
+program_lib.PROGRAM.register(
+    'distribute.warned_outside_scope',
+    'whether a multi-worker TF_CONFIG without a strategy scope was warned about',
+    size=lambda: int(_warned_outside_scope),
+    clear=_forget_warning_outside_scope,
+)
+# Strategy -> Cluster. A process has one multi-worker strategy, kept alive by its program.
+_clusters: dict = program_lib.PROGRAM.table(
+    'distribute.clusters', {}, 'the multi-worker cluster of each strategy', kind='process'
+)
 
 
 class Cluster:
@@ -430,7 +447,7 @@ class Cluster:
     def prepare(self, checkpoint: tf.train.Checkpoint) -> None:
         """Creates `checkpoint`'s save counter on every worker, at the same point (it is a collective)."""
         with self.strategy.scope():
-            checkpoint.save_counter  # pylint: disable=pointless-statement
+            checkpoint.save_counter
 
     def announce_ready(self, restored_path: str | None) -> None:
         """The chief: tells the other workers that the session is initialized, and from which checkpoint."""

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import tensorflow as tf
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
+from compat_mts import program as program_lib
 
 
 class _StaleGlobalStep:
@@ -87,7 +88,9 @@ class GraphRunner:
 # The graphs of the program (`wrap_graph`, and the graphs sessions adopted), most recent last. Process-wide
 # as v1's graphs were: a program builds them before, and independently of, the sessions that run them. Which
 # of them a session prefers for names is the session's own (`SessionState.graph_runner`).
-_graph_runners: list[GraphRunner] = []
+_graph_runners: list[GraphRunner] = program_lib.PROGRAM.table(
+    'fetches.graph_runners', [], 'the wrap_graph and adopted graphs whose names and tensors `run` resolves'
+)
 
 
 def register_graph_runner(runner: GraphRunner) -> None:
@@ -106,11 +109,6 @@ def unregister_graph_runner(runner: GraphRunner) -> None:
 def graph_runners() -> list[GraphRunner]:
     """The registered graph runners, most recently registered last."""
     return list(_graph_runners)
-
-
-def forget_graph_runners() -> None:
-    """Unregisters every graph runner (`compat_mts.reset()`)."""
-    _graph_runners.clear()
 
 
 def graph_runner_of_global_step() -> GraphRunner | None:
@@ -222,12 +220,9 @@ def _as_feeds(kwargs: dict) -> dict:
     A `tf.function` traces anew for every new Python value of an argument, so `feed_dict={'learning_rate': lr}`
     with a decaying `lr` would trace the step on every run; a tensor of the same dtype reuses the trace.
     """
-    if not any(type(value) in _PYTHON_SCALARS for value in kwargs.values()):  # pylint: disable=unidiomatic-typecheck
+    if not any(type(value) in _PYTHON_SCALARS for value in kwargs.values()):
         return kwargs
-    return {
-        key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value  # pylint: disable=unidiomatic-typecheck
-        for key, value in kwargs.items()
-    }
+    return {key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value for key, value in kwargs.items()}
 
 
 def _is_tf_function(value: Any) -> bool:
@@ -320,7 +315,7 @@ class Run:
             return None
         if len(requests) == 1:
             return [to_numpy(self._call_direct(step, direct))]
-        if type(self._global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+        if type(self._global_step) not in _PLAIN_VARIABLES:
             return None  # No global step given, or a distributed one: the general path.
         stale, output = self._call_direct(step, direct, self._global_step)
         return [to_numpy(output)] + [int(stale)] * (len(requests) - 1)
@@ -383,7 +378,7 @@ class Run:
             global_step = global_step_lib.require_global_step('STALE_GLOBAL_STEP')
         step = _only_callable(flat[0])
         direct = _direct_step(step) if step is not None else None
-        if direct is None or type(global_step) not in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+        if direct is None or type(global_step) not in _PLAIN_VARIABLES:
             return int(global_step_lib.read_value(global_step))
         stale, output = self._call_direct(step, direct, global_step)
         self._outputs[id(step)] = output
@@ -579,7 +574,9 @@ def _structure_packer(kind: type, getters: list):
 _NO_PLAN = object()
 # Request key -> `_GraphOnlyPlan`, or `_NO_PLAN`. Process-wide, as `_graph_runners` is: a plan is a property of the
 # fetch objects and the runner that owns them, whichever session runs them.
-_graph_only_plans: dict[tuple, Any] = {}
+_graph_only_plans: dict[tuple, Any] = program_lib.PROGRAM.table(
+    'fetches.graph_only_plans', {}, 'a prepared call per set of graph fetches (a cache of the graphs)'
+)
 
 
 def _only_callable(leaves: list) -> Any:
@@ -659,7 +656,9 @@ class _DirectStep:
 # id(step) -> its direct caller. Process-wide, not per session: it is a cache of what a `tf.function` step
 # traces to, a property of the step alone, dropped with the step (weakly referenced); a step that runs in
 # several sessions is traced once.
-_direct_steps: dict[int, _DirectStep] = {}
+_direct_steps: dict[int, _DirectStep] = program_lib.PROGRAM.table(
+    'fetches.direct_steps', {}, 'the direct caller of each tf.function step that has run (weakly keyed)'
+)
 
 
 def _direct_step(step: Any) -> _DirectStep | None:
@@ -679,7 +678,7 @@ def _direct_step(step: Any) -> _DirectStep | None:
 
 def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
     direct = _direct_steps.get(key)
-    if direct is not None and direct._step is step_ref:  # pylint: disable=protected-access
+    if direct is not None and direct._step is step_ref:
         del _direct_steps[key]
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts import program as program_lib
 
 GLOBAL_STEP_NAME = 'global_step'
 
@@ -160,6 +161,14 @@ def reset_global_step() -> None:
     _registered_name = None
 
 
+program_lib.PROGRAM.register(
+    'global_step.registered',
+    'the registered global step and its name',
+    size=lambda: int(_registered is not None),
+    clear=reset_global_step,
+)
+
+
 def require_global_step(user: str) -> tf.Variable:
     """Returns the global step or raises v1's error for `user` (the class that needs it)."""
     step = get_global_step()
@@ -203,6 +212,6 @@ def read_value(variable: tf.Variable) -> np.ndarray:
     `Variable.numpy()` costs several times a plain read op (name scopes, a copy), and the session reads
     the step on every run, so a plain resource variable is read with the read op directly.
     """
-    if type(variable) in _PLAIN_VARIABLES:  # pylint: disable=unidiomatic-typecheck
+    if type(variable) in _PLAIN_VARIABLES:
         return tf_internals.read_plain_variable(variable)
     return variable.value().numpy()

@@ -30,7 +30,6 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts import legacy
 from compat_mts import parameter_server
 from compat_mts import preemption
 from compat_mts import steps as steps_lib
@@ -145,8 +144,9 @@ class _MonitoredSession:
         self._preempted = False
         self._sigterm_received = False
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
-        # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph.
-        self._graph = legacy.graph_being_built()
+        # Created inside the program's own `with tf.Graph().as_default():`, the session runs that graph
+        # (`compat_mts.legacy.adopt_graph`, imported then: eager programs do not load compat_mts.legacy).
+        self._graph = tf.compat.v1.get_default_graph() if global_step_lib.in_graph_mode() else None
         self._unfinalize_at_close = (
             self._graph is not None and not self._graph.finalized and tf_internals.CAN_UNFINALIZE
         )
@@ -169,7 +169,9 @@ class _MonitoredSession:
                 hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
         with global_step_lib.outside_graph_mode():
             if self._graph is not None:
-                self._adopted_graph = legacy.adopt_graph(self._graph)
+                from compat_mts.legacy import graph as legacy_graph  # Layer 5, below the session: no circle.
+
+                self._adopted_graph = legacy_graph.adopt_graph(self._graph)
             if self._should_recover:
                 self._create_recoverably()
             else:
@@ -192,7 +194,9 @@ class _MonitoredSession:
         names (`'loss'`) to the closed graph's tensors.
         """
         if self._adopted_graph is not None:
-            legacy.forget_graph(self._adopted_graph)
+            from compat_mts.legacy import graph as legacy_graph
+
+            legacy_graph.forget_graph(self._adopted_graph)
             self._adopted_graph = None
         if self._unfinalize_at_close:
             self._unfinalize_at_close = False
@@ -322,7 +326,7 @@ class _MonitoredSession:
                 self._coord.raise_requested_exception()
             except _PREEMPTION_ERRORS:
                 raise
-            except Exception:  # pylint: disable=broad-except
+            except Exception:
                 pass
             raise original[1].with_traceback(original[2])
 
@@ -480,7 +484,7 @@ class _MonitoredSession:
             self._close_inner_quietly()
             self._create()
             return False
-        except Exception:  # pylint: disable=broad-except
+        except Exception:
             if not self._should_recover:
                 raise
             return True
@@ -544,6 +548,16 @@ class MonitoredSession(_MonitoredSession):
         while not session.should_stop():
             session.run(train_step)
     ```
+
+    Args:
+      session_creator: a `ChiefSessionCreator` (the default) or `WorkerSessionCreator` that makes the raw
+        session, restoring or initializing the variables; called again on each recovery.
+      hooks: `SessionRunHook`s, called in this order around every `run`.
+      stop_grace_period_secs: how long `close()` waits for the coordinator's threads to end (`inf`: until
+        they do) before it reports those still alive.
+
+    Raises:
+      TypeError, ValueError: an argument of the wrong type or value, named in the message.
     """
 
     def __init__(self, session_creator=None, hooks: Sequence | None = None, stop_grace_period_secs: float = 120):
@@ -560,6 +574,22 @@ class SingularMonitoredSession(_MonitoredSession):
         while not session.should_stop():
             session.run(train_step)
     ```
+
+    Args:
+      hooks: `SessionRunHook`s, called in this order around every `run`.
+      scaffold: a `Scaffold`: what is checkpointed, and how to initialize when nothing is restored.
+      master: `''` runs in this process; `grpc://host:port` runs on that TensorFlow server
+        (`compat_mts.distribute`).
+      config: a `tf.compat.v1.ConfigProto`; its fields with a TF2 equivalent are applied, the others named in
+        one warning.
+      checkpoint_dir: the directory whose latest checkpoint is restored when the session is created (`''`
+        is None, as in v1).
+      stop_grace_period_secs: how long `close()` waits for the coordinator's threads to end.
+      checkpoint_filename_with_path: a checkpoint to restore instead of `checkpoint_dir`'s latest.
+
+    Raises:
+      TypeError, ValueError: an argument of the wrong type or value, named in the message; both
+        `checkpoint_dir` and `checkpoint_filename_with_path` given.
     """
 
     def __init__(

@@ -38,10 +38,11 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   message when a session's creation, one of its runs or its end (the hooks' `end()`, the last checkpoint)
   has not returned 5 s after `step_timeout_secs`.
 
-Where this differs from DESIGN.md's one-process model, and why: a run returns before its steps have run
-(that is what keeps the workers busy), so the global step that hooks read (`STALE_GLOBAL_STEP`) is the ps
-task's value at the time of the read, which may lag behind the steps scheduled, as v1's hooks on an
-asynchronous cluster saw a step that other workers moved. Checkpoints are named by that read too.
+Where this differs from a run in one process (ARCHITECTURE.md, "One process per task"), and why: a run
+returns before its steps have run (that is what keeps the workers busy), so the global step that hooks read
+(`STALE_GLOBAL_STEP`) is the ps task's value at the time of the read, which may lag behind the steps
+scheduled, as v1's hooks on an asynchronous cluster saw a step that other workers moved. Checkpoints are
+named by that read too.
 
 TensorFlow internals used (no public API does this), through `compat_mts._tf_internals`: `wrap_function`'s
 `_lift_single_variable`, wrapped while a graph is imported, and the strategy's `_cluster_resolver`. Where
@@ -65,6 +66,7 @@ from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
+from compat_mts import program as program_lib
 from compat_mts import session_run_hook
 
 __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'check_graph_fetches']
@@ -209,8 +211,12 @@ def _check_no_server_of_its_own() -> None:
         )
 
 
-_schedulers: dict = {}  # Strategy -> Scheduler.
-_strategies: list = []  # In creation order: the latest is the process's.
+_schedulers: dict = program_lib.PROGRAM.table(
+    'parameter_server.schedulers', {}, 'the scheduler of each ParameterServerStrategy', kind='process'
+)
+_strategies: list = program_lib.PROGRAM.table(
+    'parameter_server.strategies', [], "the parameter_server_strategy()s made, the latest the process's", kind='process'
+)
 
 
 def current() -> 'Scheduler | None':
@@ -406,7 +412,7 @@ class Scheduler:
                 logging.error('%s', message)
                 sys.stderr.write(message + '\n')
                 sys.stderr.flush()
-                os._exit(LOST_CLUSTER_EXIT_CODE)  # pylint: disable=protected-access  # No clean exit from a hung call.
+                os._exit(LOST_CLUSTER_EXIT_CODE)  # No clean exit from a hung call.
 
     # Running.
 
@@ -481,7 +487,7 @@ class Scheduler:
         def waiting():
             try:
                 outcome['value'] = wait()
-            except BaseException as error:  # pylint: disable=broad-except  # Re-raised in the caller's thread.
+            except BaseException as error:  # Re-raised in the caller's thread.
                 outcome['error'] = error
             finally:
                 done.set()

@@ -28,11 +28,25 @@ from tensorflow.compat.v1 import logging
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import program as program_lib
 from compat_mts import validation
 
 _CHECKPOINT_TYPES = (tf.train.Checkpoint, tf.train.CheckpointManager)
 DEFAULT_MAX_TO_KEEP = 5
 _logged_step_only = False
+
+
+def _forget_logged_step_only() -> None:
+    global _logged_step_only
+    _logged_step_only = False
+
+
+program_lib.PROGRAM.register(
+    'scaffold.logged_step_only',
+    'whether "checkpoints hold the global step only" was logged',
+    size=lambda: int(_logged_step_only),
+    clear=_forget_logged_step_only,
+)
 
 
 _V1_SAVER_MESSAGE = (
@@ -78,7 +92,7 @@ def log_if_step_only(scaffold: 'Scaffold') -> None:
     checkpoints nothing (no `checkpoint_dir`) has nothing to be told.
     """
     global _logged_step_only
-    if scaffold.finalize()._step_only and not _logged_step_only:  # pylint: disable=protected-access
+    if scaffold.finalize()._step_only and not _logged_step_only:
         _logged_step_only = True
         logging.info(
             'Scaffold has no saver: checkpoints hold the global step only. Pass '
@@ -97,6 +111,23 @@ class Scaffold:
     ```python
     scaffold = compat_mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
     ```
+
+    Args:
+      init_op: a callable (or `wrap_graph` op) run when nothing was restored, before `init_fn`.
+      init_feed_dict: the feeds of `init_op`.
+      init_fn: `init_fn(scaffold, session)`, run when nothing was restored.
+      ready_op: a callable returning the names of what is not ready yet (empty when ready).
+      ready_for_local_init_op: as `ready_op`, checked before `local_init_op`.
+      local_init_op: a callable (or `wrap_graph` op) run at every session creation.
+      summary_op: None (the step's own `tf.summary` calls are recorded), or a callable or `wrap_graph`
+        summary tensor that `SummarySaverHook` fetches on its trigger steps.
+      saver: a `tf.train.Checkpoint` or `tf.train.CheckpointManager`, to which the global step is added; None:
+        the program's graph variables under their v1 names, else the global step alone. A
+        `tf.compat.v1.train.Saver` only when built in the graph code the session runs.
+      copy_from_scaffold: a `Scaffold` whose arguments fill those not given here.
+      local_init_feed_dict: the feeds of `local_init_op`.
+      allow_partial_restore: restore what of a checkpoint matches the program and log the rest, instead of
+        refusing a checkpoint that lacks variables of the program (keyword only; default False).
 
     Raises:
       TypeError: a `tf.compat.v1.train.Saver` (or anything but a Checkpoint or CheckpointManager) as
@@ -124,7 +155,7 @@ class Scaffold:
             source = copy_from_scaffold
             init_op = init_op or source.init_op
             init_feed_dict = init_feed_dict or source.init_feed_dict
-            init_fn = init_fn or source._user_init_fn  # pylint: disable=protected-access
+            init_fn = init_fn or source._user_init_fn
             ready_op = ready_op or source.ready_op
             ready_for_local_init_op = ready_for_local_init_op or source.ready_for_local_init_op
             local_init_op = local_init_op or source.local_init_op

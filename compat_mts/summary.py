@@ -30,12 +30,19 @@ import tensorflow as tf
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import program as program_lib
 
 # Process-wide, as v1's FileWriterCache: a traced step keeps the writer it saw, whichever session runs it.
-_writers: dict[str, tf.summary.SummaryWriter] = {}
-_users: dict[str, int] = {}  # Directory -> how many sessions have taken its writer and not released it.
+_writers: dict[str, tf.summary.SummaryWriter] = program_lib.PROGRAM.table(
+    'summary.writers', {}, 'one tf.summary writer per directory', kind='process'
+)
+_users: dict[str, int] = program_lib.PROGRAM.table(
+    'summary.users', {}, 'how many open sessions hold each writer', kind='process'
+)
 _writers_lock = threading.Lock()
-_files_with_graph: 'weakref.WeakSet[tf.summary.SummaryWriter]' = weakref.WeakSet()  # Writers whose file has one.
+_files_with_graph: 'weakref.WeakSet[tf.summary.SummaryWriter]' = program_lib.PROGRAM.table(
+    'summary.files_with_graph', weakref.WeakSet(), 'the writers whose current events file has a graph', kind='process'
+)
 _MAX_QUEUE, _FLUSH_MILLIS, _FILENAME_SUFFIX = 10, 120000, '.v2'  # `tf.summary.create_file_writer`'s defaults.
 
 
@@ -213,7 +220,9 @@ def _assign(variable: tf.Variable, value) -> None:
 
 
 # Process-wide, one per writer: a traced `tf.function` keeps the writer, step and condition it saw.
-_recorders: dict[int, Recorder] = {}
+_recorders: dict[int, Recorder] = program_lib.PROGRAM.table(
+    'summary.recorders', {}, 'one recorder (step and condition variables) per writer', kind='process'
+)
 
 
 def recorder_for(writer: tf.summary.SummaryWriter) -> Recorder:
@@ -278,8 +287,14 @@ class SessionSummaries:
 
 
 _collecting = threading.local()  # .stack: the SessionSummaries collecting in this thread, innermost last.
-_unclaimed_writers: list[str] = []  # Taken outside any session's `begin()`: the next collecting session's.
-_unclaimed_recorders: list[Recorder] = []
+# Taken, or asked for, outside any session's `begin()` (a `ProfilerHook` takes its writer in its constructor): the
+# next collecting session's, which may be created after a `reset()`.
+_unclaimed_writers: list[str] = program_lib.PROGRAM.table(
+    'summary.unclaimed_writers', [], "writers taken outside any session's begin(), for the next", kind='process'
+)
+_unclaimed_recorders: list[Recorder] = program_lib.PROGRAM.table(
+    'summary.unclaimed_recorders', [], "recordings asked for outside any session's begin()", kind='process'
+)
 
 
 def _collector() -> SessionSummaries | None:

@@ -463,6 +463,7 @@ def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_h
         'import compat_mts.fetches, compat_mts.scaffold, compat_mts.steps, compat_mts.summary\n'
         'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the core"\n'
         'import compat_mts.monitored_session\n'
+        'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the session"\n'
         'hooks = sorted(name for name in sys.modules if name.startswith("compat_mts.hooks"))\n'
         'assert not hooks, hooks\n'
     )

@@ -6,6 +6,9 @@ in a fresh process (the switch is read at import).
 
 from __future__ import annotations
 
+import ast
+import pathlib
+
 import pytest
 import tensorflow as tf
 
@@ -99,25 +102,58 @@ def test_without_the_private_placement_a_parameter_server_cluster_is_refused_not
         parameter_server.parameter_server_strategy(cluster)
 
 
-def test_no_module_but_tf_internals_imports_a_private_tensorflow_or_keras_module():
-    import ast
-    import pathlib
+_PRIVATE_MODULES = ('tensorflow.python', 'tensorflow.tsl', 'keras.src', 'tf_keras.src', 'tensorflow_estimator')
 
-    private = ('tensorflow.python', 'keras.src', 'tf_keras.src')
-    offenders = []
-    for path in sorted(pathlib.Path(tf_internals.__file__).parent.rglob('*.py')):
-        if path.name == '_tf_internals.py':
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module] + [f'{node.module}.{alias.name}' for alias in node.names]
-            else:
-                continue
-            if any(name == prefix or name.startswith(prefix + '.') for name in names for prefix in private):
-                offenders.append(f'{path.name}:{node.lineno}')
+
+def _imported_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every module name `tree` imports: `import`, `from ... import`, and `importlib.import_module`/`__import__`
+    of a literal string."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found += [(node.lineno, node.module)] + [(node.lineno, f'{node.module}.{a.name}') for a in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            function = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, 'id', None)
+            if function in ('import_module', '__import__') and isinstance(node.args[0].value, str):
+                found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def _private(name: str) -> bool:
+    return any(name == prefix or name.startswith(prefix + '.') for prefix in _PRIVATE_MODULES)
+
+
+def test_no_module_but_tf_internals_imports_a_private_tensorflow_or_keras_module():
+    package = pathlib.Path(tf_internals.__file__).parent
+    modules = sorted(package.rglob('*.py'))
+    assert len(modules) > 40  # Every module of the package is read, its subpackages' too.
+    offenders = [
+        f'{path.relative_to(package)}:{line}: {name}'
+        for path in modules
+        if path.name != '_tf_internals.py'
+        for line, name in _imported_names(ast.parse(path.read_text(encoding='utf-8')))
+        if _private(name)
+    ]
     assert not offenders
+
+
+def test_the_private_import_check_sees_every_form_of_import():
+    source = (
+        'import tensorflow.python.eager.context\n'
+        'from tensorflow.tsl.profiler.protobuf import xplane_pb2\n'
+        'from keras.src import backend\n'
+        'import tf_keras.src.layers as layers\n'
+        'def f():\n'
+        '    import tensorflow_estimator\n'
+        '    importlib.import_module("tensorflow.python.profiler.trace")\n'
+        "    __import__('keras.src.utils', fromlist=['x'])\n"
+        'import tensorflow.compat.v1\nfrom tensorflow.core.protobuf import saved_model_pb2\n'
+    )
+    flagged = sorted({line for line, name in _imported_names(ast.parse(source)) if _private(name)})
+    assert flagged == [1, 2, 3, 4, 6, 7, 8]
+    assert any(_private(name) for _, name in _imported_names(ast.parse(open(tf_internals.__file__).read())))
 
 
 # The public fallbacks that do what the private API does, compared with it on this TensorFlow.

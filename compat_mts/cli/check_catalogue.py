@@ -8,7 +8,18 @@ Standard library only, as `check.py`, which reads scripts against it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import pathlib
 import re
+
+if __package__:
+    from compat_mts import premade_estimators
+else:  # `python compat_mts/cli/check.py FILE...`: the package is not importable; its module is read from its file.
+    _spec = importlib.util.spec_from_file_location(
+        'premade_estimators', pathlib.Path(__file__).resolve().parent.parent / 'premade_estimators.py'
+    )
+    premade_estimators = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(premade_estimators)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -850,33 +861,7 @@ _ESTIMATOR_EXPORT_NAMES = frozenset(
         'RegressionOutput',
     }
 )
-# The premade Estimators and heads, with their Keras successor (as compat_mts.estimator says when asked for one).
-PREMADE_ESTIMATORS = {
-    'BaselineClassifier': 'a Keras model with one bias (tf.keras.layers.Dense on constant input) and model.fit',
-    'BaselineEstimator': 'a Keras model with one bias and model.fit',
-    'BaselineRegressor': 'a Keras model with one bias and model.fit',
-    'BoostedTreesClassifier': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'BoostedTreesEstimator': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'BoostedTreesRegressor': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'DNNClassifier': 'tf.keras.Sequential of Dense layers ending in Dense(n_classes), compiled with '
-    'SparseCategoricalCrossentropy(from_logits=True), and model.fit',
-    'DNNEstimator': 'tf.keras.Sequential of Dense layers and model.fit',
-    'DNNRegressor': 'tf.keras.Sequential of Dense layers ending in Dense(1), compiled with loss="mse", and model.fit',
-    'DNNLinearCombinedClassifier': 'a Keras functional model adding a linear and a deep branch, and model.fit',
-    'DNNLinearCombinedEstimator': 'a Keras functional model adding a linear and a deep branch, and model.fit',
-    'DNNLinearCombinedRegressor': 'a Keras functional model adding a linear and a deep branch, and model.fit',
-    'LinearClassifier': 'tf.keras.Sequential([tf.keras.layers.Dense(n_classes)]) and model.fit',
-    'LinearEstimator': 'tf.keras.Sequential([tf.keras.layers.Dense(units)]) and model.fit',
-    'LinearRegressor': 'tf.keras.Sequential([tf.keras.layers.Dense(1)]) with loss="mse" and model.fit',
-    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
-    'MultiHead': 'a Keras model with several outputs and losses',
-    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
-    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
-    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
-    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
-}
+PREMADE_ESTIMATORS = premade_estimators.PREMADE_ESTIMATORS  # Kept here by name: the checker's rules read it.
 _ESTIMATOR_NOTE = (
     'tf.estimator left TensorFlow in 2.16; compat_mts.estimator has its Estimator, specs, '
     'train_and_evaluate and export with v1 signatures, on the eager session '

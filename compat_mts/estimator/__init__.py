@@ -6,7 +6,7 @@ session hooks `tf.estimator` re-exported are compat_mts's. Premade Estimators (`
 here: their successor is Keras (migration_guide/estimator.md).
 """
 
-from compat_mts.cli.check_catalogue import PREMADE_ESTIMATORS
+from compat_mts.premade_estimators import PREMADE_ESTIMATORS
 from compat_mts.estimator import export
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
 from compat_mts.estimator.exporter import Exporter, FinalExporter, LatestExporter

@@ -15,10 +15,13 @@ import tensorflow as tf
 from google.protobuf import message
 from tensorflow.compat.v1 import logging
 
+from compat_mts import program as program_lib
 from compat_mts import summary as summary_lib
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
-_graphs_written: set[str] = set()
+_graphs_written: set[str] = program_lib.PROGRAM.table(
+    'estimator.graphs_written', set(), 'the evaluation directories whose events have the graph'
+)
 
 
 def eval_step_ops(update_op) -> tuple[list, tf.Tensor]:

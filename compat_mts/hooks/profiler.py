@@ -8,8 +8,8 @@ import os
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
-from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
@@ -129,14 +129,14 @@ class ProfilerHook(StepsPerRunMixin, SessionRunHook):
         self._tracing = True
         return True
 
-    def _stop_trace(self) -> xplane_pb2.XSpace:
+    def _stop_trace(self) -> tf_internals.xplane_pb2.XSpace:
         """Stops the capture; returns what it recorded (also left in the profile-plugin layout)."""
         self._tracing = False
         tf.profiler.experimental.stop()
         pattern = os.path.join(glob.escape(os.path.abspath(self._output_dir)), 'plugins', 'profile', '*', '*.xplane.pb')
         newest = max(glob.glob(pattern), key=os.path.getmtime)
         with tf.io.gfile.GFile(newest, 'rb') as capture:
-            return xplane_pb2.XSpace.FromString(capture.read())
+            return tf_internals.read_xspace(capture.read())
 
     def _stop_unfinished_trace(self) -> None:
         """Ends a capture whose run never finished (the step raised), so the profiler is free again."""
@@ -145,13 +145,13 @@ class ProfilerHook(StepsPerRunMixin, SessionRunHook):
             tf.profiler.experimental.stop(save=False)
             tf.summary.trace_off()
 
-    def _save(self, step: int, save_path: str, space: xplane_pb2.XSpace) -> None:
+    def _save(self, step: int, save_path: str, space: tf_internals.xplane_pb2.XSpace) -> None:
         logging.info("Saving timeline for %d into '%s'.", step, save_path)
         with tf.io.gfile.GFile(save_path, 'w') as timeline:
             timeline.write(json.dumps(chrome_trace(space)))
 
 
-def chrome_trace(space: xplane_pb2.XSpace) -> dict:
+def chrome_trace(space: tf_internals.xplane_pb2.XSpace) -> dict:
     """Converts a profiler capture (`XSpace`) to the Chrome trace event format.
 
     One process per plane (`/host:CPU`, devices), one thread per line, one complete (`"ph": "X"`) event
@@ -192,7 +192,7 @@ def chrome_trace(space: xplane_pb2.XSpace) -> dict:
     return {'displayTimeUnit': 'ns', 'traceEvents': events}
 
 
-def _stat_value(plane: xplane_pb2.XPlane, stat: xplane_pb2.XStat):
+def _stat_value(plane: tf_internals.xplane_pb2.XPlane, stat: tf_internals.xplane_pb2.XStat):
     kind = stat.WhichOneof('value')
     if kind == 'ref_value':
         return plane.stat_metadata[stat.ref_value].name

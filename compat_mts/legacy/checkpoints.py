@@ -20,20 +20,17 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-import re
 from typing import Any, Iterable, Mapping
 
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
+from compat_mts import checkpoints as checkpoints_lib
 from compat_mts.checkpoints import CheckpointMismatchError
 
-OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
-_VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
-_SAVE_COUNTER = 'save_counter'
+OBJECT_GRAPH_KEY = checkpoints_lib.OBJECT_GRAPH_KEY
 FORMATS = ('name', 'object')
-_ESCAPED = re.compile(r'\.(.)')  # TF's escaping of attribute names: '..' is '.', '.S' is '/'.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,18 +83,6 @@ def write_name_based(file_prefix: str, entries: Iterable[_Entry]) -> str:
     return file_prefix
 
 
-def _name_of_object_key(key: str) -> str | None:
-    """`dense.Skernel/.ATTRIBUTES/VARIABLE_VALUE` → `dense/kernel`; None for keys that hold no variable."""
-    if not key.endswith(_VALUE_SUFFIX):
-        return None
-    path = key[: -len(_VALUE_SUFFIX)]
-    return '/'.join(_ESCAPED.sub(_unescape, part) for part in path.split('/'))
-
-
-def _unescape(match: re.Match) -> str:
-    return '/' if match.group(1) == 'S' else match.group(1)
-
-
 class CheckpointNames:
     """The variables of one checkpoint file by v1 name, whatever its format.
 
@@ -114,17 +99,7 @@ class CheckpointNames:
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
         self.object_based = OBJECT_GRAPH_KEY in shapes
-        self.keys: dict[str, str] = {}
-        for key in shapes:
-            if self.object_based:
-                name = _name_of_object_key(key)
-                if name is None or name == _SAVE_COUNTER:
-                    continue
-            elif key == OBJECT_GRAPH_KEY:
-                continue
-            else:
-                name = key
-            self.keys[name] = key
+        self.keys: dict[str, str] = checkpoints_lib.keys_by_v1_name(shapes)
         self.shapes = {name: tuple(shapes[key]) for name, key in self.keys.items()}
         self.dtypes = {name: dtypes[key] for name, key in self.keys.items()}
 
