@@ -221,7 +221,7 @@ class WorkerSessionCreator(SessionCreator):
                     scaffold.checkpoint, session.restored_path, allow_partial=scaffold.allow_partial_restore
                 )
             else:
-                ChiefSessionCreator._initialize(scaffold, session)  # pylint: disable=protected-access
+                ChiefSessionCreator._initialize(scaffold, session)
         elif self._checkpoint_dir:
             deadline = time.time() + self._max_wait_secs
             while True:

@@ -142,7 +142,8 @@ class HookSchedule:
     `before_run`, then `after_run`); `ran()` after the `after_run`s; `reset()` when the session is created again
     or the steps per run change.
 
-    `keras.HooksCallback` uses it; the session does not, although DESIGN.md asks for one hook driver for both:
+    `keras.HooksCallback` uses it; the session does not (one driver for both is planned: ARCHITECTURE.md, "The
+    hook-driver seam"):
     the session's stale step is read inside the step's own call and known only after the run, so choosing the
     hooks before it would take a read between two steps (dearer than the calls it saves) or a count on the
     host, which a program that runs something other than its train step would falsify.
@@ -233,5 +234,5 @@ class HookSchedule:
         if not self._selected:
             return
         for index in self._selected:
-            self._promises[index] = self._hooks[index]._idle_until() if self._offers[index] else None  # pylint: disable=protected-access
+            self._promises[index] = self._hooks[index]._idle_until() if self._offers[index] else None
         self._update_bounds()

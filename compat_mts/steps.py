@@ -188,10 +188,10 @@ class StepsPerRun:
         steps_per_run = step.steps_per_run if step is not None else self._graph_steps_per_run
         if steps_per_run != self._announced:
             for hook in self._tunable_hooks:
-                hook._set_steps_per_run(steps_per_run)  # pylint: disable=protected-access
+                hook._set_steps_per_run(steps_per_run)
             self._announced = steps_per_run
         if step is not None:
-            step._set_stop_at(nearest_last_step(self._stop_hooks))  # pylint: disable=protected-access
+            step._set_stop_at(nearest_last_step(self._stop_hooks))
 
 
 def _repeated_step_in(fetches: Any) -> RepeatedStep | None:

@@ -61,7 +61,7 @@ def _enabled(steps, secs) -> bool:
     return bool((steps and steps > 0) or (secs and secs > 0))
 
 
-def MonitoredTrainingSession(  # pylint: disable=invalid-name
+def MonitoredTrainingSession(
     master: str = '',
     is_chief: bool = True,
     checkpoint_dir: str | None = None,
@@ -115,6 +115,31 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
         while not session.should_stop():
             session.run(train_step)
     ```
+
+    Args:
+      master: `''` runs in this process; `grpc://host:port` runs on that TensorFlow server.
+      is_chief: whether this task restores, saves and summarizes (the chief) or waits for the chief's
+        checkpoint; in a multi-worker strategy's scope it comes from the cluster.
+      checkpoint_dir: where checkpoints are restored from and saved to, and summaries written by default.
+      scaffold: a `Scaffold`: what is checkpointed, and how to initialize when nothing is restored.
+      hooks: `SessionRunHook`s of every task, called after the chief's default ones.
+      chief_only_hooks: `SessionRunHook`s of the chief only, called first.
+      save_checkpoint_secs: seconds between checkpoints (default 600 when `save_checkpoint_steps` is left
+        as `USE_DEFAULT` too); 0 or None: none on a timer.
+      save_summaries_steps: steps between summaries (default 100 when `save_summaries_secs` is left as
+        `USE_DEFAULT` too); 0 or None: none on steps.
+      save_summaries_secs: seconds between summaries; 0 or None: none on a timer.
+      config: a `tf.compat.v1.ConfigProto`; its fields with a TF2 equivalent are applied, the others named in
+        one warning.
+      stop_grace_period_secs: how long `close()` waits for the coordinator's threads to end.
+      log_step_count_steps: steps between the `global_step/sec` lines and summaries; 0 or None: none.
+      max_wait_secs: how long a non-chief waits for the chief's first checkpoint (None or `inf`: forever).
+      save_checkpoint_steps: steps between checkpoints; 0 or None: none on steps.
+      summary_dir: where summaries are written; `checkpoint_dir` when None.
+      save_graph_def: whether the chief writes the traced step's graph (`graph.pbtxt` and the events file).
+
+    Returns:
+      A `MonitoredSession` (recovering from preemption errors) with the hooks above.
 
     Raises:
       TypeError, ValueError: an argument of the wrong type or value, named in the message.

@@ -8,12 +8,12 @@ lines, and what is on disk afterwards). The two processes run once per module, s
 Compared: the values `run` returned, the hook protocol (order, fetched results, `stop_requested`), errors,
 the final global step, the checkpoint steps on disk and in the `checkpoint` state file, event tags and steps
 (and the loss values), the files written, and the key log lines. Where compat_mts differs from v1 on purpose
-(DESIGN.md), the test asserts compat_mts's documented behaviour instead, and says so.
+(migration_guide/ says where), the test asserts compat_mts's documented behaviour instead, and says so.
 
 Events are compared as v1 eventually writes them: v1 leaves a writer's events buffered when no
 `SummarySaverHook.end()` flushes it (no summaries, or an exception skipped `end()`), so the v1 side closes its
-writers after each scenario. The compat side is read right after `close()`, where DESIGN.md says everything
-written is flushed.
+writers after each scenario. The compat side is read right after `close()`, by which compat_mts has flushed
+everything written.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import pytest
 
 from tests import differential_scenarios
 from tests import support
+
+pytestmark = pytest.mark.slow  # Every test reads the runs of v1 graph mode and of compat_mts, each in a process.
 
 SCENARIOS = list(differential_scenarios.SCENARIOS)
 TOLERANCE = 1e-5
@@ -164,7 +166,7 @@ def test_both_sides_ran_every_scenario(runs):
 
 
 def test_v1_reference_behaves_as_the_spec_says(v1_runs):
-    """The reference itself, checked against spec/v1_semantics.md, so a broken reference cannot hide anything."""
+    """The reference itself, checked against v1's documented steps and tags, so a broken reference hides nothing."""
     v1 = v1_runs
     assert v1['default_hooks']['checkpoint_steps'] == [0, 3, 6, 7]
     assert _event_steps(v1['default_hooks']) == {'loss': [1, 3, 5, 7], 'global_step/sec': [3, 5, 7]}
@@ -257,7 +259,7 @@ def test_same_key_log_lines(runs, name):
     expected, actual = _key_log_lines(v1), _key_log_lines(compat)
     if v1['error'] is not None:
         # v1 logs 'Create CheckpointSaverHook.' before its arguments fail; compat_mts validates every argument
-        # before it creates anything (DESIGN.md, "Bad input"), so whether it logs that line then is its choice.
+        # before it creates anything (ARCHITECTURE.md, "Validation and failures"): logging that line is its choice.
         del expected['Create CheckpointSaverHook.'], actual['Create CheckpointSaverHook.']
     assert actual == expected, _context(compat)
 
@@ -272,9 +274,8 @@ def test_same_files_written_except_meta_graphs(runs, name):
 @pytest.mark.parametrize('name', SCENARIOS)
 def test_same_graph_event(runs, name):
     # v1 writes a graph_def event into every events file it creates (FileWriterCache passes the default graph),
-    # and CheckpointSaverHook adds one in after_create_session whatever save_graph_def says (v1_semantics.md
-    # section 1). DESIGN.md has compat_mts write the traced step's graph with save_graph_def=True and is silent
-    # on the other cases, so there v1's behaviour is the reference.
+    # and CheckpointSaverHook adds one in after_create_session whatever save_graph_def says. compat_mts writes
+    # the traced step's graph with save_graph_def=True; in the other cases v1's behaviour is the reference.
     v1, compat = _pair(runs, name)
     assert compat['has_graph_event'] == v1['has_graph_event'], _context(compat)
 

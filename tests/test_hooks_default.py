@@ -1,4 +1,4 @@
-"""StopAtStepHook, CheckpointSaverHook (+ listeners), StepCounterHook, SummarySaverHook (spec §3)."""
+"""StopAtStepHook, CheckpointSaverHook (+ listeners), StepCounterHook, SummarySaverHook."""
 
 from __future__ import annotations
 

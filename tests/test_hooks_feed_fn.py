@@ -1,4 +1,4 @@
-"""FeedFnHook (spec §3, §4 item 2): feed_fn runs before every run; its feeds are keyword arguments of the step."""
+"""FeedFnHook: feed_fn runs before every run; its feeds are keyword arguments of the step."""
 
 from __future__ import annotations
 

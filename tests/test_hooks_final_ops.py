@@ -1,4 +1,4 @@
-"""FinalOpsHook (spec §3): values evaluated at end(), kept in final_ops_values; v1's OutOfRange warning."""
+"""FinalOpsHook: values evaluated at end(), kept in final_ops_values; v1's OutOfRange warning."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LoggingTensorHook (spec §3): validation, tags, names, trigger iterations, v1's lines, at_end, formatter."""
+"""LoggingTensorHook: validation, tags, names, trigger iterations, v1's lines, at_end, formatter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NanTensorHook and NanLossDuringTrainingError (spec §3), eagerly."""
+"""NanTensorHook and NanLossDuringTrainingError, eagerly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ProfilerHook (spec §3, §4 item 5): v1's trigger steps, eagerly captured by the TF profiler.
+"""ProfilerHook: v1's trigger steps, eagerly captured by the TF profiler.
 
 Each triggered run leaves `timeline-<step>.json` (a Chrome trace of the capture), the capture in
 TensorBoard's profile-plugin layout, and the step's graph as run metadata `step_<N>` in the events file.

@@ -1,4 +1,4 @@
-"""SecondOrStepTimer: v1's trigger arithmetic (spec §3)."""
+"""SecondOrStepTimer: v1's trigger arithmetic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GlobalStepWaiterHook (spec §3): waits once, polling the global step, with v1's log lines."""
+"""GlobalStepWaiterHook: waits once, polling the global step, with v1's log lines."""
 
 from __future__ import annotations
 

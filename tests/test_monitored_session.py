@@ -1,4 +1,4 @@
-"""MonitoredSession / SingularMonitoredSession: v1's run loop, exit rules and recovery (spec §2)."""
+"""MonitoredSession / SingularMonitoredSession: v1's run loop, exit rules and recovery."""
 
 from __future__ import annotations
 

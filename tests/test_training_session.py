@@ -1,4 +1,4 @@
-"""MonitoredTrainingSession: arguments, USE_DEFAULT, default hooks, files, chief and non-chief (spec §1)."""
+"""MonitoredTrainingSession: arguments, USE_DEFAULT, default hooks, files, chief and non-chief."""
 
 from __future__ import annotations
 

@@ -308,7 +308,7 @@ class Estimator:
                     'There should be a CheckpointSaverHook to use saving_listeners. Please set one of the '
                     'RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.'
                 )
-            listeners = saver_hooks[0]._listeners  # pylint: disable=protected-access  # v1 added them so too.
+            listeners = saver_hooks[0]._listeners  # v1 added them so too.
             listeners.extend(listener for listener in saving_listeners if listener not in listeners)
         return chief_hooks
 

@@ -97,7 +97,7 @@ class EstimatorSpec(
         loss = _validate_loss(loss, mode)
         predictions = _validate_predictions(predictions, mode)
         if mode == ModeKeys.PREDICT:
-            from compat_mts.estimator import export  # pylint: disable=import-outside-toplevel
+            from compat_mts.estimator import export
 
             export_outputs = export.export_outputs_or_default(export_outputs, predictions)
         return super().__new__(

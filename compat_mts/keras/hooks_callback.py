@@ -214,10 +214,10 @@ class HooksCallback(tf.keras.callbacks.Callback):
         self._execution = _model.ExecutionLength(model)
         for hook in self._hooks:  # Also 1: a CheckpointSaverHook then re-reads the step only when it may save.
             if hasattr(hook, '_set_steps_per_run'):
-                hook._set_steps_per_run(self._steps_per_execution)  # pylint: disable=protected-access
+                hook._set_steps_per_run(self._steps_per_execution)
         state = Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=model.optimizer))
         for hook in self._checkpoint_hooks:
-            hook._set_default_scaffold(state)  # pylint: disable=protected-access
+            hook._set_default_scaffold(state)
         session = FitSession(_model.variables_by_name(model))
         self._options = tf.compat.v1.RunOptions()
         self._run_metadata = tf.compat.v1.RunMetadata()

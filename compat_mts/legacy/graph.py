@@ -246,7 +246,7 @@ class _Feed:
 
     def value(self, value: Any) -> tf.Tensor:
         """`value` as the tensor to feed, converted and checked as v1's `Session.run` did."""
-        if type(value) is np.ndarray and value.dtype == self.numpy_dtype:  # pylint: disable=unidiomatic-typecheck
+        if type(value) is np.ndarray and value.dtype == self.numpy_dtype:
             array = value  # The common case, checked cheaply.
         elif isinstance(value, tf_internals.EAGER_TENSOR) and value.dtype == self.dtype:
             array = value
@@ -616,7 +616,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
 
 def _identity(value: Any) -> Any:
-    return value if type(value) is str else id(value)  # pylint: disable=unidiomatic-typecheck
+    return value if type(value) is str else id(value)
 
 
 def _check_supported(graph: tf.Graph, variables: list, parameter_servers) -> None:
