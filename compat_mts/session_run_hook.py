@@ -142,11 +142,10 @@ class HookSchedule:
     `before_run`, then `after_run`); `ran()` after the `after_run`s; `reset()` when the session is created again
     or the steps per run change.
 
-    `keras.HooksCallback` uses it; the session does not (one driver for both is planned: ARCHITECTURE.md, "The
-    hook-driver seam"):
-    the session's stale step is read inside the step's own call and known only after the run, so choosing the
-    hooks before it would take a read between two steps (dearer than the calls it saves) or a count on the
-    host, which a program that runs something other than its train step would falsify.
+    `keras.HooksCallback` uses it; the session does not: the session's stale step is read inside the step's own
+    call and known only after the run, so choosing the hooks before it would take a read between two steps
+    (dearer than the calls it saves) or a count on the host, which a program that runs something other than its
+    train step would falsify. One driver for both is planned (ARCHITECTURE.md, "The hook-driver seam").
     """
 
     def __init__(self, hooks: Sequence):
