@@ -39,6 +39,8 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.compat.v1 import logging
 
+from compat_mts import _tf_internals as tf_internals
+
 # What reading a damaged checkpoint raises: OpErrors from the restore, Python errors from the reader.
 _RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
 # What reading an unreadable `checkpoint` state file raises (garbage text, binary garbage, an empty file).
@@ -241,9 +243,11 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, allow_partial: bool =
       tf.errors.OpError, ValueError: the checkpoint cannot be read.
     """
     logging.info('Restoring parameters from %s', path)
-    tf.train.load_checkpoint(path)  # Fails fast on a missing or truncated index.
+    reader = tf.train.load_checkpoint(path)  # Fails fast on a missing or truncated index.
     try:
         status = checkpoint.restore(path)
+    except tf.errors.DataLossError as error:
+        raise _damaged_data(path, 'a value', error) from None
     except (ValueError, tf.errors.InvalidArgumentError) as error:
         if not any(message in str(error) for message in _MISMATCH_MESSAGES):
             raise
@@ -252,6 +256,40 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, allow_partial: bool =
             "written by another program. Give the session an empty checkpoint_dir or the program's own."
         ) from None
     _check_matched(status, path, allow_partial)
+    _verify_values_read_later(reader, status, path)
+
+
+def _verify_values_read_later(reader, status, path: str) -> None:
+    """Reads the values of `path` that the restore left for later, so that their checksums are checked now.
+
+    A restore reads (and checks) the values of the variables that exist; those of variables the first step
+    creates, such as a Keras optimizer's slots, are read when they are created. A damaged one would then
+    fail every first step of every restart, and the previous checkpoint would never be tried. Only those
+    values are read here, one at a time: the others were read by the restore itself.
+
+    Raises:
+      tf.errors.DataLossError: a value does not match its checksum or cannot be read; the message names the
+        checkpoint's data files.
+    """
+    later = [] if getattr(status, 'unmatched', None) is not None else tf_internals.checkpoint_keys_not_restored(status)
+    if later is None:
+        later = list(reader.get_variable_to_dtype_map())
+    for key in later:
+        try:
+            reader.get_tensor(key)
+        except tf.errors.OpError as error:
+            raise _damaged_data(path, f'the value of {key}', error) from None
+
+
+def _damaged_data(path: str, what: str, error: Exception) -> tf.errors.DataLossError:
+    """The error for a checkpoint whose data files do not read back: it names them."""
+    data_files = sorted(os.path.basename(name) for name in glob.glob(glob.escape(path) + '.data-*'))
+    return tf.errors.DataLossError(
+        None,
+        None,
+        f'The data file {", ".join(data_files) or path + ".data-*"} of the checkpoint {path} is damaged: {what} '
+        f'cannot be read ({_first_lines(str(error), 1)}).',
+    )
 
 
 def _check_matched(status, path: str, allow_partial: bool) -> None:
