@@ -16,7 +16,7 @@ restoring needs:
   (relative to the directory), and an entry whose directory was moved or reached through a symlink is found
   under the directory given, so relative, `~` and symlinked `checkpoint_dir`s resume as absolute ones do.
 - **One writer.** A live process saving into a directory holds a lock file there, so a second one is refused
-  instead of both rotating each other's files away (`lock_directory`).
+  instead of both rotating each other's files away (`compat_mts.directory_lock`).
 
 Object-based (`tf.train.Checkpoint`) and v1 name-based (`tf.compat.v1.train.Saver`) files are both read; a
 name-based file is matched by variable names, as `tf.train.Checkpoint.restore` does.
@@ -24,15 +24,12 @@ name-based file is matched by variable names, as `tf.train.Checkpoint.restore` d
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import glob
 import itertools
-import json
 import logging as python_logging
 import os
 import re
-import socket
 import time
 
 import tensorflow as tf
@@ -40,6 +37,12 @@ from google.protobuf import text_format
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts.directory_lock import (  # noqa: F401 (the lock's names, where they always were)
+    LOCK_FILE,
+    CheckpointDirectoryInUseError,
+    lock_directory,
+    unlock_directory,
+)
 
 # What reading a damaged checkpoint raises: OpErrors from the restore, Python errors from the reader.
 _RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
@@ -60,101 +63,9 @@ class CheckpointMismatchError(RuntimeError):
     """
 
 
-class CheckpointDirectoryInUseError(RuntimeError):
-    """Another live process is saving checkpoints into the same directory (its lock file says which)."""
-
-
 class DamagedCheckpointsError(RuntimeError):
     """Checkpoint files that cannot be read: every checkpoint listed in a session's directory failed to load (the
     session refuses to start afresh over them), or a checkpoint `convert_checkpoint` was to rewrite is damaged."""
-
-
-LOCK_FILE = 'compat_mts.lock'
-_held_locks: set[str] = set()  # Process-wide, as the lock files are: they name this process, not a session.
-
-
-def lock_directory(directory: str) -> None:
-    """Marks `directory` as written by this process, or raises if another live process writes there.
-
-    Two processes saving into one `checkpoint_dir` rotate each other's files away and interleave the state
-    file; neither v1 nor `tf.train.CheckpointManager` notices. The lock is a file holding the writer's pid and
-    host. A lock of this process is taken again; a lock whose process is gone (same host, no such pid, as after
-    kill -9) is taken over with a warning. Remote file systems (`gs://...`) are not locked. The lock goes when
-    the process exits or `unlock_directory` is called.
-
-    Raises:
-      CheckpointDirectoryInUseError: another live process (or one on another host) holds the lock.
-    """
-    if '://' in directory:
-        return
-    path = os.path.join(directory, LOCK_FILE)
-    me = {'pid': os.getpid(), 'host': socket.gethostname()}
-    while True:
-        try:
-            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = _lock_holder(path)
-            if holder == me:
-                _held_locks.add(path)
-                return
-            if holder is not None and not _gone(holder):
-                raise CheckpointDirectoryInUseError(
-                    f'Another process (pid {holder["pid"]} on {holder["host"]}) is saving checkpoints into '
-                    f"{directory}: two writers would delete each other's checkpoints. Give this session its own "
-                    f'checkpoint_dir; if that process is gone, delete {path}. To share the directory anyway, '
-                    'pass CheckpointSaverHook(..., allow_other_writers=True).'
-                )
-            logging.warning(
-                'Taking over the lock of %s from %s, whose process is gone.',
-                directory,
-                holder or 'an unreadable lock file',
-            )
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-            continue
-        with os.fdopen(descriptor, 'w', encoding='utf-8') as lock:
-            json.dump(me, lock)
-        if not _held_locks:
-            atexit.register(_unlock_all)
-        _held_locks.add(path)
-        return
-
-
-def unlock_directory(directory: str) -> None:
-    """Removes this process's lock of `directory` (see `lock_directory`)."""
-    path = os.path.join(directory, LOCK_FILE)
-    if path in _held_locks:
-        _held_locks.discard(path)
-        if _lock_holder(path) == {'pid': os.getpid(), 'host': socket.gethostname()}:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-
-
-def _unlock_all() -> None:
-    for path in list(_held_locks):
-        unlock_directory(os.path.dirname(path))
-
-
-def _lock_holder(path: str) -> dict | None:
-    try:
-        with open(path, encoding='utf-8') as lock:
-            holder = json.load(lock)
-        return {'pid': int(holder['pid']), 'host': str(holder['host'])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _gone(holder: dict) -> bool:
-    """Whether the lock's process has ended: known only on this host."""
-    if holder['host'] != socket.gethostname():
-        return False
-    try:
-        os.kill(holder['pid'], 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # Alive, another user's.
-        return False
-    return False
 
 
 def expand_directory(directory: str) -> str:

@@ -56,8 +56,9 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     as v1 wrote the default graph at session creation.
 
     Two processes saving into one directory would delete each other's checkpoints, so the hook holds a lock
-    file there (`compat_mts.lock`, with its pid and host) while the process runs, and a second live writer
-    fails at `begin()` with `CheckpointDirectoryInUseError`; a lock left by a killed process is taken over.
+    file there (`compat_mts.lock`, with its pid, host and a lease that a background thread renews) while the
+    process runs, and a second live writer fails at `begin()` with `CheckpointDirectoryInUseError`; a lock left
+    by a killed process, or whose lease ran out (a crashed host), is taken over with a warning.
     `allow_other_writers=True` (eager-only, keyword-only) shares the directory anyway.
 
     Args:
