@@ -99,6 +99,20 @@ def checkpoint_paths(directory: str) -> list[str]:
     return list(reversed(paths))
 
 
+def latest_checkpoint(directory: str) -> str | None:
+    """The newest checkpoint of `directory` whose index file is there, or None: `tf.train.latest_checkpoint`,
+    read as the session reads the directory.
+
+    A missing or unreadable `checkpoint` state file (random bytes, which `tf.train.latest_checkpoint` meets
+    with a bare `UnicodeDecodeError`) is read from the checkpoint files on disk, with a warning, and the
+    state file's entries are found under `directory` (see `checkpoint_paths`).
+    """
+    for path in checkpoint_paths(directory):
+        if tf.io.gfile.exists(path + '.index'):
+            return path
+    return None
+
+
 def _read_state(directory: str):
     """The directory's CheckpointState (paths as TensorFlow resolves them), or None: missing or unreadable."""
     state_file = os.path.join(directory, 'checkpoint')
