@@ -184,7 +184,10 @@ def MonitoredTrainingSession(  # pylint: disable=invalid-name
         (summary_dir, 'summary_dir', counts_steps or saves_summaries),
     ):
         if written:
-            summary_lib.ensure_writable_directory(directory, argument)
+            reserve = max(summary_lib.EVENTS_NAME_BYTES, summary_lib.checkpoint_name_bytes('model.ckpt'))
+            summary_lib.ensure_writable_directory(directory, argument, reserve=reserve)
+        elif directory:
+            summary_lib.check_utf8_path(directory, argument)
     all_hooks = list(chief_only_hooks)
     if summary_dir:
         if counts_steps:

@@ -65,3 +65,68 @@ def test_a_restore_only_chief_reads_a_read_only_directory_as_v1_does(tmp_path):
             _restore_only_compat(read_only, save_checkpoint_steps=1)
     assert _files(written) == before
     assert checkpoint_steps(written) == [0, 1, 2, 3]
+
+
+def _unusable(root, kind: str) -> str:
+    """A `checkpoint_dir` under `root` of the `kind` that cannot hold checkpoints."""
+    if kind == 'dangling_symlink':
+        os.symlink(root / 'missing', root / 'dangling')
+        return str(root / 'dangling')
+    if kind == 'symlink_loop':
+        os.symlink(root / 'loop_b', root / 'loop_a')
+        os.symlink(root / 'loop_a', root / 'loop_b')
+        return str(root / 'loop_a')
+    if kind == 'a_file':
+        (root / 'a_file').write_text('not a directory')
+        return str(root / 'a_file')
+    if kind == 'not_utf8':
+        return os.fsdecode(os.path.join(os.fsencode(root), b'caf\xe9'))
+    # Near the path limit: the directory can be made, but the files of a save in it would be too long.
+    limit = os.pathconf(root, 'PC_PATH_MAX')
+    directory = os.path.join(root, *['d' * 200] * (limit // 201))
+    return directory[: limit - 40]
+
+
+_PROBLEMS = {
+    'dangling_symlink': r"is a symlink to '.*missing', which does not exist",
+    'symlink_loop': 'is a symlink loop',
+    'a_file': 'is a file, not a directory',
+    'not_utf8': 'is not a valid UTF-8 path',
+    'near_the_path_limit': r'bytes long: the files written in it would have paths of up to \d+ bytes, over the limit',
+}
+
+
+@pytest.mark.parametrize('kind', sorted(_PROBLEMS))
+def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_clear_error_before_anything_is_written(tmp_path, kind):
+    directory = _unusable(tmp_path, kind)
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(ValueError, match=f'^`checkpoint_dir` .*{_PROBLEMS[kind]}'):
+        _restore_only_compat(directory, save_checkpoint_steps=1)
+    assert sorted(os.listdir(tmp_path)) == before  # No directory made, no `_temp` folder left.
+
+
+def test_a_lock_path_that_is_a_directory_is_a_clear_error_of_the_session(tmp_path):
+    os.mkdir(tmp_path / 'compat_mts.lock')
+    with pytest.raises(
+        mts.CheckpointDirectoryInUseError, match=r'compat_mts\.lock of checkpoint_dir .* is a directory'
+    ):
+        _restore_only_compat(str(tmp_path), save_checkpoint_steps=1)
+
+
+@pytest.mark.slow
+def test_convert_into_a_directory_whose_name_is_not_utf8_is_a_clear_error(tmp_path):
+    trained = run_python(_LEGS, 'v1', str(tmp_path / 'v1'), '2:1')
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    destination = os.path.join(os.fsencode(tmp_path), b'caf\xe9')
+    result = run_python(
+        'import sys; from compat_mts.cli.main import main; sys.exit(main())',
+        'convert',
+        str(tmp_path / 'v1'),
+        os.fsdecode(destination),
+        '--to',
+        'object',
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert '`dst_dir`' in result.stderr and 'is not a valid UTF-8 path' in result.stderr
+    assert 'Traceback' not in result.stderr
+    assert not os.path.exists(destination)

@@ -64,9 +64,10 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
         `seconds` (wall time of the training loop).
 
     Raises:
-        ValueError: `steps` is not a positive integer.
-        PermissionError: `directory` cannot be created or written (a regular file, a path below one, no write
-            permission); nothing has been written then.
+        ValueError: `steps` is not a positive integer, or `directory` cannot hold files (a regular file, a path
+            below one, a dangling symlink); nothing has been written then.
+        PermissionError: `directory` cannot be created or written (no write permission); nothing has been
+            written then.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
