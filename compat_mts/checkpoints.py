@@ -25,11 +25,13 @@ name-based file is matched by variable names, as `tf.train.Checkpoint.restore` d
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import itertools
 import logging as python_logging
 import os
 import re
+import shutil
 import time
 
 import tensorflow as tf
@@ -384,9 +386,58 @@ def root_logger_left_alone():
 
 
 def save_numbered(manager: tf.train.CheckpointManager, step: int) -> str:
-    """Saves `manager`'s checkpoint as `<prefix>-<step>`; returns its path."""
-    with root_logger_left_alone():
-        return manager.save(checkpoint_number=step)
+    """Saves `manager`'s checkpoint as `<prefix>-<step>`; returns its path.
+
+    A save that fails leaves no partial files: TensorFlow's `<prefix>-<step>_temp` folder, the new step's
+    files and the state file's temporary copy are removed, so the directory holds its last good checkpoint
+    as before. A full disk is said in one error that names the directory and that checkpoint.
+
+    Raises:
+      tf.errors.ResourceExhaustedError: the disk (or quota) is full.
+      tf.errors.OpError, OSError: the save failed otherwise (TensorFlow's error, after the clean-up).
+    """
+    directory = manager.directory
+    before = set(os.listdir(directory)) if '://' not in directory else None
+    try:
+        with root_logger_left_alone():
+            return manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as error:
+        if before is not None:
+            _remove_partial_save(directory, step, before)
+        if not _disk_full(error):
+            raise
+        latest = manager.latest_checkpoint
+        raise tf.errors.ResourceExhaustedError(
+            None,
+            None,
+            f'The checkpoint of step {step} could not be saved into {directory}: no space left on the device '
+            f'({_first_lines(str(error).split("}} ", 1)[-1], 1)}). Its partial files were removed; the last good checkpoint '
+            f'({latest or "none yet"}) is kept. Free some space and run again to resume from it.',
+        ) from None
+
+
+def _disk_full(error: Exception) -> bool:
+    if isinstance(error, tf.errors.ResourceExhaustedError):
+        return True
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return 'No space left on device' in str(error) or 'Disk quota exceeded' in str(error)
+
+
+def _remove_partial_save(directory: str, step: int, before: set[str]) -> None:
+    """Removes what a failed save of `step` added to `directory`: the `_temp` folder, the step's files, the
+    state file's temporary copy."""
+    partial = re.compile(rf'^(.+-{step}(_temp|\.index|\.data-\d+-of-\d+)|checkpoint\.tmp[0-9a-f]+)$')
+    for name in set(os.listdir(directory)) - before:
+        if not partial.match(name):
+            continue
+        path = os.path.join(directory, name)
+        logging.info('Removing %s, left by the failed save of step %d.', path, step)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 class Snapshot:

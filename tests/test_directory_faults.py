@@ -10,10 +10,11 @@ import json
 import os
 
 import pytest
+import tensorflow as tf
 
 import compat_mts as mts
 from tests import mounts
-from tests.support import REPO_ROOT, checkpoint_steps, run_python
+from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
 from tests.v1_programs.directory_legs import build
 
 _LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
@@ -130,3 +131,45 @@ def test_convert_into_a_directory_whose_name_is_not_utf8_is_a_clear_error(tmp_pa
     assert '`dst_dir`' in result.stderr and 'is not a valid UTF-8 path' in result.stderr
     assert 'Traceback' not in result.stderr
     assert not os.path.exists(destination)
+
+
+def _big_program():
+    """A global step and 24 KB of weights: a few checkpoints fill the small file system."""
+    global_step = mts.get_or_create_global_step()
+    weights = tf.Variable(tf.zeros([6000]))
+
+    @tf.function
+    def step():
+        weights.assign_add(tf.ones([6000]))
+        global_step.assign_add(1)
+        return {'weights': weights[0]}
+
+    return global_step, weights, step, mts.Scaffold(saver=tf.train.Checkpoint(weights=weights))
+
+
+def test_a_full_disk_is_one_clear_error_that_leaves_no_partial_files_and_keeps_the_last_checkpoint(tmp_path, tf_logs):
+    with mounts.small_file_system(str(tmp_path / 'small'), 120) as directory:
+        _, _, step, scaffold = _big_program()
+        with pytest.raises(tf.errors.ResourceExhaustedError) as full:
+            with mts.MonitoredTrainingSession(
+                checkpoint_dir=directory,
+                scaffold=scaffold,
+                save_checkpoint_steps=1,
+                save_summaries_steps=0,
+                hooks=[mts.StopAtStepHook(last_step=100)],
+            ) as session:
+                while not session.should_stop():
+                    session.run(step)
+        message = str(full.value)
+        listed = state_file_steps(directory)
+        assert message.startswith(f'The checkpoint of step {listed[-1] + 1} could not be saved into {directory}: no ')
+        assert f'the last good checkpoint ({directory}/model.ckpt-{listed[-1]}) is kept' in message
+        assert 'function_node' not in message and 'Traceback' not in message
+        left = sorted(os.listdir(directory))
+        assert not [name for name in left if '_temp' in name or '.tmp' in name], left
+        assert checkpoint_steps(directory) == listed  # The files of every listed checkpoint, and no others.
+        mts.reset()
+        global_step, weights, step, scaffold = _big_program()
+        with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, **_RESTORE_ONLY) as session:
+            assert int(session.run(global_step)) == listed[-1]
+            assert float(session.run(weights)[0]) == listed[-1]
