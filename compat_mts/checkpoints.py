@@ -407,12 +407,13 @@ def save_numbered(manager: tf.train.CheckpointManager, step: int) -> str:
         if not _disk_full(error):
             raise
         latest = manager.latest_checkpoint
+        detail = _first_lines(str(error).split('}} ', 1)[-1], 1)  # Without TensorFlow's function-node prefix.
         raise tf.errors.ResourceExhaustedError(
             None,
             None,
             f'The checkpoint of step {step} could not be saved into {directory}: no space left on the device '
-            f'({_first_lines(str(error).split("}} ", 1)[-1], 1)}). Its partial files were removed; the last good checkpoint '
-            f'({latest or "none yet"}) is kept. Free some space and run again to resume from it.',
+            f'({detail}). Its partial files were removed; the last good checkpoint ({latest or "none yet"}) is '
+            'kept. Free some space and run again to resume from it.',
         ) from None
 
 
