@@ -173,3 +173,27 @@ def test_a_full_disk_is_one_clear_error_that_leaves_no_partial_files_and_keeps_t
         with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, **_RESTORE_ONLY) as session:
             assert int(session.run(global_step)) == listed[-1]
             assert float(session.run(weights)[0]) == listed[-1]
+
+
+@pytest.mark.slow
+def test_the_legacy_tools_and_the_demo_read_an_unreadable_state_file_from_the_checkpoints_on_disk(tmp_path):
+    from compat_mts.cli import demo
+    from compat_mts.legacy.checkpoints import resolve_checkpoint_path
+    from compat_mts.legacy.convert import convert_checkpoint
+
+    v1 = str(tmp_path / 'v1')
+    trained = run_python(_LEGS, 'v1', v1, '2:1')
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    garbage = bytes(range(128, 256))
+    (tmp_path / 'v1' / 'checkpoint').write_bytes(garbage)
+    assert resolve_checkpoint_path(v1) == os.path.join(v1, 'model.ckpt-2')
+    (tmp_path / 'taken').mkdir()
+    (tmp_path / 'taken' / 'checkpoint').write_bytes(garbage)
+    with pytest.raises(ValueError, match='already holds checkpoints'):
+        convert_checkpoint(v1, str(tmp_path / 'taken'), to='object')
+    written = convert_checkpoint(v1, str(tmp_path / 'object'), to='object')
+    assert [os.path.basename(path) for path in written] == ['model.ckpt-0', 'model.ckpt-1', 'model.ckpt-2']
+    first = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
+    (tmp_path / 'demo' / 'checkpoint').write_bytes(garbage)
+    second = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
+    assert second['resumed'] and second['start_step'] == first['final_step'] == 3

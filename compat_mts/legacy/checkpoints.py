@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
+from compat_mts import checkpoints
 from compat_mts.checkpoints import CheckpointMismatchError
 
 OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
@@ -329,7 +330,7 @@ def resolve_checkpoint_path(checkpoint_path: str) -> str:
     """
     checkpoint_path = os.fspath(checkpoint_path)
     if tf.io.gfile.isdir(checkpoint_path):
-        latest = tf.train.latest_checkpoint(checkpoint_path)
+        latest = checkpoints.latest_checkpoint(checkpoint_path)  # An unreadable state file read from the files.
         if latest is None:
             raise ValueError(f'The directory {checkpoint_path!r} holds no checkpoint (no `checkpoint` state file).')
         return latest

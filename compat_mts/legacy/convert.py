@@ -132,7 +132,7 @@ def convert_checkpoint(
         )
     if os.path.abspath(src_dir) == os.path.abspath(dst_dir):
         raise ValueError('`dst_dir` must differ from `src_dir`.')
-    if tf.train.get_checkpoint_state(dst_dir) is not None:
+    if checkpoints.checkpoint_paths(dst_dir) or tf.io.gfile.exists(os.path.join(dst_dir, 'checkpoint')):
         raise ValueError(f'`dst_dir` {dst_dir!r} already holds checkpoints; give an empty directory.')
     names = {}
     for source in sources:
