@@ -283,3 +283,22 @@ def test_an_unreadable_state_file_is_read_from_the_checkpoints_on_disk_by_every_
     assert support.checkpoint_steps(str(tmp_path / 'model')) == [0, 3, 5]
     assert tf.train.latest_checkpoint(str(tmp_path / 'model')) == str(tmp_path / 'model' / 'model.ckpt-5')
     assert any('no readable `checkpoint` state file' in message for message in tf_logs.messages())
+
+
+def test_a_flipped_byte_in_the_newest_data_file_falls_back_to_the_previous_checkpoint(tmp_path, tf_logs):
+    model = make_estimator(tmp_path)
+    model.train(linear.input_fn(), max_steps=3)
+    data = tmp_path / 'model.ckpt-3.data-00000-of-00001'
+    content = bytearray(data.read_bytes())
+    weights = tf.train.load_checkpoint(str(tmp_path / 'model.ckpt-3')).get_tensor('w').tobytes()
+    content[content.find(weights)] ^= 0x01
+    data.write_bytes(bytes(content))
+    model.train(linear.input_fn(), max_steps=5)
+    assert any(
+        m.startswith('Could not restore checkpoint') and 'model.ckpt-3.data-00000-of-00001' in m
+        for m in tf_logs.messages()
+    )
+    assert 'Restoring parameters from %s' % (tmp_path / 'model.ckpt-0') in tf_logs.messages()
+    assert model.get_variable_value('global_step') == 5
+    with pytest.raises(tf.errors.DataLossError, match='model.ckpt-3.data-00000-of-00001 of the checkpoint'):
+        model.evaluate(linear.input_fn(), steps=1, checkpoint_path=str(tmp_path / 'model.ckpt-3'))
