@@ -85,6 +85,7 @@ def lock_directory(directory: str) -> None:
         if _take_over(path, holder, reason):
             break
     _renew(path)  # Also a lock of this process taken again: its lease starts now.
+    _remove_old_temporaries(path)
     with _held_lock:
         if not _held_locks:
             atexit.register(_unlock_all)
@@ -263,6 +264,18 @@ def _takeover_guard(path: str):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.remove(guard)
+
+
+def _remove_old_temporaries(path: str) -> None:
+    """Removes the lock's temporary copies that a process killed while writing one left behind."""
+    prefix = os.path.basename(path) + '.'
+    directory = os.path.dirname(path) or '.'
+    for name in os.listdir(directory):
+        if name.startswith(prefix) and name.endswith('.tmp'):
+            temporary = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - os.path.getmtime(temporary) > _TAKEOVER_STALE_SECS:
+                    os.remove(temporary)
 
 
 def _renew(path: str) -> None:

@@ -131,3 +131,13 @@ def test_a_live_session_renews_its_lease_off_the_training_loop(tmp_path):
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         child.stdout.close()
+
+
+def test_temporary_lock_copies_left_by_a_killed_process_are_removed_once_old(tmp_path):
+    old, young = tmp_path / 'compat_mts.lock.0123abcd.tmp', tmp_path / 'compat_mts.lock.4567ef.tmp'
+    for left in (old, young):
+        left.write_text('{"pid": 1')
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    directory_lock.lock_directory(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ['compat_mts.lock', young.name]  # A young one may be being written.
