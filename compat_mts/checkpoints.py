@@ -4,7 +4,9 @@ A session starts from the newest checkpoint that loads, as v1 did, with safeguar
 restoring needs:
 
 - **Damage falls back, never restarts.** A truncated or corrupt newest checkpoint (a crash in the middle of
-  a copy, a full disk) is skipped with a warning and the previous one is restored. If every checkpoint of
+  a copy, a full disk, a flipped bit) is skipped with a warning and the previous one is restored. Every value
+  is checked against its checksum at restore, those that TensorFlow reads only later (a Keras optimizer's
+  slots, at the first step) included. If every checkpoint of
   the directory is damaged the session does not start afresh over them: `DamagedCheckpointsError` names
   them.
 - **Another program's checkpoint is refused.** A checkpoint that lacks variables of the program, or holds
