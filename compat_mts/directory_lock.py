@@ -14,7 +14,8 @@ neither v1 nor `tf.train.CheckpointManager` notices. A writer holds `compat_mts.
   another machine after a crash resumes without a hand delete. A lock of another host that is still
   inside its lease is watched until it runs out (taken over) or is renewed (refused: its writer lives).
 - **Same host, known at once.** A lock of a process of this host that no longer exists (kill -9) is
-  taken over at once.
+  taken over at once; one whose pid now belongs to another process (a restarted container) once its lease
+  has run out.
 - **Taken over by one.** Taking a lock over (removing the stale file, linking a new one) happens under a
   second, short-lived file created with `O_EXCL`, so two processes that both found the same stale lock do
   not both take it.
@@ -182,11 +183,17 @@ def _stale_reason(path: str, holder: dict | None, directory: str) -> str:
                 "delete each other's checkpoints. Give this session its own checkpoint_dir."
             )
         return f'an unreadable lock file, {age:.0f} s old'
+    expires = holder['renewed'] + holder['lease_secs']
     if holder['host'] == socket.gethostname():
         if _process_gone(holder['pid']):
             return f'pid {holder["pid"]} on {holder["host"]}, whose process is gone'
-        _refuse(path, holder, directory)
-    expires = holder['renewed'] + holder['lease_secs']
+        if time.time() < expires:
+            _refuse(path, holder, directory)
+        # Alive but not renewing: the pid is another process's now (a restarted machine or container).
+        return (
+            f'pid {holder["pid"]} on {holder["host"]}, whose lease of {holder["lease_secs"]:g} s ran out '
+            f'{time.time() - expires:.0f} s ago (that pid is another process now, or a frozen one)'
+        )
     if time.time() < expires:
         _logger.info(
             'The lock of %s is held by process %d on %s, another host: waiting up to %.0f s for it to renew its '

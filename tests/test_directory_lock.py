@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -141,3 +142,15 @@ def test_temporary_lock_copies_left_by_a_killed_process_are_removed_once_old(tmp
     os.utime(old, (an_hour_ago, an_hour_ago))
     directory_lock.lock_directory(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ['compat_mts.lock', young.name]  # A young one may be being written.
+
+
+def test_a_lock_of_this_host_whose_pid_lives_on_in_another_process_is_taken_over_once_its_lease_ran_out(
+    tmp_path, tf_logs
+):
+    alive = os.getppid()  # Another live process: the pid of a writer before the machine restarted.
+    _write_lock(str(tmp_path), pid=alive, host=socket.gethostname(), renewed=time.time(), lease_secs=60)
+    with pytest.raises(directory_lock.CheckpointDirectoryInUseError, match=f'pid {alive}'):
+        directory_lock.lock_directory(str(tmp_path))
+    _write_lock(str(tmp_path), pid=alive, host=socket.gethostname(), renewed=time.time() - 3600, lease_secs=60)
+    directory_lock.lock_directory(str(tmp_path))
+    assert any(f'pid {alive} on ' in m and 'whose lease of 60 s ran out' in m for m in tf_logs.messages())
