@@ -13,6 +13,8 @@ attribute of a TensorFlow object. What is here, by who needs it:
 - the session's core (`fetches`, `global_step`, `monitored_session`, `scaffold`, `summary`): eager mode, plain
   variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
   a v1 `Saver`'s arguments, unfinalizing a graph; all with public fallbacks that cost speed or a nicety;
+- checkpoints (`compat_mts.checkpoints`): which values of a checkpoint a restore left for later, to check their
+  checksums at restore; public fallback: read every value once more;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
   dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same;
 - the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
@@ -557,6 +559,29 @@ def _public_write_relative_checkpoint_state(directory: str, paths: list) -> None
     with tf.io.gfile.GFile(temporary, 'w') as file:
         file.write(text_format.MessageToString(state))
     tf.io.gfile.rename(temporary, target, overwrite=True)
+
+
+def checkpoint_keys_not_restored(status: Any) -> list[str] | None:
+    """The keys of an object-based checkpoint that a `tf.train.Checkpoint.restore` has not read yet, or None.
+
+    Those are the values of objects the program creates later (a Keras optimizer's slots, created by the
+    first step): TensorFlow reads them, and checks their checksums, only then. The restore's coordinator
+    knows which nodes of the checkpoint's object graph it matched; there is no public way to ask. None when
+    private APIs are off or the status is of another kind: the caller then reads every key.
+    """
+    if not PRIVATE_TF:
+        return None
+    coordinator = getattr(status, '_checkpoint', None)
+    graph = getattr(coordinator, 'object_graph_proto', None)
+    matched = getattr(coordinator, 'matched_proto_ids', None)
+    if graph is None or matched is None:
+        return None
+    return [
+        attribute.checkpoint_key
+        for node_id, node in enumerate(graph.nodes)
+        if node_id not in matched
+        for attribute in node.attributes
+    ]
 
 
 # The estimator (compat_mts.estimator): v1 objects a `model_fn` builds, read back.

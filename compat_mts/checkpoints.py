@@ -4,7 +4,9 @@ A session starts from the newest checkpoint that loads, as v1 did, with safeguar
 restoring needs:
 
 - **Damage falls back, never restarts.** A truncated or corrupt newest checkpoint (a crash in the middle of
-  a copy, a full disk) is skipped with a warning and the previous one is restored. If every checkpoint of
+  a copy, a full disk, a flipped bit) is skipped with a warning and the previous one is restored. Every value
+  is checked against its checksum at restore, those that TensorFlow reads only later (a Keras optimizer's
+  slots, at the first step) included. If every checkpoint of
   the directory is damaged the session does not start afresh over them: `DamagedCheckpointsError` names
   them.
 - **Another program's checkpoint is refused.** A checkpoint that lacks variables of the program, or holds
@@ -16,7 +18,7 @@ restoring needs:
   (relative to the directory), and an entry whose directory was moved or reached through a symlink is found
   under the directory given, so relative, `~` and symlinked `checkpoint_dir`s resume as absolute ones do.
 - **One writer.** A live process saving into a directory holds a lock file there, so a second one is refused
-  instead of both rotating each other's files away (`lock_directory`).
+  instead of both rotating each other's files away (`compat_mts.directory_lock`).
 
 Object-based (`tf.train.Checkpoint`) and v1 name-based (`tf.compat.v1.train.Saver`) files are both read; a
 name-based file is matched by variable names, as `tf.train.Checkpoint.restore` does.
@@ -24,15 +26,14 @@ name-based file is matched by variable names, as `tf.train.Checkpoint.restore` d
 
 from __future__ import annotations
 
-import atexit
 import contextlib
+import errno
 import glob
 import itertools
-import json
 import logging as python_logging
 import os
 import re
-import socket
+import shutil
 import time
 from typing import Iterable
 
@@ -40,7 +41,13 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.compat.v1 import logging
 
-from compat_mts import program as program_lib
+from compat_mts import _tf_internals as tf_internals
+from compat_mts.directory_lock import (  # noqa: F401 (the lock's names, where they always were)
+    LOCK_FILE,
+    CheckpointDirectoryInUseError,
+    lock_directory,
+    unlock_directory,
+)
 
 # What reading a damaged checkpoint raises: OpErrors from the restore, Python errors from the reader.
 _RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError)
@@ -61,104 +68,9 @@ class CheckpointMismatchError(RuntimeError):
     """
 
 
-class CheckpointDirectoryInUseError(RuntimeError):
-    """Another live process is saving checkpoints into the same directory (its lock file says which)."""
-
-
 class DamagedCheckpointsError(RuntimeError):
     """Checkpoint files that cannot be read: every checkpoint listed in a session's directory failed to load (the
     session refuses to start afresh over them), or a checkpoint `convert_checkpoint` was to rewrite is damaged."""
-
-
-LOCK_FILE = 'compat_mts.lock'
-# Process-wide, as the lock files are: they name this process, not a session.
-_held_locks: set[str] = program_lib.PROGRAM.table(
-    'checkpoints.held_locks', set(), 'the lock files this process holds', kind='process'
-)
-
-
-def lock_directory(directory: str) -> None:
-    """Marks `directory` as written by this process, or raises if another live process writes there.
-
-    Two processes saving into one `checkpoint_dir` rotate each other's files away and interleave the state
-    file; neither v1 nor `tf.train.CheckpointManager` notices. The lock is a file holding the writer's pid and
-    host. A lock of this process is taken again; a lock whose process is gone (same host, no such pid, as after
-    kill -9) is taken over with a warning. Remote file systems (`gs://...`) are not locked. The lock goes when
-    the process exits or `unlock_directory` is called.
-
-    Raises:
-      CheckpointDirectoryInUseError: another live process (or one on another host) holds the lock.
-    """
-    if '://' in directory:
-        return
-    path = os.path.join(directory, LOCK_FILE)
-    me = {'pid': os.getpid(), 'host': socket.gethostname()}
-    while True:
-        try:
-            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = _lock_holder(path)
-            if holder == me:
-                _held_locks.add(path)
-                return
-            if holder is not None and not _gone(holder):
-                raise CheckpointDirectoryInUseError(
-                    f'Another process (pid {holder["pid"]} on {holder["host"]}) is saving checkpoints into '
-                    f"{directory}: two writers would delete each other's checkpoints. Give this session its own "
-                    f'checkpoint_dir; if that process is gone, delete {path}. To share the directory anyway, '
-                    'pass CheckpointSaverHook(..., allow_other_writers=True).'
-                )
-            logging.warning(
-                'Taking over the lock of %s from %s, whose process is gone.',
-                directory,
-                holder or 'an unreadable lock file',
-            )
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-            continue
-        with os.fdopen(descriptor, 'w', encoding='utf-8') as lock:
-            json.dump(me, lock)
-        if not _held_locks:
-            atexit.register(_unlock_all)
-        _held_locks.add(path)
-        return
-
-
-def unlock_directory(directory: str) -> None:
-    """Removes this process's lock of `directory` (see `lock_directory`)."""
-    path = os.path.join(directory, LOCK_FILE)
-    if path in _held_locks:
-        _held_locks.discard(path)
-        if _lock_holder(path) == {'pid': os.getpid(), 'host': socket.gethostname()}:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-
-
-def _unlock_all() -> None:
-    for path in list(_held_locks):
-        unlock_directory(os.path.dirname(path))
-
-
-def _lock_holder(path: str) -> dict | None:
-    try:
-        with open(path, encoding='utf-8') as lock:
-            holder = json.load(lock)
-        return {'pid': int(holder['pid']), 'host': str(holder['host'])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _gone(holder: dict) -> bool:
-    """Whether the lock's process has ended: known only on this host."""
-    if holder['host'] != socket.gethostname():
-        return False
-    try:
-        os.kill(holder['pid'], 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # Alive, another user's.
-        return False
-    return False
 
 
 def expand_directory(directory: str) -> str:
@@ -190,6 +102,20 @@ def checkpoint_paths(directory: str) -> list[str]:
         paths.append(newest)
     paths.sort(key=lambda path: (path == newest, _step_of(path)))
     return list(reversed(paths))
+
+
+def latest_checkpoint(directory: str) -> str | None:
+    """The newest checkpoint of `directory` whose index file is there, or None: `tf.train.latest_checkpoint`,
+    read as the session reads the directory.
+
+    A missing or unreadable `checkpoint` state file (random bytes, which `tf.train.latest_checkpoint` meets
+    with a bare `UnicodeDecodeError`) is read from the checkpoint files on disk, with a warning, and the
+    state file's entries are found under `directory` (see `checkpoint_paths`).
+    """
+    for path in checkpoint_paths(directory):
+        if tf.io.gfile.exists(path + '.index'):
+            return path
+    return None
 
 
 def _read_state(directory: str):
@@ -247,9 +173,11 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, allow_partial: bool =
       tf.errors.OpError, ValueError: the checkpoint cannot be read.
     """
     logging.info('Restoring parameters from %s', path)
-    tf.train.load_checkpoint(path)  # Fails fast on a missing or truncated index.
+    reader = tf.train.load_checkpoint(path)  # Fails fast on a missing or truncated index.
     try:
         status = checkpoint.restore(path)
+    except tf.errors.DataLossError as error:
+        raise _damaged_data(path, 'a value', error) from None
     except (ValueError, tf.errors.InvalidArgumentError) as error:
         if not any(message in str(error) for message in _MISMATCH_MESSAGES):
             raise
@@ -258,6 +186,40 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, allow_partial: bool =
             "written by another program. Give the session an empty checkpoint_dir or the program's own."
         ) from None
     _check_matched(status, path, allow_partial)
+    _verify_values_read_later(reader, status, path)
+
+
+def _verify_values_read_later(reader, status, path: str) -> None:
+    """Reads the values of `path` that the restore left for later, so that their checksums are checked now.
+
+    A restore reads (and checks) the values of the variables that exist; those of variables the first step
+    creates, such as a Keras optimizer's slots, are read when they are created. A damaged one would then
+    fail every first step of every restart, and the previous checkpoint would never be tried. Only those
+    values are read here, one at a time: the others were read by the restore itself.
+
+    Raises:
+      tf.errors.DataLossError: a value does not match its checksum or cannot be read; the message names the
+        checkpoint's data files.
+    """
+    later = [] if getattr(status, 'unmatched', None) is not None else tf_internals.checkpoint_keys_not_restored(status)
+    if later is None:
+        later = list(reader.get_variable_to_dtype_map())
+    for key in later:
+        try:
+            reader.get_tensor(key)
+        except tf.errors.OpError as error:
+            raise _damaged_data(path, f'the value of {key}', error) from None
+
+
+def _damaged_data(path: str, what: str, error: Exception) -> tf.errors.DataLossError:
+    """The error for a checkpoint whose data files do not read back: it names them."""
+    data_files = sorted(os.path.basename(name) for name in glob.glob(glob.escape(path) + '.data-*'))
+    return tf.errors.DataLossError(
+        None,
+        None,
+        f'The data file {", ".join(data_files) or path + ".data-*"} of the checkpoint {path} is damaged: {what} '
+        f'cannot be read ({_first_lines(str(error), 1)}).',
+    )
 
 
 def _check_matched(status, path: str, allow_partial: bool) -> None:
@@ -460,9 +422,59 @@ def root_logger_left_alone():
 
 
 def save_numbered(manager: tf.train.CheckpointManager, step: int) -> str:
-    """Saves `manager`'s checkpoint as `<prefix>-<step>`; returns its path."""
-    with root_logger_left_alone():
-        return manager.save(checkpoint_number=step)
+    """Saves `manager`'s checkpoint as `<prefix>-<step>`; returns its path.
+
+    A save that fails leaves no partial files: TensorFlow's `<prefix>-<step>_temp` folder, the new step's
+    files and the state file's temporary copy are removed, so the directory holds its last good checkpoint
+    as before. A full disk is said in one error that names the directory and that checkpoint.
+
+    Raises:
+      tf.errors.ResourceExhaustedError: the disk (or quota) is full.
+      tf.errors.OpError, OSError: the save failed otherwise (TensorFlow's error, after the clean-up).
+    """
+    directory = manager.directory
+    before = set(os.listdir(directory)) if '://' not in directory else None
+    try:
+        with root_logger_left_alone():
+            return manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as error:
+        if before is not None:
+            _remove_partial_save(directory, step, before)
+        if not _disk_full(error):
+            raise
+        latest = manager.latest_checkpoint
+        detail = _first_lines(str(error).split('}} ', 1)[-1], 1)  # Without TensorFlow's function-node prefix.
+        raise tf.errors.ResourceExhaustedError(
+            None,
+            None,
+            f'The checkpoint of step {step} could not be saved into {directory}: no space left on the device '
+            f'({detail}). Its partial files were removed; the last good checkpoint ({latest or "none yet"}) is '
+            'kept. Free some space and run again to resume from it.',
+        ) from None
+
+
+def _disk_full(error: Exception) -> bool:
+    if isinstance(error, tf.errors.ResourceExhaustedError):
+        return True
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return 'No space left on device' in str(error) or 'Disk quota exceeded' in str(error)
+
+
+def _remove_partial_save(directory: str, step: int, before: set[str]) -> None:
+    """Removes what a failed save of `step` added to `directory`: the `_temp` folder, the step's files, the
+    state file's temporary copy."""
+    partial = re.compile(rf'^(.+-{step}(_temp|\.index|\.data-\d+-of-\d+)|checkpoint\.tmp[0-9a-f]+)$')
+    for name in set(os.listdir(directory)) - before:
+        if not partial.match(name):
+            continue
+        path = os.path.join(directory, name)
+        logging.info('Removing %s, left by the failed save of step %d.', path, step)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 class Snapshot:

@@ -143,7 +143,8 @@ def MonitoredTrainingSession(
 
     Raises:
       TypeError, ValueError: an argument of the wrong type or value, named in the message.
-      PermissionError: `checkpoint_dir` cannot be created or written.
+      PermissionError: `checkpoint_dir` (or `summary_dir`) cannot be created or written, and a default hook
+        writes there (checkpoints, summaries or the step rate are on).
     """
     distribute.check_master(master)
     validation.check_bool(is_chief, 'is_chief')
@@ -198,14 +199,25 @@ def MonitoredTrainingSession(
         )
 
     summary_dir = summary_dir or checkpoint_dir
-    for directory, argument in ((checkpoint_dir, 'checkpoint_dir'), (summary_dir, 'summary_dir')):
-        if directory:
-            summary_lib.ensure_writable_directory(directory, argument)
+    counts_steps = bool(summary_dir and log_step_count_steps and log_step_count_steps > 0)
+    saves_summaries = bool(summary_dir and _enabled(save_summaries_steps, save_summaries_secs))
+    saves_checkpoints = bool(checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs))
+    # Only a directory that a default hook writes must be writable: a chief that only restores (saving,
+    # summaries and step counting off) reads a read-only checkpoint_dir, as v1's added no writing hook then.
+    for directory, argument, written in (
+        (checkpoint_dir, 'checkpoint_dir', saves_checkpoints),
+        (summary_dir, 'summary_dir', counts_steps or saves_summaries),
+    ):
+        if written:
+            reserve = max(summary_lib.EVENTS_NAME_BYTES, summary_lib.checkpoint_name_bytes('model.ckpt'))
+            summary_lib.ensure_writable_directory(directory, argument, reserve=reserve)
+        elif directory:
+            summary_lib.check_utf8_path(directory, argument)
     all_hooks = list(chief_only_hooks)
     if summary_dir:
-        if log_step_count_steps and log_step_count_steps > 0:
+        if counts_steps:
             all_hooks.append(StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps))
-        if _enabled(save_summaries_steps, save_summaries_secs):
+        if saves_summaries:
             all_hooks.append(
                 SummarySaverHook(
                     scaffold=scaffold,
@@ -214,7 +226,7 @@ def MonitoredTrainingSession(
                     output_dir=summary_dir,
                 )
             )
-    if checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs):
+    if saves_checkpoints:
         all_hooks.append(
             CheckpointSaverHook(
                 checkpoint_dir,

@@ -130,3 +130,21 @@ def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_
                 for key in ('median_step_s', 'median_cpu_step_s', 'p50_step_s', 'median_program_s')
             )
         assert all(math.isfinite(result_of_variant[key]) for key in ('ratio_wall', 'ratio_cpu', 'ratio_p50'))
+
+
+def test_restore_verification_reports_each_variant():
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL='2')
+    result = subprocess.run(
+        [sys.executable, str(REPO / 'benchmarks' / 'restore_verification.py'), '--units', '16', '--layers', '2'],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-6000:]
+    rows = {line.split('|')[1].strip(): line for line in result.stdout.splitlines() if line.startswith('| ')}
+    for label in ('restore', 'restore + check', 'restore + check every value'):
+        seconds = float(rows[label].split('|')[2])
+        assert math.isfinite(seconds) and seconds > 0, result.stdout

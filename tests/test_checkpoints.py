@@ -244,3 +244,34 @@ def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoi
         line.endswith('model.ckpt-10 holds what this session restored; its files are kept as they are.')
         for line in tf_logs.messages()
     )
+
+
+@pytest.mark.parametrize(
+    'value',
+    [
+        'optimizer/_variables/3/.ATTRIBUTES/VARIABLE_VALUE',
+        'optimizer/_trainable_variables/0/.ATTRIBUTES/VARIABLE_VALUE',
+    ],
+)
+def test_a_flipped_byte_in_any_value_of_the_newest_data_file_falls_back_to_the_previous_checkpoint(
+    tmp_path, tf_logs, value
+):
+    """Adam's moments are read only when the first step creates them: their checksums are checked at restore."""
+    seed_weights = np.array([[0.3], [-0.2], [0.1]], np.float32)
+    uninterrupted, _ = _train_to(str(tmp_path / 'once'), 20, seed_weights)
+    _train_to(str(tmp_path / 'twice'), 10, seed_weights)
+    data = tmp_path / 'twice' / 'model.ckpt-10.data-00000-of-00001'
+    content = bytearray(data.read_bytes())
+    saved = tf.train.load_checkpoint(str(tmp_path / 'twice' / 'model.ckpt-10')).get_tensor(value).tobytes()
+    offset = content.find(saved)
+    assert offset >= 0 and content.find(saved, offset + 1) == -1
+    content[offset + 1] ^= 0x01
+    data.write_bytes(bytes(content))
+    resumed, iterations = _train_to(str(tmp_path / 'twice'), 20, seed_weights)
+    assert iterations == 20
+    for resumed_weight, uninterrupted_weight in zip(resumed, uninterrupted):
+        np.testing.assert_allclose(resumed_weight, uninterrupted_weight, rtol=1e-6)
+    warnings = [m for m in tf_logs.messages() if m.startswith('Could not restore checkpoint')]
+    assert len(warnings) == 1 and 'model.ckpt-10.data-00000-of-00001' in warnings[0], warnings
+    restored = [m for m in tf_logs.messages() if m.startswith('Restoring parameters from')]
+    assert [os.path.basename(m) for m in restored[-2:]] == ['model.ckpt-10', 'model.ckpt-5']

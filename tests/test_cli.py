@@ -84,9 +84,10 @@ def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp
     demo_dir = regular_file if where == 'a regular file' else regular_file / 'demo'
     result = run_command('demo', '--dir', str(demo_dir), '--steps', '5', cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
-    assert command_errors(result) == [
-        f"compat-mts demo: `--dir` '{demo_dir}' cannot be created: {regular_file} is not a directory"
-    ]
+    problem = (
+        'is a file, not a directory' if where == 'a regular file' else 'has a file where a parent directory should be'
+    )
+    assert command_errors(result) == [f"compat-mts demo: `--dir` '{demo_dir}' {problem}. Give a directory path."]
     assert result.stdout == ''
     assert regular_file.read_text() == 'not a directory\n'
     assert sorted(path.name for path in tmp_path.iterdir()) == ['notes.txt']
@@ -98,7 +99,7 @@ def test_run_demo_refuses_an_unusable_directory_before_it_reports_or_builds_anyt
     regular_file = tmp_path / 'notes.txt'
     regular_file.write_text('')
     lines = []
-    with pytest.raises(PermissionError, match=rf"`directory` '{re.escape(str(regular_file))}' cannot be created"):
+    with pytest.raises(ValueError, match=rf"`directory` '{re.escape(str(regular_file))}' is a file, not a directory"):
         demo.run_demo(str(regular_file), 5, out=lines.append)
     assert lines == []
 

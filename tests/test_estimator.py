@@ -256,3 +256,49 @@ def test_input_fn_may_return_tensors_and_gets_mode_params_and_config(tmp_path):
     first = model.evaluate(input_fn, checkpoint_path=os.path.join(str(tmp_path), 'model.ckpt-0'))
     assert first['global_step'] == 0
     assert seen == [('train', 0.1, str(tmp_path)), ('eval', 0.1, str(tmp_path))]
+
+
+@pytest.mark.parametrize('damage', ['binary_garbage', 'text_garbage', 'empty'])
+def test_an_unreadable_state_file_is_read_from_the_checkpoints_on_disk_by_every_estimator_call(
+    tmp_path, tf_logs, damage
+):
+    model = make_estimator(tmp_path / 'model')
+    model.train(linear.input_fn(), max_steps=3)
+    state = tmp_path / 'model' / 'checkpoint'
+    garbage = {'binary_garbage': bytes(range(256)), 'text_garbage': b'not a checkpoint state\n', 'empty': b''}
+    state.write_bytes(garbage[damage])
+    assert model.latest_checkpoint() == str(tmp_path / 'model' / 'model.ckpt-3')
+    assert model.get_variable_value('global_step') == 3 and 'w' in model.get_variable_names()
+    assert model.evaluate(linear.input_fn(), steps=1)['global_step'] == 3
+    assert len(list(model.predict(linear.predict_input_fn()))) == 6
+    state.write_bytes(garbage[damage])
+    warm = estimator.Estimator(
+        linear.model_fn, model_dir=str(tmp_path / 'warm'), params={}, warm_start_from=str(tmp_path / 'model')
+    )
+    np.testing.assert_array_equal(
+        list(warm.predict(linear.predict_input_fn()))[0]['y'], list(model.predict(linear.predict_input_fn()))[0]['y']
+    )
+    state.write_bytes(garbage[damage])
+    model.train(linear.input_fn(), max_steps=5)  # Resumes at 3, and writes a readable state file again.
+    assert support.checkpoint_steps(str(tmp_path / 'model')) == [0, 3, 5]
+    assert tf.train.latest_checkpoint(str(tmp_path / 'model')) == str(tmp_path / 'model' / 'model.ckpt-5')
+    assert any('no readable `checkpoint` state file' in message for message in tf_logs.messages())
+
+
+def test_a_flipped_byte_in_the_newest_data_file_falls_back_to_the_previous_checkpoint(tmp_path, tf_logs):
+    model = make_estimator(tmp_path)
+    model.train(linear.input_fn(), max_steps=3)
+    data = tmp_path / 'model.ckpt-3.data-00000-of-00001'
+    content = bytearray(data.read_bytes())
+    weights = tf.train.load_checkpoint(str(tmp_path / 'model.ckpt-3')).get_tensor('w').tobytes()
+    content[content.find(weights)] ^= 0x01
+    data.write_bytes(bytes(content))
+    model.train(linear.input_fn(), max_steps=5)
+    assert any(
+        m.startswith('Could not restore checkpoint') and 'model.ckpt-3.data-00000-of-00001' in m
+        for m in tf_logs.messages()
+    )
+    assert 'Restoring parameters from %s' % (tmp_path / 'model.ckpt-0') in tf_logs.messages()
+    assert model.get_variable_value('global_step') == 5
+    with pytest.raises(tf.errors.DataLossError, match='model.ckpt-3.data-00000-of-00001 of the checkpoint'):
+        model.evaluate(linear.input_fn(), steps=1, checkpoint_path=str(tmp_path / 'model.ckpt-3'))

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import checkpoints as checkpoints_lib
 from compat_mts import progress, summary
 
 _FEATURES = 8
@@ -39,10 +40,7 @@ def _synthetic_regression() -> tuple[np.ndarray, np.ndarray]:
 
 def _checkpoint_prefixes(directory: str) -> list[str]:
     """The checkpoint prefixes listed in `directory`'s `checkpoint` state file, oldest first."""
-    state = tf.train.get_checkpoint_state(directory)
-    if state is None:
-        return []
-    return [os.path.join(directory, os.path.basename(path)) for path in state.all_model_checkpoint_paths]
+    return list(reversed(checkpoints_lib.checkpoint_paths(directory)))
 
 
 def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, live: TextIO | None = None) -> dict:
@@ -64,16 +62,17 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
         `seconds` (wall time of the training loop).
 
     Raises:
-        ValueError: `steps` is not a positive integer.
-        PermissionError: `directory` cannot be created or written (a regular file, a path below one, no write
-            permission); nothing has been written then.
+        ValueError: `steps` is not a positive integer, or `directory` cannot hold files (a regular file, a path
+            below one, a dangling symlink); nothing has been written then.
+        PermissionError: `directory` cannot be created or written (no write permission); nothing has been
+            written then.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
     directory = os.path.abspath(directory)
     summary.ensure_writable_directory(directory, 'directory')
     out(f'Writing checkpoints and TensorBoard events to {directory}')
-    previous_checkpoint = tf.train.latest_checkpoint(directory)
+    previous_checkpoint = checkpoints_lib.latest_checkpoint(directory)
 
     features, targets = _synthetic_regression()
     mts.reset_global_step()

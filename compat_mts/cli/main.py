@@ -62,7 +62,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     try:
         summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
-    except PermissionError as error:
+    except (PermissionError, ValueError) as error:
         print(f'compat-mts demo: {error}', file=sys.stderr)
         return 2
     if args.verbose:

@@ -22,6 +22,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
 from compat_mts.estimator import _evaluation
@@ -171,17 +172,15 @@ class Estimator:
         Raises:
           ValueError: `model_dir` has no checkpoint yet (v1's message).
         """
-        _check_checkpoint_available(self.model_dir)
-        return tf.train.load_variable(self.model_dir, name)
+        return tf.train.load_variable(_checkpoint_available(self.model_dir), name)
 
     def get_variable_names(self) -> list[str]:
         """The names of the variables in the latest checkpoint of `model_dir`."""
-        _check_checkpoint_available(self.model_dir)
-        return [name for name, _ in tf.train.list_variables(self.model_dir)]
+        return [name for name, _ in tf.train.list_variables(_checkpoint_available(self.model_dir))]
 
     def latest_checkpoint(self) -> str | None:
         """The path of the latest checkpoint in `model_dir`, or None."""
-        return tf.train.latest_checkpoint(self.model_dir)
+        return checkpoints.latest_checkpoint(self.model_dir)
 
     def eval_dir(self, name: str | None = None) -> str:
         """Where `evaluate(name=name)` writes its events: `model_dir/eval` or `model_dir/eval_<name>`."""
@@ -285,6 +284,8 @@ class Estimator:
         chief_hooks = []
         saver_hooks = [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]
         if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) and not saver_hooks:
+            # The manager reads the state file at once: an unreadable one is rebuilt first, as the session does.
+            checkpoints.prepare_directory_state(self._model_dir)
             manager = tf.train.CheckpointManager(
                 wrapped.checkpoint,
                 self._model_dir,
@@ -344,7 +345,7 @@ class Estimator:
             stop_hook = _evaluation.StopAfterNEvalsHook(num_evals=steps)
             hooks.append(stop_hook)
         if not checkpoint_path:
-            latest = tf.train.latest_checkpoint(self._model_dir)
+            latest = checkpoints.latest_checkpoint(self._model_dir)
             if not latest:
                 logging.info(
                     'Could not find trained model in model_dir: {}, running initialization to evaluate.'.format(
@@ -428,7 +429,7 @@ class Estimator:
         """
         hooks = _check_hooks_type(hooks)
         if not checkpoint_path:
-            checkpoint_path = tf.train.latest_checkpoint(self._model_dir)
+            checkpoint_path = checkpoints.latest_checkpoint(self._model_dir)
         if not checkpoint_path:
             logging.info(
                 'Could not find trained model in model_dir: {}, running initialization to predict.'.format(
@@ -508,7 +509,7 @@ class Estimator:
                 raise ValueError("Couldn't find trained model at {}.".format(self._model_dir))
             checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
             if tf.io.gfile.isdir(checkpoint_path):
-                checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
+                checkpoint_path = checkpoints.latest_checkpoint(checkpoint_path)
 
         def build():
             global_step = self._start_graph()
@@ -558,7 +559,12 @@ class Estimator:
 
     def _warm_start(self) -> None:
         logging.info('Warm-starting with WarmStartSettings: %s' % (self._warm_start_settings,))
-        tf.compat.v1.train.warm_start(*self._warm_start_settings)
+        settings = self._warm_start_settings
+        if tf.io.gfile.isdir(settings.ckpt_to_initialize_from):  # Its state file read as the session reads it.
+            latest = checkpoints.latest_checkpoint(settings.ckpt_to_initialize_from)
+            if latest is not None:
+                settings = settings._replace(ckpt_to_initialize_from=latest)
+        tf.compat.v1.train.warm_start(*settings)
 
     def _call_model_fn(self, features, labels, mode: str, config: RunConfig) -> EstimatorSpec:
         """Calls `model_fn` with the arguments it names (v1's rules and messages)."""
@@ -655,9 +661,12 @@ def _get_default_warm_start_settings(warm_start_from) -> WarmStartSettings | Non
     )
 
 
-def _check_checkpoint_available(model_dir: str) -> None:
-    if not tf.train.latest_checkpoint(model_dir):
+def _checkpoint_available(model_dir: str) -> str:
+    """The latest checkpoint of `model_dir`; v1's ValueError if there is none."""
+    latest = checkpoints.latest_checkpoint(model_dir)
+    if not latest:
         raise ValueError('Could not find trained model in model_dir: {}.'.format(model_dir))
+    return latest
 
 
 def _check_hooks_type(hooks) -> list:
@@ -679,7 +688,7 @@ def _check_listeners_type(saving_listeners) -> list:
 
 def _load_global_step_from_checkpoint_dir(checkpoint_dir: str) -> int:
     """The global step of the latest checkpoint of `checkpoint_dir` (v1 or compat_mts format), or 0."""
-    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    latest = checkpoints.latest_checkpoint(checkpoint_dir)
     if latest is None:
         return 0
     try:

@@ -56,8 +56,9 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     as v1 wrote the default graph at session creation.
 
     Two processes saving into one directory would delete each other's checkpoints, so the hook holds a lock
-    file there (`compat_mts.lock`, with its pid and host) while the process runs, and a second live writer
-    fails at `begin()` with `CheckpointDirectoryInUseError`; a lock left by a killed process is taken over.
+    file there (`compat_mts.lock`, with its pid, host and a lease that a background thread renews) while the
+    process runs, and a second live writer fails at `begin()` with `CheckpointDirectoryInUseError`; a lock left
+    by a killed process, or whose lease ran out (a crashed host), is taken over with a warning.
     `allow_other_writers=True` (eager-only, keyword-only) shares the directory anyway.
 
     Args:
@@ -162,7 +163,10 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         self._cluster = distribute.current_cluster()
         self._writes_files = self._cluster is None or self._cluster.is_chief
         if self._writes_files:
-            summary_lib.ensure_writable_directory(self._checkpoint_dir, 'checkpoint_dir')
+            longest_name = summary_lib.checkpoint_name_bytes(self._checkpoint_basename)
+            summary_lib.ensure_writable_directory(
+                self._checkpoint_dir, 'checkpoint_dir', reserve=max(summary_lib.EVENTS_NAME_BYTES, longest_name)
+            )
             if not self._allow_other_writers:  # Before the session restores: the other writer may be mid-save.
                 checkpoints.lock_directory(self._checkpoint_dir)
             self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)

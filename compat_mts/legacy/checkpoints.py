@@ -304,7 +304,7 @@ def resolve_checkpoint_path(checkpoint_path: str) -> str:
     """
     checkpoint_path = os.fspath(checkpoint_path)
     if tf.io.gfile.isdir(checkpoint_path):
-        latest = tf.train.latest_checkpoint(checkpoint_path)
+        latest = checkpoints_lib.latest_checkpoint(checkpoint_path)  # An unreadable state file read from the files.
         if latest is None:
             raise ValueError(f'The directory {checkpoint_path!r} holds no checkpoint (no `checkpoint` state file).')
         return latest

@@ -114,14 +114,17 @@ def convert_checkpoint(
       The prefixes written, oldest first.
 
     Raises:
-      ValueError: a bad `to`, no checkpoints in `src_dir`, or `dst_dir` already holding a state file.
+      ValueError: a bad `to`, no checkpoints in `src_dir`, `dst_dir` already holding a state file, or a
+        directory path that cannot hold files (not UTF-8, a file, a dangling symlink or loop, too long).
       DamagedCheckpointsError: a checkpoint file of `src_dir` is truncated, corrupt or missing; the message
         names the file.
       PermissionError: `dst_dir` cannot be created or written.
     """
     if to not in FORMATS:
         raise ValueError(f'`to` must be one of {FORMATS}, got {to!r}.')
-    src_dir, dst_dir = os.fspath(src_dir), os.fspath(dst_dir)
+    src_dir, dst_dir = os.fsdecode(src_dir), os.fsdecode(dst_dir)
+    summary.check_utf8_path(src_dir, 'src_dir')
+    summary.check_utf8_path(dst_dir, 'dst_dir')
     sources = list(reversed(checkpoints.checkpoint_paths(src_dir)))
     if not sources:
         raise ValueError(
@@ -129,7 +132,7 @@ def convert_checkpoint(
         )
     if os.path.abspath(src_dir) == os.path.abspath(dst_dir):
         raise ValueError('`dst_dir` must differ from `src_dir`.')
-    if tf.train.get_checkpoint_state(dst_dir) is not None:
+    if checkpoints.checkpoint_paths(dst_dir) or tf.io.gfile.exists(os.path.join(dst_dir, 'checkpoint')):
         raise ValueError(f'`dst_dir` {dst_dir!r} already holds checkpoints; give an empty directory.')
     names = {}
     for source in sources:

@@ -1,0 +1,199 @@
+"""Checkpoint directories on real faulty file systems: read-only, full, unusable paths (issue 20).
+
+The read-only and full file systems are real mounts (`tests/mounts.py`): a read-only bind mount, which
+refuses writes even to root, and a small tmpfs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+import compat_mts as mts
+from tests import mounts
+from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
+from tests.v1_programs.directory_legs import build
+
+_LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
+_RESTORE_ONLY = dict(
+    save_checkpoint_secs=None,
+    save_summaries_steps=None,
+    save_summaries_secs=None,
+    log_step_count_steps=None,
+)
+_V1_RESTORE_ONLY = """
+import json, sys
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+from tests.v1_programs.directory_legs import build
+global_step, _, train_op, _ = build()
+with tf.compat.v1.train.MonitoredTrainingSession(
+        checkpoint_dir=sys.argv[1], save_checkpoint_secs=None, save_summaries_steps=None,
+        save_summaries_secs=None, log_step_count_steps=None) as session:
+    start = int(session.run(global_step))
+    session.run(train_op)
+    print(json.dumps({'start': start, 'after': int(session.run(global_step))}))
+"""
+
+
+def _files(directory: str) -> dict[str, bytes]:
+    return {name: open(os.path.join(directory, name), 'rb').read() for name in sorted(os.listdir(directory))}
+
+
+def _restore_only_compat(directory: str, **saving) -> dict:
+    mts.reset()
+    global_step, _, train_op, _ = mts.wrap_graph(build).outputs
+    with mts.MonitoredTrainingSession(checkpoint_dir=directory, **{**_RESTORE_ONLY, **saving}) as session:
+        start = int(session.run(global_step))
+        session.run(train_op)
+        return {'start': start, 'after': int(session.run(global_step))}
+
+
+@pytest.mark.slow
+def test_a_restore_only_chief_reads_a_read_only_directory_as_v1_does(tmp_path):
+    written = str(tmp_path / 'written')
+    trained = run_python(_LEGS, 'v1', written, '3:1')
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    before = _files(written)
+    with mounts.read_only_view(written, str(tmp_path / 'read_only')) as read_only:
+        v1 = run_python(_V1_RESTORE_ONLY, read_only)
+        assert v1.returncode == 0, v1.stderr[-3000:]
+        assert _restore_only_compat(read_only) == json.loads(v1.stdout.splitlines()[-1]) == {'start': 3, 'after': 4}
+        with pytest.raises(PermissionError, match=f"`checkpoint_dir` '{read_only}' is not writable"):
+            _restore_only_compat(read_only, save_checkpoint_steps=1)
+    assert _files(written) == before
+    assert checkpoint_steps(written) == [0, 1, 2, 3]
+
+
+def _unusable(root, kind: str) -> str:
+    """A `checkpoint_dir` under `root` of the `kind` that cannot hold checkpoints."""
+    if kind == 'dangling_symlink':
+        os.symlink(root / 'missing', root / 'dangling')
+        return str(root / 'dangling')
+    if kind == 'symlink_loop':
+        os.symlink(root / 'loop_b', root / 'loop_a')
+        os.symlink(root / 'loop_a', root / 'loop_b')
+        return str(root / 'loop_a')
+    if kind == 'a_file':
+        (root / 'a_file').write_text('not a directory')
+        return str(root / 'a_file')
+    if kind == 'not_utf8':
+        return os.fsdecode(os.path.join(os.fsencode(root), b'caf\xe9'))
+    # Near the path limit: the directory can be made, but the files of a save in it would be too long.
+    limit = os.pathconf(root, 'PC_PATH_MAX')
+    directory = os.path.join(root, *['d' * 200] * (limit // 201))
+    return directory[: limit - 40]
+
+
+_PROBLEMS = {
+    'dangling_symlink': r"is a symlink to '.*missing', which does not exist",
+    'symlink_loop': 'is a symlink loop',
+    'a_file': 'is a file, not a directory',
+    'not_utf8': 'is not a valid UTF-8 path',
+    'near_the_path_limit': r'bytes long: the files written in it would have paths of up to \d+ bytes, over the limit',
+}
+
+
+@pytest.mark.parametrize('kind', sorted(_PROBLEMS))
+def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_clear_error_before_anything_is_written(tmp_path, kind):
+    directory = _unusable(tmp_path, kind)
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(ValueError, match=f'^`checkpoint_dir` .*{_PROBLEMS[kind]}'):
+        _restore_only_compat(directory, save_checkpoint_steps=1)
+    assert sorted(os.listdir(tmp_path)) == before  # No directory made, no `_temp` folder left.
+
+
+def test_a_lock_path_that_is_a_directory_is_a_clear_error_of_the_session(tmp_path):
+    os.mkdir(tmp_path / 'compat_mts.lock')
+    with pytest.raises(
+        mts.CheckpointDirectoryInUseError, match=r'compat_mts\.lock of checkpoint_dir .* is a directory'
+    ):
+        _restore_only_compat(str(tmp_path), save_checkpoint_steps=1)
+
+
+@pytest.mark.slow
+def test_convert_into_a_directory_whose_name_is_not_utf8_is_a_clear_error(tmp_path):
+    trained = run_python(_LEGS, 'v1', str(tmp_path / 'v1'), '2:1')
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    destination = os.path.join(os.fsencode(tmp_path), b'caf\xe9')
+    result = run_python(
+        'import sys; from compat_mts.cli.main import main; sys.exit(main())',
+        'convert',
+        str(tmp_path / 'v1'),
+        os.fsdecode(destination),
+        '--to',
+        'object',
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert '`dst_dir`' in result.stderr and 'is not a valid UTF-8 path' in result.stderr
+    assert 'Traceback' not in result.stderr
+    assert not os.path.exists(destination)
+
+
+def _big_program():
+    """A global step and 24 KB of weights: a few checkpoints fill the small file system."""
+    global_step = mts.get_or_create_global_step()
+    weights = tf.Variable(tf.zeros([6000]))
+
+    @tf.function
+    def step():
+        weights.assign_add(tf.ones([6000]))
+        global_step.assign_add(1)
+        return {'weights': weights[0]}
+
+    return global_step, weights, step, mts.Scaffold(saver=tf.train.Checkpoint(weights=weights))
+
+
+def test_a_full_disk_is_one_clear_error_that_leaves_no_partial_files_and_keeps_the_last_checkpoint(tmp_path, tf_logs):
+    with mounts.small_file_system(str(tmp_path / 'small'), 120) as directory:
+        _, _, step, scaffold = _big_program()
+        with pytest.raises(tf.errors.ResourceExhaustedError) as full:
+            with mts.MonitoredTrainingSession(
+                checkpoint_dir=directory,
+                scaffold=scaffold,
+                save_checkpoint_steps=1,
+                save_summaries_steps=0,
+                hooks=[mts.StopAtStepHook(last_step=100)],
+            ) as session:
+                while not session.should_stop():
+                    session.run(step)
+        message = str(full.value)
+        listed = state_file_steps(directory)
+        assert message.startswith(f'The checkpoint of step {listed[-1] + 1} could not be saved into {directory}: no ')
+        assert f'the last good checkpoint ({directory}/model.ckpt-{listed[-1]}) is kept' in message
+        assert 'function_node' not in message and 'Traceback' not in message
+        left = sorted(os.listdir(directory))
+        assert not [name for name in left if '_temp' in name or '.tmp' in name], left
+        assert checkpoint_steps(directory) == listed  # The files of every listed checkpoint, and no others.
+        mts.reset()
+        global_step, weights, step, scaffold = _big_program()
+        with mts.MonitoredTrainingSession(checkpoint_dir=directory, scaffold=scaffold, **_RESTORE_ONLY) as session:
+            assert int(session.run(global_step)) == listed[-1]
+            assert float(session.run(weights)[0]) == listed[-1]
+
+
+@pytest.mark.slow
+def test_the_legacy_tools_and_the_demo_read_an_unreadable_state_file_from_the_checkpoints_on_disk(tmp_path):
+    from compat_mts.cli import demo
+    from compat_mts.legacy.checkpoints import resolve_checkpoint_path
+    from compat_mts.legacy.convert import convert_checkpoint
+
+    v1 = str(tmp_path / 'v1')
+    trained = run_python(_LEGS, 'v1', v1, '2:1')
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    garbage = bytes(range(128, 256))
+    (tmp_path / 'v1' / 'checkpoint').write_bytes(garbage)
+    assert resolve_checkpoint_path(v1) == os.path.join(v1, 'model.ckpt-2')
+    (tmp_path / 'taken').mkdir()
+    (tmp_path / 'taken' / 'checkpoint').write_bytes(garbage)
+    with pytest.raises(ValueError, match='already holds checkpoints'):
+        convert_checkpoint(v1, str(tmp_path / 'taken'), to='object')
+    written = convert_checkpoint(v1, str(tmp_path / 'object'), to='object')
+    assert [os.path.basename(path) for path in written] == ['model.ckpt-0', 'model.ckpt-1', 'model.ckpt-2']
+    first = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
+    (tmp_path / 'demo' / 'checkpoint').write_bytes(garbage)
+    second = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
+    assert second['resumed'] and second['start_step'] == first['final_step'] == 3
