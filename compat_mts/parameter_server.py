@@ -21,12 +21,13 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   `compat_mts.repeat_steps`. A run that fetches only ops (`sess.run(train_op)`) does not wait: it returns
   once the step is scheduled, and at most `2 * workers` scheduled runs are pending at a time. A run that
   fetches a tensor (the caller's `loss`, or a hook's on the steps where it triggers) waits for that run's
-  `RemoteValue`. The global step that the default hooks read every run is one read from its ps task, which
-  never waits for the workers.
-- **Stopping.** The chief counts the steps it schedules from the global step at the session's start, so
-  the runs stop exactly at a `StopAtStepHook`'s `last_step`: the last one runs only the steps left, and
-  those the loop schedules after it (while the hooks' reads of the global step catch up with the workers)
-  run none; a hook that fetches tensors then gets them computed without the train op. Closing the
+  `RemoteValue`. A run that trains nothing (its function writes no global step: `sess.run(loss)` between
+  train runs, a summary, an eval op) runs once, as in v1, and is no step. The global step that the default
+  hooks read every run is one read from its ps task, which never waits for the workers.
+- **Stopping.** The chief counts the steps of the train runs it schedules from the global step at the
+  session's start, so the runs stop exactly at a `StopAtStepHook`'s `last_step`: the last one runs only
+  the steps left, and those the loop schedules after it (while the hooks' reads of the global step catch up
+  with the workers) run none; a hook that fetches tensors then gets them computed without the train op. Closing the
   session waits for every scheduled run before the hooks' `end()` (the final checkpoint holds every step).
 - **Failures.** A worker that is lost is `ClusterCoordinator`'s: its pending runs are scheduled again on the
   other workers, and training goes on. A lost ps task loses the variables it held: the session raises
@@ -417,17 +418,20 @@ class Scheduler:
         global_step: tf.Variable | None,
         fetch: bool,
         tensors_only: Callable[[], Any] | None = None,
+        trains: bool = True,
     ) -> list | None:
-        """Schedules `function` (a pruned function of a wrapped graph) K times on a worker.
+        """Schedules `function` (a pruned function of a wrapped graph) on a worker: K times, once if it does not train.
 
         `tensors_only()`, if given, is the pruned function of the tensor fetches alone: what a run that
-        fetches runs once the steps have reached the stop hooks' `last_step`.
+        fetches runs once the steps have reached the stop hooks' `last_step`. A function that does not
+        `train` (it moves no global step: `sess.run(loss)` between train runs, a summary, an eval op) runs
+        once, as in v1, and its steps are not counted: the stop follows the train runs alone.
 
         Returns the values of its outputs in the last of those steps, as NumPy, when `fetch`; else None
         without waiting for the worker (at most `2 * workers` runs are pending).
         """
-        count = self.steps_per_run
-        if self._next_step is not None and global_step is not None:
+        count = self.steps_per_run if trains else 1
+        if trains and self._next_step is not None and global_step is not None:
             count = min(count, max(self._stop_at() - self._next_step, 0))
             self._next_step += count
             if count == 0 and fetch and tensors_only is not None:

@@ -28,6 +28,8 @@ from tests.parameter_server_task import (
     FROZEN_STEP_TIMEOUT_SECS,
     KILL_WORKER_AT,
     LOSS_EVERY_N_RUNS,
+    MIXED_LAST_STEP,
+    MIXED_MAX_RUNS,
     STEPS_PER_RUN,
 )
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, read_events, state_file_steps
@@ -179,6 +181,17 @@ def test_hooks_wait_for_a_worker_only_on_the_runs_where_they_trigger(cluster):
     assert len(first['losses']) == nth_runs
     assert first['fetched_runs'] == nth_runs + len(range(0, runs, 2)) < runs
     assert first['losses'][-1] < first['losses'][0]
+
+
+def test_a_loop_that_fetches_the_loss_between_train_runs_stops_at_last_step(cluster):
+    """Runs that fetch only (the loss, the global step, the summaries) run once and are not counted as steps."""
+    mixed = cluster.event('mixed')
+    assert mixed['stopped'] and mixed['runs'] < MIXED_MAX_RUNS, mixed
+    assert mixed['step'] == MIXED_LAST_STEP
+    # Each fetch-only run waited for its values, computed on a worker from the variables the train runs move.
+    losses = mixed['losses']
+    assert len(losses) >= 2 and mixed['fetched_runs'] >= len(losses)
+    assert len(set(losses)) > 1 and losses[-1] < losses[0], losses
 
 
 def test_the_chief_alone_writes_the_checkpoints_and_a_new_session_resumes(cluster):
