@@ -24,6 +24,7 @@ from tensorflow.compat.v1 import logging
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
+from compat_mts import validation
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
@@ -139,6 +140,7 @@ class Estimator:
         logging.info('Using config: %s', str(vars(self._config)))
         if model_fn is None:
             raise ValueError('model_fn must be provided to Estimator.')
+        validation.check_callable(model_fn, 'model_fn', 'a callable model_fn(features, labels, mode, params, config)')
         _verify_model_fn_args(model_fn, params)
         self._model_fn = model_fn
         self._params = copy.deepcopy(params or {})
@@ -212,6 +214,8 @@ class Estimator:
         """
         if steps is not None and max_steps is not None:
             raise ValueError('Can not provide both steps and max_steps.')
+        validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
+        validation.check_integer(max_steps, 'max_steps', accepted='None or an integer number of steps > 0')
         if steps is not None and steps <= 0:
             raise ValueError('Must specify steps > 0, given: {}'.format(steps))
         if max_steps is not None and max_steps <= 0:
@@ -337,6 +341,7 @@ class Estimator:
           TypeError: a hook of the wrong type (v1's message).
         """
         hooks = _check_hooks_type(hooks)
+        validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
         stop_hook = None
         if steps is not None:
             if steps <= 0:
@@ -606,7 +611,7 @@ def _config_with_model_dir(config: RunConfig | None, model_dir) -> RunConfig:
     if config.session_config is None:
         config = config.replace(session_config=get_default_session_config())
     if model_dir is not None:
-        model_dir = os.fspath(model_dir)
+        model_dir = validation.path(model_dir, 'model_dir', empty='a temporary directory, as in v1')
         if config.model_dir is not None and config.model_dir != model_dir:
             raise ValueError(
                 '`model_dir` are set both in constructor and `RunConfig`, but with different values. In '
@@ -662,7 +667,7 @@ def _check_checkpoint_available(model_dir: str) -> None:
 
 def _check_hooks_type(hooks) -> list:
     """The hooks as a list (v1's TypeError for a non-hook), v1 built-in hooks as their compat_mts twins."""
-    hooks = list(hooks or [])
+    hooks = validation.hook_list(hooks or None)
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
             raise TypeError('Hooks must be a SessionRunHook, given: {}'.format(hook))
