@@ -54,7 +54,7 @@ from __future__ import annotations
 import collections
 import gc
 import json
-import numbers
+import math
 import os
 import sys
 import threading
@@ -67,6 +67,7 @@ from tensorflow.compat.v1 import logging
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import session_run_hook
+from compat_mts import validation
 
 __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'check_graph_fetches']
 
@@ -101,9 +102,10 @@ def parameter_server_strategy(
       cluster: a `tf.train.ClusterSpec` or its dict (`{'chief': [...], 'ps': [...], 'worker': [...]}`),
         the one v1 gave `tf.train.Server` with a `chief` job added: the task that runs this loop. None
         reads `TF_CONFIG`, whose task must be `chief`.
-      steps_per_run: K, the steps each `session.run` of graph fetches runs on a worker, a positive integer.
+      steps_per_run: K, the steps each `session.run` of graph fetches runs on a worker, a positive integer
+        (at most 2**31 - 1).
       step_timeout_secs: how long a scheduled run may take before the cluster is taken as lost
-        (`ParameterServerError`), a positive number.
+        (`ParameterServerError`), a positive, finite number.
 
     Returns:
       TensorFlow's strategy. Its `scope()` is for TF2 variables (`tf.Variable`, Keras layers), which it
@@ -116,19 +118,13 @@ def parameter_server_strategy(
       RuntimeError: this TensorFlow lacks the internal that places an imported graph's variables on the ps
         tasks (see the module docstring), or `COMPAT_MTS_NO_PRIVATE_TF=1` turned it off.
     """
-    if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
-        raise TypeError(
-            f'`steps_per_run` must be a positive integer, got {steps_per_run!r} ({type(steps_per_run).__name__}).'
-        )
-    if steps_per_run < 1:
-        raise ValueError(f'`steps_per_run` must be a positive integer, got {steps_per_run}.')
-    if isinstance(step_timeout_secs, bool) or not isinstance(step_timeout_secs, numbers.Real):
-        raise TypeError(
-            f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r} '
-            f'({type(step_timeout_secs).__name__}).'
-        )
-    if not step_timeout_secs > 0:
-        raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs}.')
+    validation.check_steps_per_run(steps_per_run)
+    timeout_accepted = 'a positive, finite number of seconds'
+    validation.check_seconds(
+        step_timeout_secs, 'step_timeout_secs', optional=False, infinity='', accepted=timeout_accepted
+    )
+    if not 0 < step_timeout_secs < math.inf:  # A wait without end is what the timeout is there to prevent.
+        raise ValueError(f'`step_timeout_secs` must be {timeout_accepted}, got {step_timeout_secs}.')
     spec = _cluster_spec(cluster)
     if not tf_internals.CAN_PLACE_LIFTED_VARIABLES:
         raise RuntimeError(

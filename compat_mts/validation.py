@@ -68,6 +68,30 @@ def check_integer(value: Any, argument: str, *, optional: bool = True, accepted:
     check_step_range(value, argument, accepted)
 
 
+INT32_MAX = 2**31 - 1  # The most steps one run loops over (a `tf.while_loop` counter).
+
+
+def check_steps_per_run(value: Any, argument: str = 'steps_per_run', *, below_one: str | None = None) -> None:
+    """`value` must be K, the steps of one run: a positive integer that a `tf.while_loop`'s int32 counter holds.
+
+    Args:
+      below_one: the message for an integer below 1, when v1 had its own (`repeat_steps`).
+
+    Raises:
+      TypeError: not an integer.
+      ValueError: below 1, or more than 2**31 - 1.
+    """
+    accepted = 'a positive integer'
+    check_integer(value, argument, optional=False, accepted=accepted)
+    if value < 1:
+        raise ValueError(below_one or f'`{argument}` must be {accepted}, got {value}.')
+    if value > INT32_MAX:
+        raise ValueError(
+            f'`{argument}` must be {accepted} of at most 2**31 - 1 = {INT32_MAX} (the steps of one run are '
+            f'counted by an int32 loop counter), got {value}.'
+        )
+
+
 def check_step_range(value: numbers.Real, argument: str, accepted: str) -> None:
     """Raises a ValueError when `value` (a number of steps) is beyond the int64 range of the global step."""
     if not -INT64_MAX - 1 <= value <= INT64_MAX:

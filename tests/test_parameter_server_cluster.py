@@ -11,6 +11,7 @@ task; when one was taken before its task could bind it, the cluster starts again
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -244,6 +245,15 @@ def test_a_lost_ps_ends_the_run_with_a_clear_error_in_bounded_time(cluster):
             '`step_timeout_secs`',
         ),
         (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run='10'), r'\(str\)'),
+        (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run=2**31), 'at most 2\\*\\*31'),
+        (
+            dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=math.inf),
+            '`step_timeout_secs` must be a positive, finite number of seconds, got inf',
+        ),
+        (
+            dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=math.nan),
+            '`step_timeout_secs` must be a positive, finite number of seconds, got nan',
+        ),
     ],
 )
 def test_parameter_server_strategy_names_a_bad_argument(arguments, message, monkeypatch):

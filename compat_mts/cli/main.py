@@ -20,12 +20,17 @@ DEFAULT_DEMO_STEPS = 400
 
 
 def _positive_int(text: str) -> int:
+    """A positive number of steps: one the int64 global step can reach (compat_mts.validation's limit)."""
+    from compat_mts import validation  # pylint: disable=import-outside-toplevel  # `check` runs without TensorFlow.
+
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f'must be a positive integer, got {text!r}')
+    if not 0 < value <= validation.INT64_MAX:
+        raise argparse.ArgumentTypeError(
+            f'must be a positive integer of at most 2**63 - 1 (the global step is an int64), got {text!r}'
+        )
     return value
 
 
