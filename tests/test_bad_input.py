@@ -315,6 +315,26 @@ _ROUND_3 = [
         r'`hooks` must be a list of SessionRunHook instances, got a single hook; wrap it in a list',
     ),
     (
+        'RunConfig-tf_random_seed=10**30',
+        lambda d: mts.estimator.RunConfig(tf_random_seed=10**30),
+        ValueError,
+        '`tf_random_seed` must be an integer that an int64 holds, got 10{30}',
+    ),
+    (
+        'Estimator-warm_start_from-NUL',
+        lambda d: mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model'), warm_start_from=_NUL_PATH),
+        ValueError,
+        '`warm_start_from` .*without NUL bytes',
+    ),
+    (
+        'Estimator.predict-checkpoint_path-NUL',
+        lambda d: list(
+            mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model')).predict(_input_fn, checkpoint_path=_NUL_PATH)
+        ),
+        ValueError,
+        '`checkpoint_path` .*without NUL bytes',
+    ),
+    (
         'CallbackHook-steps_per_epoch=10**30',
         lambda d: mts.keras.CallbackHook([], steps_per_epoch=10**30),
         ValueError,

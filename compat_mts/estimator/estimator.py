@@ -348,6 +348,7 @@ class Estimator:
                 raise ValueError('Must specify steps > 0, given: {}'.format(steps))
             stop_hook = _evaluation.StopAfterNEvalsHook(num_evals=steps)
             hooks.append(stop_hook)
+        checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
         if not checkpoint_path:
             latest = tf.train.latest_checkpoint(self._model_dir)
             if not latest:
@@ -432,6 +433,7 @@ class Estimator:
             different batch lengths (v1's messages).
         """
         hooks = _check_hooks_type(hooks)
+        checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
         if not checkpoint_path:
             checkpoint_path = tf.train.latest_checkpoint(self._model_dir)
         if not checkpoint_path:
@@ -648,7 +650,7 @@ def _get_default_warm_start_settings(warm_start_from) -> WarmStartSettings | Non
     if warm_start_from is None:
         return None
     if isinstance(warm_start_from, (str, bytes, os.PathLike)):
-        warm_start_from = os.fsdecode(warm_start_from)
+        warm_start_from = validation.path(warm_start_from, 'warm_start_from')
         if tf.io.gfile.exists(os.path.join(warm_start_from, 'variables', 'variables.index')):
             logging.info('Warm-starting from a SavedModel')
             return WarmStartSettings(ckpt_to_initialize_from=os.path.join(warm_start_from, 'variables', 'variables'))
