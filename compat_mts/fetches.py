@@ -19,6 +19,7 @@ Only what was fetched is copied to the host: a step output nobody asked for stay
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from typing import Any, Sequence
 
@@ -26,6 +27,7 @@ import tensorflow as tf
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import program as program_lib
+from compat_mts import validation
 
 
 class _StaleGlobalStep:
@@ -195,8 +197,10 @@ def _leaf_to_numpy(value: Any) -> Any:
 
 def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
     """Splits a merged feed into keyword arguments (string keys) and legacy graph feeds."""
-    if not feed_dict:
+    if not feed_dict:  # v1 took any false value (0, [], '') for no feeds too.
         return {}, {}
+    if type(feed_dict) is not dict:  # pylint: disable=unidiomatic-typecheck
+        validation.check_feed_dict(feed_dict)
     kwargs, graph_feeds = {}, {}
     for key, value in feed_dict.items():
         if isinstance(key, str) and not (_graph_runners and ':' in key and _claims_name(key)):
@@ -209,6 +213,34 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
                 f'placeholders of a `compat_mts.wrap_graph` graph, got {key!r} of type {type(key).__name__}.'
             )
     return kwargs, graph_feeds
+
+
+def _raise_for_unknown_feeds(step: Any, kwargs: dict, error: TypeError) -> None:
+    """Raises a TypeError naming the `feed_dict` keys that `step` has no argument for, if there are any.
+
+    Called when calling `step(**kwargs)` raised `error`; returns when every key is an argument of the step
+    (or its arguments cannot be known), so that `error` is the step's own.
+    """
+    function = getattr(step, 'step_fn', step)  # A `repeat_steps` callable passes its feeds to the step.
+    function = getattr(function, 'python_function', function)  # A tf.function.
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+        return
+    names = [
+        parameter.name
+        for parameter in parameters
+        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+    ]
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise TypeError(
+            f'`feed_dict` has the key(s) {unknown}, which the step {getattr(function, "__name__", step)!r} takes '
+            f'no argument for (its arguments: {names or "none"}). A string key of `feed_dict` is a keyword '
+            "argument of the step callable, or the name of a tensor of a wrap_graph graph ('x:0')."
+        ) from error
 
 
 _PYTHON_SCALARS = (bool, int, float)
@@ -357,7 +389,13 @@ class Run:
         self._record_step(step)
         if global_step is None:
             return direct.call()
-        return direct.call_after_read(global_step, _as_feeds(self._kwargs))
+        if not self._kwargs:
+            return direct.call_after_read(global_step, {})
+        try:
+            return direct.call_after_read(global_step, _as_feeds(self._kwargs))
+        except TypeError as error:
+            _raise_for_unknown_feeds(step, self._kwargs, error)
+            raise
 
     def _record_step(self, step: Any) -> None:
         """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
@@ -396,7 +434,11 @@ class Run:
                     output = self._call_direct(leaf, direct)
                 elif index == 0:
                     self._record_step(leaf)
-                    output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
+                    try:
+                        output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
+                    except TypeError as error:
+                        _raise_for_unknown_feeds(leaf, self._kwargs, error)
+                        raise
                 else:
                     output = leaf()
                 self._outputs[id(leaf)] = output

@@ -388,6 +388,10 @@ class _MonitoredSession:
         step. An eager step's `global_step.assign_add(1)` does not depend on the batch and may have run before
         the iterator raised. When the step before this run is known (read by the hooks in the previous run, one
         step per run) and the step moved once more, it is set back. Nothing is read on any other run.
+
+        Other counters the step moves independently of the batch (a separate global step's optimizer's
+        `iterations`) are not set back: their value before the run is unknown, and reading them on every run
+        would cost the loop. With `iterations` as the global step (`set_global_step`), it is the one set back.
         """
         if (
             self._last_stale_step is None

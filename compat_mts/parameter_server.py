@@ -21,12 +21,13 @@ sends each step to a free worker. compat_mts maps a v1 program onto that, on Ten
   `compat_mts.repeat_steps`. A run that fetches only ops (`sess.run(train_op)`) does not wait: it returns
   once the step is scheduled, and at most `2 * workers` scheduled runs are pending at a time. A run that
   fetches a tensor (the caller's `loss`, or a hook's on the steps where it triggers) waits for that run's
-  `RemoteValue`. The global step that the default hooks read every run is one read from its ps task, which
-  never waits for the workers.
-- **Stopping.** The chief counts the steps it schedules from the global step at the session's start, so
-  the runs stop exactly at a `StopAtStepHook`'s `last_step`: the last one runs only the steps left, and
-  those the loop schedules after it (while the hooks' reads of the global step catch up with the workers)
-  run none; a hook that fetches tensors then gets them computed without the train op. Closing the
+  `RemoteValue`. A run that trains nothing (its function writes no global step: `sess.run(loss)` between
+  train runs, a summary, an eval op) runs once, as in v1, and is no step. The global step that the default
+  hooks read every run is one read from its ps task, which never waits for the workers.
+- **Stopping.** The chief counts the steps of the train runs it schedules from the global step at the
+  session's start, so the runs stop exactly at a `StopAtStepHook`'s `last_step`: the last one runs only
+  the steps left, and those the loop schedules after it (while the hooks' reads of the global step catch up
+  with the workers) run none; a hook that fetches tensors then gets them computed without the train op. Closing the
   session waits for every scheduled run before the hooks' `end()` (the final checkpoint holds every step).
 - **Failures.** A worker that is lost is `ClusterCoordinator`'s: its pending runs are scheduled again on the
   other workers, and training goes on. A lost ps task loses the variables it held: the session raises
@@ -54,7 +55,7 @@ from __future__ import annotations
 import collections
 import gc
 import json
-import numbers
+import math
 import os
 import sys
 import threading
@@ -68,6 +69,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import program as program_lib
 from compat_mts import session_run_hook
+from compat_mts import validation
 
 __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'check_graph_fetches']
 
@@ -102,9 +104,10 @@ def parameter_server_strategy(
       cluster: a `tf.train.ClusterSpec` or its dict (`{'chief': [...], 'ps': [...], 'worker': [...]}`),
         the one v1 gave `tf.train.Server` with a `chief` job added: the task that runs this loop. None
         reads `TF_CONFIG`, whose task must be `chief`.
-      steps_per_run: K, the steps each `session.run` of graph fetches runs on a worker, a positive integer.
+      steps_per_run: K, the steps each `session.run` of graph fetches runs on a worker, a positive integer
+        (at most 2**31 - 1).
       step_timeout_secs: how long a scheduled run may take before the cluster is taken as lost
-        (`ParameterServerError`), a positive number.
+        (`ParameterServerError`), a positive, finite number.
 
     Returns:
       TensorFlow's strategy. Its `scope()` is for TF2 variables (`tf.Variable`, Keras layers), which it
@@ -117,19 +120,13 @@ def parameter_server_strategy(
       RuntimeError: this TensorFlow lacks the internal that places an imported graph's variables on the ps
         tasks (see the module docstring), or `COMPAT_MTS_NO_PRIVATE_TF=1` turned it off.
     """
-    if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
-        raise TypeError(
-            f'`steps_per_run` must be a positive integer, got {steps_per_run!r} ({type(steps_per_run).__name__}).'
-        )
-    if steps_per_run < 1:
-        raise ValueError(f'`steps_per_run` must be a positive integer, got {steps_per_run}.')
-    if isinstance(step_timeout_secs, bool) or not isinstance(step_timeout_secs, numbers.Real):
-        raise TypeError(
-            f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs!r} '
-            f'({type(step_timeout_secs).__name__}).'
-        )
-    if not step_timeout_secs > 0:
-        raise ValueError(f'`step_timeout_secs` must be a positive number of seconds, got {step_timeout_secs}.')
+    validation.check_steps_per_run(steps_per_run)
+    timeout_accepted = 'a positive, finite number of seconds'
+    validation.check_seconds(
+        step_timeout_secs, 'step_timeout_secs', optional=False, infinity='', accepted=timeout_accepted
+    )
+    if not 0 < step_timeout_secs < math.inf:  # A wait without end is what the timeout is there to prevent.
+        raise ValueError(f'`step_timeout_secs` must be {timeout_accepted}, got {step_timeout_secs}.')
     spec = _cluster_spec(cluster)
     if not tf_internals.CAN_PLACE_LIFTED_VARIABLES:
         raise RuntimeError(
@@ -423,17 +420,20 @@ class Scheduler:
         global_step: tf.Variable | None,
         fetch: bool,
         tensors_only: Callable[[], Any] | None = None,
+        trains: bool = True,
     ) -> list | None:
-        """Schedules `function` (a pruned function of a wrapped graph) K times on a worker.
+        """Schedules `function` (a pruned function of a wrapped graph) on a worker: K times, once if it does not train.
 
         `tensors_only()`, if given, is the pruned function of the tensor fetches alone: what a run that
-        fetches runs once the steps have reached the stop hooks' `last_step`.
+        fetches runs once the steps have reached the stop hooks' `last_step`. A function that does not
+        `train` (it moves no global step: `sess.run(loss)` between train runs, a summary, an eval op) runs
+        once, as in v1, and its steps are not counted: the stop follows the train runs alone.
 
         Returns the values of its outputs in the last of those steps, as NumPy, when `fetch`; else None
         without waiting for the worker (at most `2 * workers` runs are pending).
         """
-        count = self.steps_per_run
-        if self._next_step is not None and global_step is not None:
+        count = self.steps_per_run if trains else 1
+        if trains and self._next_step is not None and global_step is not None:
             count = min(count, max(self._stop_at() - self._next_step, 0))
             self._next_step += count
             if count == 0 and fetch and tensors_only is not None:

@@ -10,12 +10,12 @@ that it stops exactly at a `StopAtStepHook`'s `last_step`, as v1's `_MultiStepSt
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
 from compat_mts import global_step as global_step_lib
+from compat_mts import validation
 from compat_mts.session_run_hook import last_step_hooks, nearest_last_step
 
 _NO_STOP = 2**63 - 1
@@ -147,16 +147,11 @@ def repeat_steps(step_fn: Callable, steps_per_run: int) -> RepeatedStep:
 
     Raises:
       TypeError: `step_fn` is not callable, or `steps_per_run` is not an integer.
-      ValueError: `steps_per_run` is less than 1 (v1's message).
+      ValueError: `steps_per_run` is less than 1 (v1's message), or more than an int32 loop counter holds.
     """
     if not callable(step_fn) or isinstance(step_fn, (tf.Variable, tf.Tensor)):
         raise TypeError(f'`step_fn` must be a callable that runs one training step, got {type(step_fn).__name__}.')
-    if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, numbers.Integral):
-        raise TypeError(
-            f'`steps_per_run` must be a positive integer, got {steps_per_run!r} ({type(steps_per_run).__name__}).'
-        )
-    if steps_per_run < 1:
-        raise ValueError('steps_per_run should be greater than 0')
+    validation.check_steps_per_run(steps_per_run, below_one='steps_per_run should be greater than 0')
     return RepeatedStep(step_fn, int(steps_per_run))
 
 

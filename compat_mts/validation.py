@@ -15,11 +15,15 @@ NaN is never a number of seconds: v1 took it silently, and then never triggered,
 forever, depending on the comparison it ended up in. `inf` keeps the meaning v1's arithmetic gave it, and
 every message says which: a wait that never runs out (`max_wait_secs`, `stop_grace_period_secs`), or a
 timer that, after its first trigger, never triggers on time again (`every_secs`, `save_secs`, ...: for
-`save_checkpoint_secs`, checkpoints at creation and at the end only). Steps are integers, so never `inf`.
+`save_checkpoint_secs`, checkpoints at creation and at the end only). Steps are integers, so never `inf`,
+and fit the global step's int64 (at most `2**63 - 1`): v1 took a larger one and never reached it; here it is
+refused, since the step counters of `repeat_steps` and of a parameter-server chief are int64 too. A path
+never holds a NUL byte: the file system cannot name it, and v1 failed at the first save.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import numbers
 import os
@@ -43,17 +47,58 @@ def check_bool(value: Any, argument: str) -> None:
         raise TypeError(f'`{argument}` must be a bool, got {_given(value)}.')
 
 
+INT64_MAX = 2**63 - 1  # The largest global step.
+
+
 def check_integer(value: Any, argument: str, *, optional: bool = True, accepted: str | None = None) -> None:
-    """`value` must be an integer (not a bool), or None when `optional`.
+    """`value` must be an integer (not a bool) that fits an int64, or None when `optional`.
 
     Args:
       accepted: what the message says is accepted, when the default ("None or an integer") is not it.
+
+    Raises:
+      TypeError: not an integer (nor None, when `optional`).
+      ValueError: beyond the int64 range of the global step.
     """
     if value is None and optional:
         return
+    accepted = accepted or ('None or an integer' if optional else 'an integer')
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        accepted = accepted or ('None or an integer' if optional else 'an integer')
         raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
+    check_step_range(value, argument, accepted)
+
+
+INT32_MAX = 2**31 - 1  # The most steps one run loops over (a `tf.while_loop` counter).
+
+
+def check_steps_per_run(value: Any, argument: str = 'steps_per_run', *, below_one: str | None = None) -> None:
+    """`value` must be K, the steps of one run: a positive integer that a `tf.while_loop`'s int32 counter holds.
+
+    Args:
+      below_one: the message for an integer below 1, when v1 had its own (`repeat_steps`).
+
+    Raises:
+      TypeError: not an integer.
+      ValueError: below 1, or more than 2**31 - 1.
+    """
+    accepted = 'a positive integer'
+    check_integer(value, argument, optional=False, accepted=accepted)
+    if value < 1:
+        raise ValueError(below_one or f'`{argument}` must be {accepted}, got {value}.')
+    if value > INT32_MAX:
+        raise ValueError(
+            f'`{argument}` must be {accepted} of at most 2**31 - 1 = {INT32_MAX} (the steps of one run are '
+            f'counted by an int32 loop counter), got {value}.'
+        )
+
+
+def check_step_range(value: numbers.Real, argument: str, accepted: str) -> None:
+    """Raises a ValueError when `value` (a number of steps) is beyond the int64 range of the global step."""
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise ValueError(
+            f'`{argument}` must be {accepted} within the range of the int64 global step (at most 2**63 - 1 = '
+            f'{INT64_MAX}), got {value!r}.'
+        )
 
 
 def check_seconds(
@@ -141,6 +186,15 @@ def check_optional_dict(value: Any, argument: str) -> None:
         raise TypeError(f'`{argument}` must be None or a dict, got {type(value).__name__}.')
 
 
+def check_feed_dict(value: Any) -> None:
+    """`feed_dict` must be None or a mapping (what v1 iterated with `.items()`)."""
+    if value is not None and not isinstance(value, collections.abc.Mapping):
+        raise TypeError(
+            '`feed_dict` must be None or a dict of feeds: string keys (keyword arguments of the step callable) '
+            f"or tensors and names ('x:0') of a wrap_graph graph, to values; got {_given(value)}."
+        )
+
+
 # Paths.
 
 _PATH_TYPES = (str, bytes, os.PathLike)
@@ -154,11 +208,10 @@ def optional_directory(value: Any, argument: str) -> str | None:
     """
     if value is None:
         return None
+    accepted = "None or a path (str or os.PathLike; '' is None, as in v1)"
     if not isinstance(value, _PATH_TYPES):
-        raise TypeError(
-            f"`{argument}` must be None or a path (str or os.PathLike; '' is None, as in v1), got {_given(value)}."
-        )
-    return os.fsdecode(value) or None
+        raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
+    return _without_nul(os.fsdecode(value), argument, accepted) or None
 
 
 def path(value: Any, argument: str, *, empty: str | None = None) -> str:
@@ -174,9 +227,15 @@ def path(value: Any, argument: str, *, empty: str | None = None) -> str:
     accepted = 'a directory path (str or os.PathLike' + (f"; '' is {empty}" if empty else '') + ')'
     if not isinstance(value, _PATH_TYPES):
         raise TypeError(f'`{argument}` must be {accepted}, got {_given(value)}.')
-    decoded = os.fsdecode(value)
+    decoded = _without_nul(os.fsdecode(value), argument, accepted)
     if not decoded and empty is None:
         raise ValueError(f"`{argument}` must be {accepted}, got ''; use '.' for the working directory.")
+    return decoded
+
+
+def _without_nul(decoded: str, argument: str, accepted: str) -> str:
+    if '\0' in decoded:
+        raise ValueError(f'`{argument}` must be {accepted} without NUL bytes, got {decoded!r}.')
     return decoded
 
 
@@ -207,23 +266,31 @@ def _v1_replacement(cls: type) -> str | None:
 
 def check_hooks(hooks: Any, argument: str = 'hooks') -> list:
     """`hooks` as a list: None is `[]`; each item must pass `check_hook`."""
+    hooks = hook_list(hooks, argument)
+    for hook in hooks:
+        check_hook(hook, argument)
+    return hooks
+
+
+def hook_list(hooks: Any, argument: str = 'hooks') -> list:
+    """`hooks` as a list, None as `[]`, its items unchecked.
+
+    Raises:
+      TypeError: a single hook (not in a list), a hook class, or something that is not iterable.
+    """
     if hooks is None:
         return []
     if isinstance(hooks, tf.compat.v1.train.SessionRunHook):
         raise TypeError(
-            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list.'
+            f'`{argument}` must be a list of SessionRunHook instances, got a single hook; wrap it in a list: '
+            f'[{type(hooks).__name__}(...)].'
         )
     if isinstance(hooks, type) and issubclass(hooks, tf.compat.v1.train.SessionRunHook):
         raise TypeError(class_message(argument, hooks, _v1_replacement(hooks), verb='is'))
     try:
-        hooks = list(hooks)
+        return list(hooks)
     except TypeError:
-        raise TypeError(
-            f'`{argument}` must be a list of SessionRunHook instances, got {type(hooks).__name__}.'
-        ) from None
-    for hook in hooks:
-        check_hook(hook, argument)
-    return hooks
+        raise TypeError(f'`{argument}` must be a list of SessionRunHook instances, got {_given(hooks)}.') from None
 
 
 def check_hook(hook: Any, argument: str = 'hooks') -> None:

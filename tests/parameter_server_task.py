@@ -9,7 +9,10 @@ worker tasks start their server and join it; the chief trains the v1 graph of `b
 1. `first`: a fresh session trains to global step `FIRST_STEPS`, with a `LoggingTensorHook` and a hook that
    fetches the loss on every fourth run only; it prints where the variables live, what the hooks got, and
    how many runs waited for a worker.
-2. `resumed`: a second session (a new graph, as a restarted chief builds it) restores that checkpoint and
+2. `mixed`: a session on a graph of its own (no checkpoints) whose loop fetches the loss, the global step or
+   the summaries between its train runs, as v1 loops that print the loss every few runs did; it stops at
+   `MIXED_LAST_STEP`, or is cut after `MIXED_MAX_RUNS` runs (when the fetch-only runs are counted as steps).
+3. `resumed`: a second session (a new graph, as a restarted chief builds it) restores that checkpoint and
    writes the graph's summaries every 20 steps. At
    global step `KILL_WORKER_AT` it kills worker 1 (`PS_KILL_WORKER` is its pid) and trains on with worker 0;
    `after_worker_loss` reports the step reached. At `KILL_PS_AT` it kills the ps task (`PS_KILL_PS`), and
@@ -39,6 +42,8 @@ from compat_mts import parameter_server
 
 STEPS_PER_RUN = 5
 FIRST_STEPS = 40
+MIXED_LAST_STEP = 30
+MIXED_MAX_RUNS = 300  # Far more than the runs to MIXED_LAST_STEP; a loop that never stops is cut here.
 KILL_WORKER_AT = 60
 AFTER_WORKER_LOSS = 100
 KILL_PS_AT = 110
@@ -153,6 +158,8 @@ def chief(cluster, checkpoint_dir: str) -> None:
             checkpoint=tf.train.latest_checkpoint(checkpoint_dir),
         )
 
+    mixed_loop(cluster, scheduler)
+
     def kill(name: str, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
         emit('killed', task=name, at=time.time())
@@ -189,6 +196,40 @@ def chief(cluster, checkpoint_dir: str) -> None:
             emit('ps_lost', error=str(error), at=time.time(), checkpoint=tf.train.latest_checkpoint(checkpoint_dir))
         else:
             emit('no_error')
+
+
+def mixed_loop(cluster, scheduler) -> None:
+    """A loop that alternates train runs with runs that only fetch: the loss, the global step, the summaries."""
+    with tf.Graph().as_default():
+        global_step, loss, train_op = build_graph(cluster)
+        summaries = tf.compat.v1.summary.merge_all()
+        fetch_only = [loss, global_step, loss, summaries]
+        losses, runs, fetched_before = [], 0, scheduler.fetched_runs
+        with mts.MonitoredTrainingSession(
+            is_chief=True,
+            hooks=[mts.StopAtStepHook(last_step=MIXED_LAST_STEP)],
+            log_step_count_steps=None,
+            save_summaries_steps=None,
+        ) as sess:
+            while not sess.should_stop() and runs < MIXED_MAX_RUNS:
+                if runs % 2 == 0:
+                    sess.run(train_op, feed_dict={'learning_rate:0': LEARNING_RATE})
+                else:
+                    fetch = fetch_only[runs // 2 % len(fetch_only)]
+                    value = sess.run(fetch)
+                    if fetch is loss:
+                        losses.append(float(value))
+                runs += 1
+            stopped = sess.should_stop()
+            step = trained_step()
+    emit(
+        'mixed',
+        runs=runs,
+        stopped=stopped,
+        step=step,
+        losses=losses,
+        fetched_runs=scheduler.fetched_runs - fetched_before,
+    )
 
 
 def frozen_chief(cluster, checkpoint_dir: str) -> None:

@@ -135,12 +135,20 @@ def test_check_runs_without_importing_tensorflow(tmp_path):
     assert 'train.py:2:9: stage 2: tf.compat.v1.train.Saver' in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize('argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['train']])
+@pytest.mark.parametrize(
+    'argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['demo', '--steps', str(10**30)], ['train']]
+)
 def test_bad_command_lines_exit_with_usage_status(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv)
     assert exit_info.value.code == 2
-    assert 'usage: compat-mts' in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert 'usage: compat-mts' in error
+    if '--steps' in argv:
+        assert (
+            f"--steps: must be a positive integer of at most 2**63 - 1 (the global step is an int64), got '{argv[-1]}'"
+            in error
+        )
 
 
 @pytest.mark.slow

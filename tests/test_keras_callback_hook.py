@@ -182,6 +182,8 @@ def test_bad_input_raises_clear_errors():
         CallbackHook([], model='model')
     with pytest.raises(ValueError, match='`steps_per_epoch` must be None or a positive integer, got 0'):
         CallbackHook([], steps_per_epoch=0)
+    with pytest.raises(ValueError, match='`steps_per_epoch` must be None or a positive integer within the range of'):
+        CallbackHook([], steps_per_epoch=10**30)
     with pytest.raises(TypeError, match='`steps_per_epoch` must be None or a positive integer'):
         CallbackHook([], steps_per_epoch=2.0)
     with pytest.raises(RuntimeError, match='Global step should be created to use CallbackHook.'):

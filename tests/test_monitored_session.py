@@ -468,3 +468,35 @@ def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_h
         'assert not hooks, hooks\n'
     )
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_when_the_data_runs_out_an_optimizer_s_iterations_as_the_global_step_is_taken_back_too(tmp_path):
+    """The remedy migration_guide/stages.md gives for `iterations` ending one ahead of a separate global step."""
+    import keras  # pylint: disable=import-outside-toplevel
+
+    from tests.support import latest_checkpoint_step  # pylint: disable=import-outside-toplevel
+
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.SGD(0.01)
+    optimizer.build(model.trainable_variables)
+    global_step = mts.set_global_step(optimizer.iterations, name='global_step')
+    ones = np.ones((10, 1), np.float32)
+    iterator = iter(tf.data.Dataset.from_tensor_slices((ones, ones)).batch(1))
+
+    @tf.function
+    def step():
+        features, labels = next(iterator)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(features) - labels))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    scaffold = mts.Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=optimizer))
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=scaffold) as session:
+        while not session.should_stop():
+            session.run(step)
+    assert int(optimizer.iterations.numpy()) == int(global_step.numpy()) == 10
+    assert latest_checkpoint_step(str(tmp_path)) == 10
+    saved = tf.train.load_checkpoint(str(tmp_path))
+    iterations = [name for name in saved.get_variable_to_shape_map() if name.startswith('optimizer/_iterations/')]
+    assert [saved.get_tensor(name) for name in iterations] == [10], iterations

@@ -11,6 +11,7 @@ task; when one was taken before its task could bind it, the cluster starts again
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -28,6 +29,8 @@ from tests.parameter_server_task import (
     FROZEN_STEP_TIMEOUT_SECS,
     KILL_WORKER_AT,
     LOSS_EVERY_N_RUNS,
+    MIXED_LAST_STEP,
+    MIXED_MAX_RUNS,
     STEPS_PER_RUN,
 )
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, read_events, state_file_steps
@@ -186,6 +189,18 @@ def test_hooks_wait_for_a_worker_only_on_the_runs_where_they_trigger(cluster):
 
 
 @pytest.mark.slow
+def test_a_loop_that_fetches_the_loss_between_train_runs_stops_at_last_step(cluster):
+    """Runs that fetch only (the loss, the global step, the summaries) run once and are not counted as steps."""
+    mixed = cluster.event('mixed')
+    assert mixed['stopped'] and mixed['runs'] < MIXED_MAX_RUNS, mixed
+    assert mixed['step'] == MIXED_LAST_STEP
+    # Each fetch-only run waited for its values, computed on a worker from the variables the train runs move.
+    losses = mixed['losses']
+    assert len(losses) >= 2 and mixed['fetched_runs'] >= len(losses)
+    assert len(set(losses)) > 1 and losses[-1] < losses[0], losses
+
+
+@pytest.mark.slow
 def test_the_chief_alone_writes_the_checkpoints_and_a_new_session_resumes(cluster):
     first = cluster.event('first')
     assert first['checkpoint'].endswith(f'model.ckpt-{FIRST_STEPS}')
@@ -239,6 +254,15 @@ def test_a_lost_ps_ends_the_run_with_a_clear_error_in_bounded_time(cluster):
             '`step_timeout_secs`',
         ),
         (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run='10'), r'\(str\)'),
+        (dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, steps_per_run=2**31), 'at most 2\\*\\*31'),
+        (
+            dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=math.inf),
+            '`step_timeout_secs` must be a positive, finite number of seconds, got inf',
+        ),
+        (
+            dict(cluster={'chief': ['h:0'], 'ps': ['h:1'], 'worker': ['h:2']}, step_timeout_secs=math.nan),
+            '`step_timeout_secs` must be a positive, finite number of seconds, got nan',
+        ),
     ],
 )
 def test_parameter_server_strategy_names_a_bad_argument(arguments, message, monkeypatch):

@@ -85,6 +85,7 @@ def train(fetch, hooks=(), limit=100, **session_kwargs):
         ((lambda: None, 2.0), TypeError, '`steps_per_run` must be a positive integer, got 2.0'),
         ((lambda: None, True), TypeError, '`steps_per_run` must be a positive integer'),
         ((lambda: None, 0), ValueError, '^steps_per_run should be greater than 0$'),
+        ((lambda: None, 2**31), ValueError, r'`steps_per_run` must be a positive integer of at most 2\*\*31 - 1'),
     ],
 )
 def test_repeat_steps_rejects_bad_arguments(args, error, message):

@@ -20,12 +20,19 @@ DEFAULT_DEMO_STEPS = 400
 
 
 def _positive_int(text: str) -> int:
+    """A positive number of steps: one the int64 global step can reach.
+
+    The bound is `compat_mts.validation.INT64_MAX`, written out: importing that module imports TensorFlow, whose
+    start-up lines the demo keeps quiet only once it runs.
+    """
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f'must be a positive integer, got {text!r}')
+    if not 0 < value < 2**63:
+        raise argparse.ArgumentTypeError(
+            f'must be a positive integer of at most 2**63 - 1 (the global step is an int64), got {text!r}'
+        )
     return value
 
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunHook
 
 
@@ -25,7 +26,16 @@ class DatasetInitializerHook(SessionRunHook):
 
 
 def call_input_fn(input_fn, mode: str, params: dict, config) -> Any:
-    """Calls `input_fn` with the arguments it names among `mode`, `params` and `config` (v1's), on the CPU."""
+    """Calls `input_fn` with the arguments it names among `mode`, `params` and `config` (v1's), on the CPU.
+
+    Raises:
+      TypeError: `input_fn` is not callable (v1 said "unsupported callable").
+    """
+    validation.check_callable(
+        input_fn,
+        'input_fn',
+        'a callable input_fn(mode, params, config) returning (features, labels) or a tf.data.Dataset',
+    )
     arguments = tf_internals.fn_args(input_fn)
     kwargs = {}
     if 'mode' in arguments:

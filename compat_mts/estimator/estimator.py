@@ -25,6 +25,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
+from compat_mts import validation
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
@@ -140,6 +141,7 @@ class Estimator:
         logging.info('Using config: %s', str(vars(self._config)))
         if model_fn is None:
             raise ValueError('model_fn must be provided to Estimator.')
+        validation.check_callable(model_fn, 'model_fn', 'a callable model_fn(features, labels, mode, params, config)')
         _verify_model_fn_args(model_fn, params)
         self._model_fn = model_fn
         self._params = copy.deepcopy(params or {})
@@ -211,6 +213,8 @@ class Estimator:
         """
         if steps is not None and max_steps is not None:
             raise ValueError('Can not provide both steps and max_steps.')
+        validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
+        validation.check_integer(max_steps, 'max_steps', accepted='None or an integer number of steps > 0')
         if steps is not None and steps <= 0:
             raise ValueError('Must specify steps > 0, given: {}'.format(steps))
         if max_steps is not None and max_steps <= 0:
@@ -338,12 +342,14 @@ class Estimator:
           TypeError: a hook of the wrong type (v1's message).
         """
         hooks = _check_hooks_type(hooks)
+        validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
         stop_hook = None
         if steps is not None:
             if steps <= 0:
                 raise ValueError('Must specify steps > 0, given: {}'.format(steps))
             stop_hook = _evaluation.StopAfterNEvalsHook(num_evals=steps)
             hooks.append(stop_hook)
+        checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
         if not checkpoint_path:
             latest = checkpoints.latest_checkpoint(self._model_dir)
             if not latest:
@@ -428,6 +434,7 @@ class Estimator:
             different batch lengths (v1's messages).
         """
         hooks = _check_hooks_type(hooks)
+        checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
         if not checkpoint_path:
             checkpoint_path = checkpoints.latest_checkpoint(self._model_dir)
         if not checkpoint_path:
@@ -612,7 +619,7 @@ def _config_with_model_dir(config: RunConfig | None, model_dir) -> RunConfig:
     if config.session_config is None:
         config = config.replace(session_config=get_default_session_config())
     if model_dir is not None:
-        model_dir = os.fspath(model_dir)
+        model_dir = validation.path(model_dir, 'model_dir', empty='a temporary directory, as in v1')
         if config.model_dir is not None and config.model_dir != model_dir:
             raise ValueError(
                 '`model_dir` are set both in constructor and `RunConfig`, but with different values. In '
@@ -649,7 +656,7 @@ def _get_default_warm_start_settings(warm_start_from) -> WarmStartSettings | Non
     if warm_start_from is None:
         return None
     if isinstance(warm_start_from, (str, bytes, os.PathLike)):
-        warm_start_from = os.fsdecode(warm_start_from)
+        warm_start_from = validation.path(warm_start_from, 'warm_start_from')
         if tf.io.gfile.exists(os.path.join(warm_start_from, 'variables', 'variables.index')):
             logging.info('Warm-starting from a SavedModel')
             return WarmStartSettings(ckpt_to_initialize_from=os.path.join(warm_start_from, 'variables', 'variables'))
@@ -671,7 +678,7 @@ def _checkpoint_available(model_dir: str) -> str:
 
 def _check_hooks_type(hooks) -> list:
     """The hooks as a list (v1's TypeError for a non-hook), v1 built-in hooks as their compat_mts twins."""
-    hooks = list(hooks or [])
+    hooks = validation.hook_list(hooks or None)
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
             raise TypeError('Hooks must be a SessionRunHook, given: {}'.format(hook))

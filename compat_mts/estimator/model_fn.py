@@ -22,6 +22,9 @@ class ModeKeys:
     PREDICT = 'infer'
 
 
+_MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
+
+
 _DEFAULT_GRAPH_ERROR = (
     '{0} with "{1}" must be from the default graph. Possible causes of this error include: \n\n'
     '1) {0} was created outside the context of the default graph.\n\n'
@@ -75,7 +78,8 @@ class EstimatorSpec(
     ```
 
     Raises:
-      ValueError: a field the mode needs is missing, or a tensor is not of the model_fn's graph (v1's messages).
+      ValueError: a field the mode needs is missing, or a tensor is not of the model_fn's graph (v1's messages),
+        or `mode` is not one of `ModeKeys` (v1 took it).
       TypeError: a field has the wrong type (v1's messages).
     """
 
@@ -93,6 +97,11 @@ class EstimatorSpec(
         evaluation_hooks=None,
         prediction_hooks=None,
     ):
+        if mode not in _MODES:  # v1 took any mode, then checked none of the fields a mode needs.
+            raise ValueError(
+                f'`mode` must be one of ModeKeys.TRAIN ({ModeKeys.TRAIN!r}), ModeKeys.EVAL ({ModeKeys.EVAL!r}) '
+                f'or ModeKeys.PREDICT ({ModeKeys.PREDICT!r}): the mode the model_fn was called with; got {mode!r}.'
+            )
         train_op = _validate_train_op(train_op, mode)
         loss = _validate_loss(loss, mode)
         predictions = _validate_predictions(predictions, mode)

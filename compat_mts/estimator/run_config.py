@@ -11,6 +11,8 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import validation
+
 _USE_DEFAULT = object()
 _SAVE_CKPT_ERR = '`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.'
 _REPLACEABLE = [
@@ -147,6 +149,8 @@ class RunConfig:
         for key, value in properties.items():
             if key not in _REPLACEABLE:
                 raise ValueError('Replacing {} is not supported. Allowed properties are {}.'.format(key, _REPLACEABLE))
+            if key == 'model_dir' and value not in (None, ''):  # v1's "should be non-empty" for ''.
+                value = validation.path(value, 'model_dir')
             setattr(self, '_' + key, value)
         if 'save_checkpoints_steps' in properties and 'save_checkpoints_secs' in properties:
             if self._save_checkpoints_steps is not None and self._save_checkpoints_secs is not None:
@@ -288,10 +292,10 @@ def _check_local(tf_config: dict) -> None:
 
 
 def _model_dir(tf_config: dict, model_dir: Any) -> str | None:
-    if hasattr(model_dir, '__fspath__'):
-        model_dir = os.fspath(model_dir)
     if model_dir == '':
         raise ValueError('model_dir should be non-empty.')
+    if model_dir is not None:
+        model_dir = validation.path(model_dir, 'model_dir')
     from_tf_config = tf_config.get('model_dir')
     if from_tf_config == '':
         raise ValueError('model_dir in TF_CONFIG should be non-empty.')
@@ -307,6 +311,19 @@ def _model_dir(tf_config: dict, model_dir: Any) -> str | None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+# What the messages for a wrong type say is accepted (v1's own messages say it for a wrong value).
+_NUMBERS = {
+    'save_summary_steps': 'a number of steps >= 0',
+    'save_checkpoints_steps': 'a number of steps >= 0',
+    'save_checkpoints_secs': 'a number of seconds >= 0 (inf: checkpoints at creation and at the end only)',
+    'keep_checkpoint_max': 'a number of checkpoints >= 0',
+    'keep_checkpoint_every_n_hours': 'a number of hours > 0',
+    'log_step_count_steps': 'a number of steps > 0',
+    'session_creation_timeout_secs': 'a number of seconds > 0',
+}
+_STEPS = ('save_summary_steps', 'save_checkpoints_steps', 'log_step_count_steps')
 
 
 def _validate(config: RunConfig) -> None:
@@ -355,8 +372,17 @@ def _validate(config: RunConfig) -> None:
     ]
     for name, accepted, message in checks:
         value = getattr(config, '_' + name)
-        if value is not None and not accepted(value):
+        if value is None:
+            continue
+        if name in _NUMBERS and not _is_number(value):  # v1 failed comparing it (`'>=' not supported`).
+            raise TypeError(f'`{name}` must be None or {_NUMBERS[name]}, got {value!r} ({type(value).__name__}).')
+        if not accepted(value):
             raise ValueError(message)
+        if name in _STEPS:
+            validation.check_step_range(value, name, _NUMBERS[name])
+    seed = config._tf_random_seed  # pylint: disable=protected-access
+    if seed is not None and not -(2**63) <= seed < 2**63:  # v1 took it, and the graph's first random op failed.
+        raise ValueError(f'`tf_random_seed` must be an integer that an int64 holds, got {seed}.')
     for name in _NOT_SUPPORTED:
         if getattr(config, '_' + name) is not None:
             raise NotImplementedError(

@@ -13,6 +13,7 @@ import os
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import validation
 from compat_mts.estimator.estimator import Estimator
 from compat_mts.estimator.exporter import Exporter
 from compat_mts.hooks.checkpoint import CheckpointSaverListener
@@ -79,6 +80,7 @@ class TrainSpec(collections.namedtuple('TrainSpec', ['input_fn', 'max_steps', 'h
 
     def __new__(cls, input_fn, max_steps=None, hooks=None, saving_listeners=None):
         _validate_input_fn(input_fn)
+        validation.check_integer(max_steps, 'max_steps', accepted='None or an integer number of steps > 0')
         if max_steps is not None and max_steps <= 0:
             raise ValueError('Must specify max_steps > 0, given: {}'.format(max_steps))
         return super().__new__(
@@ -105,12 +107,22 @@ class EvalSpec(
         cls, input_fn, steps=100, name=None, hooks=None, exporters=None, start_delay_secs=120, throttle_secs=600
     ):
         _validate_input_fn(input_fn)
+        validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
         if steps is not None and steps <= 0:
             raise ValueError('Must specify steps > 0, given: {}'.format(steps))
         if name is not None and not isinstance(name, str):
             raise TypeError('`name` must be string, given: {}'.format(name))
         hooks = _validate_hooks(hooks)
         exporters = _validate_exporters(exporters)
+        validation.check_seconds(
+            start_delay_secs, 'start_delay_secs', optional=False, infinity='is unused in one process, as in v1'
+        )
+        validation.check_seconds(
+            throttle_secs,
+            'throttle_secs',
+            optional=False,
+            infinity='evaluates after the first checkpoint of the training and after the last step only',
+        )
         if start_delay_secs < 0:
             raise ValueError('Must specify start_delay_secs >= 0, given: {}'.format(start_delay_secs))
         if throttle_secs < 0:

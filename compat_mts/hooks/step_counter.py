@@ -52,7 +52,11 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         summary_writer=None,
     ):
         if (every_n_steps is None) == (every_n_secs is None):
-            raise ValueError('exactly one of every_n_steps and every_n_secs should be provided.')
+            raise ValueError(
+                'exactly one of every_n_steps and every_n_secs should be provided. '
+                f'(Got every_n_steps={every_n_steps!r} and every_n_secs={every_n_secs!r}; every_n_steps '
+                'defaults to 100, so pass every_n_steps=None with every_n_secs.)'
+            )
         validation.check_integer(every_n_steps, 'every_n_steps')
         validation.check_seconds(every_n_secs, 'every_n_secs', infinity='never logs a rate')
         self._output_dir = validation.optional_directory(output_dir, 'output_dir')

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Sequence
 
 import numpy as np
@@ -10,6 +9,7 @@ import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
+from compat_mts import validation
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
 # Keras callbacks that use `self.model`, and those of them that also use `self.model.optimizer`.
@@ -73,11 +73,8 @@ def _check_model(model: Any, callbacks: list) -> None:
 
 
 def _check_steps_per_epoch(steps_per_epoch: Any) -> None:
-    if steps_per_epoch is None:
-        return
-    if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, numbers.Integral):
-        raise TypeError(f'`steps_per_epoch` must be None or a positive integer, got {steps_per_epoch!r}.')
-    if steps_per_epoch < 1:
+    validation.check_integer(steps_per_epoch, 'steps_per_epoch', accepted='None or a positive integer')
+    if steps_per_epoch is not None and steps_per_epoch < 1:
         raise ValueError(f'`steps_per_epoch` must be None or a positive integer, got {steps_per_epoch!r}.')
 
 

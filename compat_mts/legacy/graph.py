@@ -277,11 +277,23 @@ class _Feed:
 class _Plan:
     """How to run one fetch/feed set: the pruned function, its feeds, and where each fetch's value comes from."""
 
-    __slots__ = ('function', 'name', 'captures', 'output_count', 'feeds', 'outputs', 'reads', 'anchors', 'tensors_only')
+    __slots__ = (
+        'function',
+        'name',
+        'captures',
+        'output_count',
+        'feeds',
+        'outputs',
+        'reads',
+        'anchors',
+        'tensors_only',
+        'trains',
+    )
 
     def __init__(self, function, feeds: list, outputs: list, reads: list, anchors: tuple):
         self.function = function  # None when no fetch needs the graph (only variables or nothing).
         self.tensors_only = None  # On a parameter-server cluster: the function of the tensor fetches alone.
+        self.trains = True  # On a parameter-server cluster: whether the function moves the global step.
         if function is not None:
             self.name = function.function_def.signature.name.encode()
             self.captures = list(function.captured_inputs)
@@ -481,7 +493,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if plan.function is not None and self._parameter_servers is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
             outputs = self._parameter_servers.run(
-                plan.function, args, self.global_step, bool(plan.outputs), plan.tensors_only
+                plan.function, args, self.global_step, bool(plan.outputs), plan.tensors_only, plan.trains
             )
             for position, index in plan.outputs:
                 results[position] = outputs[index]
@@ -540,10 +552,30 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if target is not None and target[0] == 'tensor'
         ]
         plan = _Plan(function, feed_specs, outputs, reads, anchors)
-        if self._parameter_servers is not None and tensors and operations:
-            # What a run after the last step fetches: the tensors, without the ops that would train on.
-            plan.tensors_only = lambda: self._pruned(tensors, [], feed_specs)
+        if self._parameter_servers is not None:
+            plan.trains = self._trains(function)
+            if tensors and operations:
+                # What a run after the last step fetches: the tensors, without the ops that would train on.
+                plan.tensors_only = lambda: self._pruned(tensors, [], feed_specs)
         return plan
+
+    def _trains(self, function) -> bool:
+        """Whether the pruned `function` is a training step: it writes the global step (any variable, in a graph
+        without one).
+
+        The scheduler of a parameter-server cluster counts the steps of such runs only: a run of the loss, a
+        summary or an eval op between two train runs (`sess.run(loss)`) moves no global step in v1 either.
+        """
+        variables = [self.global_step] if self.global_step is not None else self.variables
+        handles = {id(variable.handle) for variable in variables}
+        pending = [internal for external, internal in function.graph.captures if id(external) in handles]
+        while pending:
+            for consumer in pending.pop().consumers():
+                if consumer.type == 'Identity':
+                    pending.extend(consumer.outputs)
+                elif consumer.type not in _VARIABLE_READS:
+                    return True
+        return False
 
     def _pruned(self, tensors: list[str], operations: list[str], feed_specs: list[_Feed]):
         """The wrapped function pruned to these fetches (names) and feeds."""
@@ -613,6 +645,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if not self.graph.is_feedable(tensor):
             raise ValueError(f'Tensor {tensor.name} may not be fed.')
         return _Feed(key, tensor)
+
+
+_VARIABLE_READS = frozenset({'ReadVariableOp', 'VarIsInitializedOp', 'VariableShape'})
 
 
 def _identity(value: Any) -> Any:

@@ -1,0 +1,356 @@
+"""Bad input, fast and in-process: each value is named with what is accepted, or does what it did in v1.
+
+One table: the inputs of issue 20's third adversarial round (157 tried; those accepted silently or refused
+with an unclear error), then the same classes of value (steps beyond the int64 global step, NUL bytes in
+paths, NaN seconds, wrong types) on the other public arguments that take them. The v1 comparisons of
+tests/test_validation.py run in a subprocess; this table needs none: where v1 accepted a value, its meaning is
+checked on what the call returned and wrote.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import tensorflow as tf
+
+import compat_mts as mts
+from tests import support
+
+
+def _session_run(directory, steps: int = 3, hooks=(), **kwargs) -> int:
+    """Runs `steps` steps (each records a `value` summary) in a MonitoredTrainingSession; returns the global step."""
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def step():
+        tf.summary.scalar('value', 1.0)
+        return global_step.assign_add(1)
+
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(directory), hooks=list(hooks), **kwargs) as session:
+        for _ in range(steps):
+            session.run(step)
+    return int(global_step.numpy())
+
+
+def _feed(feed_dict):
+    global_step = mts.get_or_create_global_step()
+    step = tf.function(lambda: global_step.assign_add(1), autograph=False)
+    with mts.MonitoredTrainingSession() as session:
+        return session.run(step, feed_dict=feed_dict)
+
+
+def _model_fn(features, labels, mode):
+    del features, labels, mode
+
+
+def _input_fn():
+    return {'x': [[1.0]]}, [[1.0]]
+
+
+_ACCEPTED = 'accepted'
+_NUL_PATH = 'never\0created'
+# The bad inputs of issue 20's third adversarial round: (id, call(directory), then the error and the pattern of its
+# message, or _ACCEPTED and a check of v1's meaning on what the call returned and the directory).
+_ROUND_3 = [
+    (
+        'MonitoredTrainingSession-save_checkpoint_secs=-inf',
+        lambda d: _session_run(d, save_checkpoint_secs=-math.inf),
+        _ACCEPTED,
+        lambda result, d: result == 3 and support.checkpoint_steps(str(d)) == [],  # 0 or less is off, as in v1.
+    ),
+    (
+        'MonitoredTrainingSession-save_summaries_secs=inf',
+        lambda d: _session_run(d, save_summaries_secs=math.inf),
+        _ACCEPTED,
+        lambda result, d: [step for step, _ in support.read_events(str(d))['value']] == [1],  # The first run's.
+    ),
+    (
+        'MonitoredTrainingSession-stop_grace_period_secs=inf',
+        lambda d: _session_run(d, stop_grace_period_secs=math.inf),
+        _ACCEPTED,
+        lambda result, d: result == 3,  # Waits until the threads end, which they do.
+    ),
+    (
+        'CheckpointSaverHook-save_secs=inf',
+        lambda d: _session_run(
+            d, hooks=[mts.CheckpointSaverHook(str(d / 'own'), save_secs=math.inf)], save_checkpoint_secs=None
+        ),
+        _ACCEPTED,
+        lambda result, d: support.checkpoint_steps(str(d / 'own')) == [0, 3],  # At creation and at the end.
+    ),
+    (
+        'StopAtStepHook-last_step=10**30',
+        lambda d: mts.StopAtStepHook(last_step=10**30),
+        ValueError,
+        r'`last_step` must be None or an integer within the range of the int64 global step \(at most 2\*\*63 - 1 = '
+        r'9223372036854775807\), got 1000000000000000000000000000000',
+    ),
+    (
+        'MonitoredTrainingSession-log_step_count_steps=10**30',
+        lambda d: _session_run(d, log_step_count_steps=10**30),
+        ValueError,
+        '`log_step_count_steps` must be None, USE_DEFAULT or an integer number of steps .*int64.*got 10{30}',
+    ),
+    (
+        'MonitoredTrainingSession-save_summaries_steps=10**30',
+        lambda d: _session_run(d, save_summaries_steps=10**30),
+        ValueError,
+        '`save_summaries_steps` must be .*within the range of the int64 global step.*got 10{30}',
+    ),
+    (
+        'MonitoredSession.run-feed_dict=5',
+        lambda d: _feed(5),
+        TypeError,
+        r'`feed_dict` must be None or a dict of feeds: .*got 5 \(int\)',
+    ),
+    (
+        "MonitoredSession.run-feed_dict={'unknown': 1}",
+        lambda d: _feed({'unknown': 1}),
+        TypeError,
+        r"`feed_dict` has the key\(s\) \['unknown'\], which the step '<lambda>' takes no argument for \(its "
+        r'arguments: none\)',
+    ),
+    (
+        'MonitoredTrainingSession-checkpoint_dir-NUL',
+        lambda d: mts.MonitoredTrainingSession(checkpoint_dir=_NUL_PATH),
+        ValueError,
+        r"`checkpoint_dir` must be None or a path .* without NUL bytes, got 'never\\x00created'",
+    ),
+    (
+        'CheckpointSaverHook-checkpoint_dir-NUL',
+        lambda d: mts.CheckpointSaverHook(_NUL_PATH, save_steps=1),
+        ValueError,
+        r"`checkpoint_dir` must be a directory path .* without NUL bytes, got 'never\\x00created'",
+    ),
+    (
+        'StepCounterHook-every_n_secs=nan',
+        lambda d: mts.StepCounterHook(every_n_secs=math.nan),
+        ValueError,  # v1's message, then what it means here.
+        r'^exactly one of every_n_steps and every_n_secs should be provided. \(Got every_n_steps=100 and '
+        r'every_n_secs=nan; every_n_steps defaults to 100, so pass every_n_steps=None with every_n_secs.\)$',
+    ),
+    (
+        "Estimator-'x'",
+        lambda d: mts.estimator.Estimator('x', model_dir=str(d)),
+        TypeError,
+        r'`model_fn` must be a callable model_fn\(features, labels, mode, params, config\), got str',
+    ),
+    (
+        'Estimator.train-input_fn=None',
+        lambda d: mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model')).train(input_fn=None, steps=1),
+        TypeError,
+        r'`input_fn` must be a callable input_fn\(mode, params, config\) returning \(features, labels\) or a '
+        r'tf.data.Dataset, got NoneType',
+    ),
+    (
+        'Estimator-model_dir=123',
+        lambda d: mts.estimator.Estimator(_model_fn, model_dir=123),
+        TypeError,
+        r'`model_dir` must be a directory path \(str or os.PathLike.*got 123 \(int\)',
+    ),
+    (
+        'Estimator.train-hooks=<one hook>',
+        lambda d: mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model')).train(
+            _input_fn, hooks=mts.StopAtStepHook(last_step=1)
+        ),
+        TypeError,
+        r'`hooks` must be a list of SessionRunHook instances, got a single hook; wrap it in a list: '
+        r'\[StopAtStepHook\(\.\.\.\)\]',
+    ),
+    (
+        'RunConfig-save_checkpoints_secs=inf',
+        lambda d: mts.estimator.RunConfig(save_checkpoints_secs=math.inf),
+        _ACCEPTED,
+        lambda config, d: config.save_checkpoints_secs == math.inf and config.save_checkpoints_steps is None,
+    ),
+    (
+        'RunConfig-model_dir=5',
+        lambda d: mts.estimator.RunConfig(model_dir=5),
+        TypeError,
+        r'`model_dir` must be a directory path \(str or os.PathLike\), got 5 \(int\)',
+    ),
+    (
+        'RunConfig.replace-model_dir=1',
+        lambda d: mts.estimator.RunConfig().replace(model_dir=1),
+        TypeError,
+        r'`model_dir` must be a directory path \(str or os.PathLike\), got 1 \(int\)',
+    ),
+    (
+        "EstimatorSpec-mode='bogus'",
+        lambda d: mts.estimator.EstimatorSpec(mode='bogus', predictions={'y': tf.constant(1.0)}),
+        ValueError,
+        r"`mode` must be one of ModeKeys.TRAIN \('train'\), ModeKeys.EVAL \('eval'\) or ModeKeys.PREDICT "
+        r"\('infer'\).*got 'bogus'",
+    ),
+    (
+        'EvalSpec-throttle_secs=nan',
+        lambda d: mts.estimator.EvalSpec(_input_fn, throttle_secs=math.nan),
+        ValueError,
+        r'`throttle_secs` must be a number of seconds \(inf evaluates after the first checkpoint of the training '
+        r'and after the last step only\), got nan: NaN',
+    ),
+    (
+        "RunConfig-save_checkpoints_steps='10'",
+        lambda d: mts.estimator.RunConfig(save_checkpoints_steps='10'),
+        TypeError,  # v1's class: it failed comparing '10' >= 0.
+        r"`save_checkpoints_steps` must be None or a number of steps >= 0, got '10' \(str\)",
+    ),
+    # The same classes of value on the other public arguments.
+    (
+        'GlobalStepWaiterHook-wait_until_step=2**63',
+        lambda d: mts.GlobalStepWaiterHook(wait_until_step=2**63),
+        ValueError,
+        '`wait_until_step` must be an integer within the range of the int64 global step.*got 9223372036854775808',
+    ),
+    (
+        'LoggingTensorHook-every_n_iter=10**30',
+        lambda d: mts.LoggingTensorHook(['loss'], every_n_iter=10**30),
+        ValueError,
+        '`every_n_iter` .*int64',
+    ),
+    (
+        'CheckpointSaverHook-save_steps=-2**64',
+        lambda d: mts.CheckpointSaverHook(str(d), save_steps=-(2**64)),
+        ValueError,
+        '`save_steps` .*int64',
+    ),
+    (
+        'SecondOrStepTimer-every_steps=10**19',
+        lambda d: mts.SecondOrStepTimer(every_steps=10**19),
+        ValueError,
+        '`every_steps` .*int64',
+    ),
+    ('StopAtStepHook-num_steps=10**30', lambda d: mts.StopAtStepHook(num_steps=10**30), ValueError, '`num_steps`'),
+    ('ProfilerHook-save_steps=10**30', lambda d: mts.ProfilerHook(save_steps=10**30), ValueError, '`save_steps`'),
+    (
+        'ProfilerHook-output_dir-NUL',
+        lambda d: mts.ProfilerHook(save_steps=1, output_dir=_NUL_PATH),
+        ValueError,
+        '`output_dir` .*without NUL bytes',
+    ),
+    (
+        'SummarySaverHook-output_dir-NUL',
+        lambda d: mts.SummarySaverHook(save_steps=1, summary_op='loss', output_dir=_NUL_PATH),
+        ValueError,
+        '`output_dir` .*without NUL bytes',
+    ),
+    (
+        'StepCounterHook-output_dir-NUL-bytes',
+        lambda d: mts.StepCounterHook(output_dir=_NUL_PATH.encode()),
+        ValueError,
+        r"`output_dir` .*without NUL bytes, got 'never\\x00created'",
+    ),
+    (
+        'ChiefSessionCreator-checkpoint_filename_with_path-NUL',
+        lambda d: mts.ChiefSessionCreator(checkpoint_filename_with_path=_NUL_PATH),
+        ValueError,
+        '`checkpoint_filename_with_path` .*without NUL bytes',
+    ),
+    (
+        'WorkerSessionCreator-checkpoint_dir-NUL',
+        lambda d: mts.WorkerSessionCreator(checkpoint_dir=_NUL_PATH),
+        ValueError,
+        '`checkpoint_dir` .*without NUL bytes',
+    ),
+    (
+        'SingularMonitoredSession-checkpoint_dir-NUL',
+        lambda d: mts.SingularMonitoredSession(checkpoint_dir=_NUL_PATH),
+        ValueError,
+        '`checkpoint_dir` .*without NUL bytes',
+    ),
+    (
+        'RunConfig-model_dir-NUL',
+        lambda d: mts.estimator.RunConfig(model_dir=_NUL_PATH),
+        ValueError,
+        '`model_dir` .*without NUL bytes',
+    ),
+    (
+        'RunConfig-save_summary_steps=10**30',
+        lambda d: mts.estimator.RunConfig(save_summary_steps=10**30),
+        ValueError,
+        '`save_summary_steps` must be a number of steps >= 0 within the range of the int64 global step',
+    ),
+    (
+        'RunConfig-log_step_count_steps=inf',
+        lambda d: mts.estimator.RunConfig(log_step_count_steps=math.inf),
+        ValueError,
+        '`log_step_count_steps` .*int64.*got inf',
+    ),
+    (
+        "RunConfig-keep_checkpoint_max='5'",
+        lambda d: mts.estimator.RunConfig(keep_checkpoint_max='5'),
+        TypeError,
+        r"`keep_checkpoint_max` must be None or a number of checkpoints >= 0, got '5' \(str\)",
+    ),
+    (
+        'EvalSpec-start_delay_secs=nan',
+        lambda d: mts.estimator.EvalSpec(_input_fn, start_delay_secs=math.nan),
+        ValueError,
+        '`start_delay_secs` must be a number of seconds .*got nan: NaN',
+    ),
+    (
+        "TrainSpec-max_steps='5'",
+        lambda d: mts.estimator.TrainSpec(_input_fn, max_steps='5'),
+        TypeError,
+        r"`max_steps` must be None or an integer number of steps > 0, got '5' \(str\)",
+    ),
+    (
+        "Estimator.train-steps='5'",
+        lambda d: mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model')).train(_input_fn, steps='5'),
+        TypeError,
+        r"`steps` must be None or an integer number of steps > 0, got '5' \(str\)",
+    ),
+    (
+        'repeat_steps-steps_per_run=2**31',
+        lambda d: mts.repeat_steps(lambda: None, 2**31),
+        ValueError,
+        r'`steps_per_run` must be a positive integer of at most 2\*\*31 - 1',
+    ),
+    (
+        'HooksCallback-hooks=<one hook>',
+        lambda d: mts.keras.HooksCallback(mts.StopAtStepHook(last_step=1)),
+        TypeError,
+        r'`hooks` must be a list of SessionRunHook instances, got a single hook; wrap it in a list',
+    ),
+    (
+        'RunConfig-tf_random_seed=10**30',
+        lambda d: mts.estimator.RunConfig(tf_random_seed=10**30),
+        ValueError,
+        '`tf_random_seed` must be an integer that an int64 holds, got 10{30}',
+    ),
+    (
+        'Estimator-warm_start_from-NUL',
+        lambda d: mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model'), warm_start_from=_NUL_PATH),
+        ValueError,
+        '`warm_start_from` .*without NUL bytes',
+    ),
+    (
+        'Estimator.predict-checkpoint_path-NUL',
+        lambda d: list(
+            mts.estimator.Estimator(_model_fn, model_dir=str(d / 'model')).predict(_input_fn, checkpoint_path=_NUL_PATH)
+        ),
+        ValueError,
+        '`checkpoint_path` .*without NUL bytes',
+    ),
+    (
+        'CallbackHook-steps_per_epoch=10**30',
+        lambda d: mts.keras.CallbackHook([], steps_per_epoch=10**30),
+        ValueError,
+        '`steps_per_epoch` .*int64',
+    ),
+]
+
+
+@pytest.mark.parametrize('call, expected, check', [row[1:] for row in _ROUND_3], ids=[row[0] for row in _ROUND_3])
+def test_each_bad_input_is_named_or_does_what_it_did_in_v1(tmp_path, monkeypatch, call, expected, check):
+    monkeypatch.chdir(tmp_path)
+    mts.get_or_create_global_step()
+    if expected is _ACCEPTED:
+        assert check(call(tmp_path), tmp_path)
+        return
+    with pytest.raises(expected, match=check):
+        call(tmp_path)
+    assert not os.path.exists('never')  # Nothing was created at the part of a path before its NUL byte.
+    assert not (tmp_path / 'model').exists()  # Nor by an Estimator refused before it trained.
