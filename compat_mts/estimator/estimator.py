@@ -24,6 +24,7 @@ from tensorflow.compat.v1 import logging
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
+from compat_mts import monitored_session
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
@@ -537,7 +538,8 @@ class Estimator:
         previous_step = global_step_lib.get_global_step()
         wrapped = legacy.wrap_graph(build_fn)
         try:
-            yield wrapped
+            with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
+                yield wrapped
         finally:
             legacy.forget_graph(wrapped)
             if previous_step is None:
@@ -583,6 +585,8 @@ class Estimator:
 
 
 def _assert_members_are_not_overridden(cls: type, obj: Any) -> None:
+    if obj.__class__.__name__ == 'TPUEstimator':
+        return  # v1's exception: the TPUEstimator overrides how input_fn and model_fn are called.
     allowed_overrides = {'model_fn', '_create_and_assert_global_step', '_export_all_saved_models', 'latest_checkpoint'}
     estimator_members = {member for member in dir(cls) if not member.startswith('__')}
     subclass_members = set(obj.__class__.__dict__)
