@@ -256,3 +256,37 @@ def test_input_fn_may_return_tensors_and_gets_mode_params_and_config(tmp_path):
     first = model.evaluate(input_fn, checkpoint_path=os.path.join(str(tmp_path), 'model.ckpt-0'))
     assert first['global_step'] == 0
     assert seen == [('train', 0.1, str(tmp_path)), ('eval', 0.1, str(tmp_path))]
+
+
+class _OfficialExamplesPerSecondHook(tf.compat.v1.train.SessionRunHook):
+    """tensorflow/models `official/r1/utils/logs/hooks.py`'s hook, cut to what it does with the global step."""
+
+    def __init__(self):
+        self.steps = []
+
+    def begin(self):
+        self._global_step_tensor = tf.compat.v1.train.get_global_step()
+        if self._global_step_tensor is None:
+            raise RuntimeError('Global step should be created to use StepCounterHook.')
+        self.graph_ops = len(tf.compat.v1.get_default_graph().get_operations())
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._global_step_tensor)
+
+    def after_run(self, run_context, run_values):
+        self.steps.append(int(run_values.results))
+
+
+def test_a_user_hooks_begin_finds_the_global_step_in_the_model_fns_graph(tmp_path):
+    model = make_estimator(tmp_path)
+    hook = _OfficialExamplesPerSecondHook()
+    model.train(linear.input_fn(), max_steps=3, hooks=[hook])
+    assert hook.steps == [0, 1, 2]
+    assert hook.graph_ops > 10  # The model_fn's graph was the default graph, as in v1.
+    evaluation_hook = _OfficialExamplesPerSecondHook()
+    model.evaluate(linear.input_fn(repeat=False), hooks=[evaluation_hook])
+    assert evaluation_hook.steps == [3] * 4  # 64 examples in batches of 16.
+    prediction_hook = _OfficialExamplesPerSecondHook()
+    assert len(list(model.predict(linear.predict_input_fn(), hooks=[prediction_hook]))) == 6
+    assert prediction_hook.steps == [3] * 2
+    assert mts.get_global_step() is None  # The graph's step was the hooks' only; the process has none.
