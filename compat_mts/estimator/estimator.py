@@ -44,6 +44,7 @@ from compat_mts.training_session import MonitoredTrainingSession
 _VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}
 _GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP
 VocabInfo = tf.compat.v1.train.VocabInfo
+_EXPORT_SAVEDMODEL_WARNED = False  # v1's deprecation warning is printed once per process.
 
 
 class WarmStartSettings(
@@ -529,6 +530,41 @@ class Estimator:
                 assets_extra=assets_extra,
                 as_text=as_text,
             )
+
+    def export_savedmodel(
+        self,
+        export_dir_base,
+        serving_input_receiver_fn,
+        assets_extra=None,
+        as_text=False,
+        checkpoint_path=None,
+        strip_default_attrs=False,
+    ) -> bytes:
+        """v1's deprecated name of `export_saved_model` (PREDICT mode); warns once per process, as v1 did.
+
+        `strip_default_attrs` is accepted: a TF2 SavedModel has no such choice.
+
+        Returns:
+          The export directory, as bytes.
+
+        Raises:
+          ValueError: as `export_saved_model`.
+        """
+        global _EXPORT_SAVEDMODEL_WARNED
+        if not _EXPORT_SAVEDMODEL_WARNED:
+            _EXPORT_SAVEDMODEL_WARNED = True
+            logging.warning(
+                'Estimator.export_savedmodel is deprecated and will be removed in a future version.\n'
+                'Instructions for updating:\nThis function has been renamed, use `export_saved_model` instead.'
+            )
+        del strip_default_attrs
+        return self.export_saved_model(
+            export_dir_base,
+            serving_input_receiver_fn,
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+        )
 
     # Building the graph of a mode.
 
