@@ -25,6 +25,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
 from compat_mts import monitored_session
+from compat_mts import summary as summary_lib
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
@@ -273,6 +274,7 @@ class Estimator:
                 max_wait_secs=self._config.session_creation_timeout_secs,
                 log_step_count_steps=self._config.log_step_count_steps,
             ) as session:
+                summary_lib.keep_writer_open(self._model_dir)  # One events file per model_dir, as v1's cache.
                 loss = None
                 any_step_done = False
                 while not session.should_stop():
