@@ -14,7 +14,9 @@ attribute of a TensorFlow object. What is here, by who needs it:
   variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
   a v1 `Saver`'s arguments, unfinalizing a graph; all with public fallbacks that cost speed or a nicety;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
-  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same;
+  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; Keras 3's
+  layer-name counts, swapped per `wrap_graph` graph (probed when first needed, as importing Keras is slow;
+  the fallback resets Keras's global state);
 - the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
   and the arguments v1's built-in hooks keep privately (their names listed in `compat_mts.estimator._hooks`,
   read by `private_attributes`). Without those a v1 built-in hook in a `model_fn` is
