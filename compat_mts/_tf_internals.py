@@ -16,7 +16,9 @@ attribute of a TensorFlow object. What is here, by who needs it:
 - checkpoints (`compat_mts.checkpoints`): which values of a checkpoint a restore left for later, to check their
   checksums at restore; public fallback: read every value once more;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
-  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same;
+  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; Keras 3's
+  layer-name counts, swapped per `wrap_graph` graph (probed when first needed, as importing Keras is slow;
+  the fallback resets Keras's global state);
 - the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
   and the arguments v1's built-in hooks keep privately (their names listed in `compat_mts.estimator._hooks`,
   read by `private_attributes`). Without those a v1 built-in hook in a `model_fn` is
@@ -38,11 +40,13 @@ would be a format change, for which no fallback could exist; the switch leaves t
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import importlib
 import inspect
 import os
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -653,6 +657,41 @@ def _public_global_step_read() -> Any:
         read = value + 0
         graph.add_to_collection(_GLOBAL_STEP_READ_KEY, read)
     return read
+
+
+# Keras 3 layer names in a v1 graph (compat_mts.legacy.wrap_graph).
+
+
+@contextlib.contextmanager
+def keras_names_of_a_new_graph() -> Any:
+    """Keras 3 layers made in the block are named as in a new graph (`dense`, `dense_1`, ...), as v1's Keras did.
+
+    v1's Keras counted layer names per graph, so the graph of each Estimator mode named a `Dense` layer
+    `dense`, and evaluation restored the checkpoint training wrote. Keras 3 counts per process. The counts
+    are swapped for fresh ones in the block and put back after it (`keras.src`'s global state). Without
+    that private API the public fallback, `keras.backend.clear_session(free_memory=False)`, starts the block
+    with fresh counts but also resets Keras's other global state, and the counts are not put back.
+    """
+    if 'keras' not in sys.modules:  # Keras not imported yet: its counts are fresh.
+        yield
+        return
+    state = _probe(_keras_global_state)
+    if state is None:
+        tf.keras.backend.clear_session(free_memory=False)
+        yield
+        return
+    saved = state.get_global_attribute('object_name_uids')
+    state.set_global_attribute('object_name_uids', collections.defaultdict(int))
+    try:
+        yield
+    finally:
+        state.set_global_attribute('object_name_uids', saved)
+
+
+def _keras_global_state():
+    from keras.src.backend.common import global_state  # pylint: disable=import-outside-toplevel
+
+    return global_state
 
 
 # Keras callbacks (compat_mts.keras).

@@ -244,7 +244,7 @@ def _check_matched(status, path: str, allow_partial: bool) -> None:
     try:
         status.assert_consumed()
     except AssertionError as unused:
-        logging.info(
+        logging.debug(  # A line v1 never printed: at DEBUG, for who looks.
             'Some values in %s have no object of the program yet: those of objects created later (such '
             'as optimizer slots before the first step) are restored when they are created; others (a '
             'graph that does not train has no slots) stay unused: %s',

@@ -19,6 +19,8 @@ re-exported here, where v1 had them.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import sys
 from typing import Any, Callable, Sequence
@@ -56,6 +58,22 @@ __all__ = [
 ]
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
+_HOOKS_GRAPH: contextvars.ContextVar[tf.Graph | None] = contextvars.ContextVar('hooks_graph', default=None)
+
+
+@contextlib.contextmanager
+def hooks_begin_in(graph: tf.Graph):
+    """The sessions created in this block call their hooks' `begin()` with `graph` as the default graph.
+
+    v1's Estimator created its session inside the graph its `model_fn` built, so a hook's `begin()` found the
+    graph's global step there (`tf.compat.v1.train.get_global_step()`) and could add ops to it; compat_mts's
+    Estimator wraps that graph, and creates its sessions in this block.
+    """
+    token = _HOOKS_GRAPH.set(graph)
+    try:
+        yield
+    finally:
+        _HOOKS_GRAPH.reset(token)
 
 
 class StepContext:
@@ -164,7 +182,8 @@ class _MonitoredSession:
             self._sigterm.install()
 
     def _begin_and_create(self) -> None:
-        with self._summaries.collecting():
+        hooks_graph = _HOOKS_GRAPH.get() if self._graph is None else None
+        with self._summaries.collecting(), hooks_graph.as_default() if hooks_graph else contextlib.nullcontext():
             for hook in self._hooks:
                 hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
         with global_step_lib.outside_graph_mode():

@@ -43,6 +43,10 @@ _users: dict[str, int] = program_lib.PROGRAM.table(
     'summary.users', {}, 'how many open sessions hold each writer', kind='process'
 )
 _writers_lock = threading.Lock()
+# Directories whose events file stays open for the process (`keep_writer_open`).
+_kept_open: set[str] = program_lib.PROGRAM.table(
+    'summary.kept_open', set(), 'the directories whose events file stays open for the process', kind='process'
+)
 _files_with_graph: 'weakref.WeakSet[tf.summary.SummaryWriter]' = program_lib.PROGRAM.table(
     'summary.files_with_graph', weakref.WeakSet(), 'the writers whose current events file has a graph', kind='process'
 )
@@ -156,6 +160,30 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
     Raises:
       PermissionError: the directory cannot be created or written; the message names it.
     """
+    key, writer = _take_writer(directory)
+    collector = _collector()
+    with _writers_lock:
+        (collector.writers if collector is not None else _unclaimed_writers).append(key)
+    return writer
+
+
+def keep_writer_open(directory: str) -> None:
+    """Keeps the open events file of `directory` open for the rest of the process, as v1's `FileWriterCache` did.
+
+    The sessions that write to `directory` later write on in the same file instead of opening one each:
+    `compat_mts.estimator` keeps its `model_dir` and evaluation directories so, as v1's Estimator had one
+    events file per directory per process, however many `train()` and `evaluate()` calls. A directory
+    whose writer nobody has open is left as it is (no events file is made for it).
+    """
+    key = os.path.abspath(os.path.expanduser(os.fspath(directory)))
+    with _writers_lock:
+        if key in _kept_open or not _users.get(key):
+            return
+        _kept_open.add(key)
+        _users[key] += 1
+
+
+def _take_writer(directory: str) -> tuple[str, tf.summary.SummaryWriter]:
     key = os.path.abspath(os.path.expanduser(os.fspath(directory)))
     with _writers_lock, global_step_lib.outside_graph_mode():
         writer = _writers.get(key)
@@ -176,9 +204,7 @@ def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:
                 filename_suffix=_FILENAME_SUFFIX,
             )
         _users[key] = _users.get(key, 0) + 1
-        collector = _collector()
-        (collector.writers if collector is not None else _unclaimed_writers).append(key)
-        return writer
+        return key, writer
 
 
 def release_writers(directories: list[str]) -> None:
@@ -186,9 +212,9 @@ def release_writers(directories: list[str]) -> None:
     with _writers_lock, global_step_lib.outside_graph_mode():
         for key in directories:
             _users[key] -= 1
+            writer = _writers[key]
+            writer.flush()  # Readable once the session is done with it, also when the file stays open.
             if not _users[key]:
-                writer = _writers[key]
-                writer.flush()
                 resource = tf_internals.summary_writer_resource(writer)
                 if resource is not None:  # Else the file stays open until the process ends.
                     tf.raw_ops.CloseSummaryWriter(writer=resource)

@@ -223,6 +223,7 @@ def _train_to(directory, last_step, seed_weights):
 
 
 def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoint_is_kept(tmp_path, tf_logs):
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.DEBUG)  # The kept checkpoint's line is at DEBUG.
     seed_weights = np.array([[0.3], [-0.2], [0.1]], np.float32)
     uninterrupted, _ = _train_to(str(tmp_path / 'once'), 20, seed_weights)
     _train_to(str(tmp_path / 'twice'), 10, seed_weights)
@@ -240,10 +241,13 @@ def test_a_resumed_keras_optimizer_gets_its_slots_back_and_the_restored_checkpoi
     kept = tf.train.load_checkpoint(str(tmp_path / 'twice' / 'model.ckpt-10'))
     for name, value in slots_before.items():
         np.testing.assert_array_equal(kept.get_tensor(name), value)
+    debug = tf_logs.messages(tf.compat.v1.logging.DEBUG)  # v1 printed no such lines: they are at DEBUG.
     assert any(
         line.endswith('model.ckpt-10 holds what this session restored; its files are kept as they are.')
-        for line in tf_logs.messages()
+        for line in debug
     )
+    assert any('model.ckpt-10 have no object of the program yet' in line for line in debug)
+    assert not any('have no object of the program yet' in line for line in tf_logs.messages(tf.compat.v1.logging.INFO))
 
 
 @pytest.mark.parametrize(

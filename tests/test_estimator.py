@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import _tf_internals as tf_internals
 import compat_mts.estimator as estimator
 from tests import support
 from tests.estimator_programs import linear
@@ -302,3 +304,100 @@ def test_a_flipped_byte_in_the_newest_data_file_falls_back_to_the_previous_check
     assert model.get_variable_value('global_step') == 5
     with pytest.raises(tf.errors.DataLossError, match='model.ckpt-3.data-00000-of-00001 of the checkpoint'):
         model.evaluate(linear.input_fn(), steps=1, checkpoint_path=str(tmp_path / 'model.ckpt-3'))
+
+
+class _OfficialExamplesPerSecondHook(tf.compat.v1.train.SessionRunHook):
+    """tensorflow/models `official/r1/utils/logs/hooks.py`'s hook, cut to what it does with the global step."""
+
+    def __init__(self):
+        self.steps = []
+
+    def begin(self):
+        self._global_step_tensor = tf.compat.v1.train.get_global_step()
+        if self._global_step_tensor is None:
+            raise RuntimeError('Global step should be created to use StepCounterHook.')
+        self.graph_ops = len(tf.compat.v1.get_default_graph().get_operations())
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._global_step_tensor)
+
+    def after_run(self, run_context, run_values):
+        self.steps.append(int(run_values.results))
+
+
+def test_a_user_hooks_begin_finds_the_global_step_in_the_model_fns_graph(tmp_path):
+    model = make_estimator(tmp_path)
+    hook = _OfficialExamplesPerSecondHook()
+    model.train(linear.input_fn(), max_steps=3, hooks=[hook])
+    assert hook.steps == [0, 1, 2]
+    assert hook.graph_ops > 10  # The model_fn's graph was the default graph, as in v1.
+    evaluation_hook = _OfficialExamplesPerSecondHook()
+    model.evaluate(linear.input_fn(repeat=False), hooks=[evaluation_hook])
+    assert evaluation_hook.steps == [3] * 4  # 64 examples in batches of 16.
+    prediction_hook = _OfficialExamplesPerSecondHook()
+    assert len(list(model.predict(linear.predict_input_fn(), hooks=[prediction_hook]))) == 6
+    assert prediction_hook.steps == [3] * 2
+    assert mts.get_global_step() is None  # The graph's step was the hooks' only; the process has none.
+
+
+def test_repeated_train_and_evaluate_calls_write_one_events_file_per_directory(tmp_path):
+    model = make_estimator(tmp_path, save_summary_steps=1)
+    model.train(linear.input_fn(), steps=2)
+    model.evaluate(linear.input_fn(repeat=False))
+    model.train(linear.input_fn(), steps=2)
+    model.evaluate(linear.input_fn(repeat=False))
+    model.train(linear.input_fn(), steps=2)
+    assert len([name for name in os.listdir(tmp_path) if name.startswith('events.out.tfevents')]) == 1
+    assert len([name for name in os.listdir(tmp_path / 'eval') if name.startswith('events.out.tfevents')]) == 1
+    assert [step for step, _ in support.read_events(str(tmp_path))['loss']] == [1, 2, 3, 4, 5, 6]
+    assert [step for step, _ in support.read_events(str(tmp_path / 'eval'))['loss']] == [2, 4]
+
+
+def _adam_model_fn(features, labels, mode):
+    weights = tf.compat.v1.get_variable('w', [2, 1], initializer=tf.compat.v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(features['x'], weights)[:, 0] - labels))
+    train_op = tf.compat.v1.train.AdamOptimizer(0.1).minimize(loss, tf.compat.v1.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def test_evaluate_and_resume_print_no_lines_v1_never_printed(tmp_path, tf_logs):
+    model = estimator.Estimator(_adam_model_fn, config=estimator.RunConfig(model_dir=str(tmp_path)))
+    model.train(linear.input_fn(), steps=2)
+    model.train(linear.input_fn(), steps=2)  # Resumes: the creation save finds the restored checkpoint.
+    model.evaluate(linear.input_fn(repeat=False))  # The evaluation graph has no Adam slots.
+    unprinted = ('have no object of the program yet', 'holds what this session restored')
+    assert not [message for message in tf_logs.messages() if any(text in message for text in unprinted)]
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.DEBUG)
+    model.train(linear.input_fn(), steps=1)
+    assert any('holds what this session restored' in message for message in tf_logs.messages(logging.DEBUG))
+
+
+def _keras_model_fn(features, labels, mode):
+    """Keras 3 layers in a model_fn, without TF_USE_LEGACY_KERAS: each mode's graph names them alike, as v1."""
+    hidden = tf.keras.layers.Dense(4, activation='relu')(features['x'])
+    prediction = tf.keras.layers.Dense(1)(hidden)[:, 0]
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions={'y': prediction})
+    loss = tf.reduce_mean(tf.square(prediction - labels))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.05).minimize(loss, tf.compat.v1.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def test_keras_layers_in_a_model_fn_train_evaluate_predict_and_resume(tmp_path):
+    before = tf.keras.layers.Dense(1).name
+    model = estimator.Estimator(_keras_model_fn, model_dir=str(tmp_path))
+    model.train(linear.input_fn(), steps=3)
+    names = sorted(model.get_variable_names())
+    assert len(names) == 5 and names[:2] == ['dense/bias', 'dense/kernel']  # Each mode's graph names them so.
+    first = model.evaluate(linear.input_fn(repeat=False))
+    assert first['global_step'] == 3 and np.isfinite(first['loss'])
+    model.train(linear.input_fn(), steps=20)
+    assert model.evaluate(linear.input_fn(repeat=False))['loss'] < first['loss']
+    assert len(list(model.predict(linear.predict_input_fn()))) == 6
+    if tf_internals.PRIVATE_TF:  # The process's own Keras names go on counting from where they were.
+        after = tf.keras.layers.Dense(1).name
+        assert _keras_count(after) == _keras_count(before) + 1
+
+
+def _keras_count(name: str) -> int:
+    return int(name.rpartition('_')[2]) if '_' in name else 0

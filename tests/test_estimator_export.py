@@ -119,3 +119,20 @@ def test_the_export_leaves_the_log_lines_single(tmp_path):
     assert any(line.startswith('INFO:tensorflow:SavedModel written to') for line in lines), lines
     assert lines.count('INFO:tensorflow:after the export') == 1, lines
     assert not [a for a, b in zip(lines, lines[1:]) if a == b], lines  # A doubled line follows itself.
+
+
+def test_export_savedmodel_is_v1s_alias_and_warns_once(trained, tmp_path, tf_logs, monkeypatch):
+    from compat_mts.estimator import estimator as estimator_module
+
+    monkeypatch.setattr(estimator_module, '_EXPORT_SAVEDMODEL_WARNED', False)  # As in a fresh process.
+    model = estimator.Estimator(linear.model_fn, model_dir=trained, params={})
+    first = model.export_savedmodel(str(tmp_path / 'first'), SERVING, strip_default_attrs=True)
+    second = model.export_savedmodel(str(tmp_path / 'second'), SERVING)
+    warnings = [message for message in tf_logs.messages() if 'export_savedmodel is deprecated' in message]
+    assert len(warnings) == 1 and 'use `export_saved_model` instead' in warnings[0]
+    features = tf.constant(linear.data(3, seed=1)[0])
+    for export_dir in (first, second):
+        serve = tf.saved_model.load(os.fsdecode(export_dir)).signatures['serving_default']
+        np.testing.assert_allclose(
+            serve(x=features)['y'].numpy(), [p['y'] for p in model.predict(linear.predict_input_fn(count=3))], rtol=1e-6
+        )

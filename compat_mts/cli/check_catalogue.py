@@ -871,6 +871,13 @@ _PREMADE_NOTE = (
     'compat_mts.estimator runs custom model_fn Estimators only: the premade Estimators and heads '
     'left TensorFlow with tf.estimator. migration_guide/estimator.md shows the move to Keras.'
 )
+# tf.estimator.tpu: compat_mts.estimator.tpu runs it with use_tpu=False (on the CPU or GPU), as v1 could.
+_TPU_NAMES = frozenset({'InputPipelineConfig', 'RunConfig', 'TPUConfig', 'TPUEstimator', 'TPUEstimatorSpec'})
+_TPU_NOTE = (
+    'compat_mts.estimator.tpu runs TPUEstimator programs with use_tpu=False, on the CPU or GPU, as v1 did '
+    "(params['batch_size'] by mode, eval_metrics, host_call, scaffold_fn); use_tpu=True is refused: a TPU "
+    'program moves to tf.distribute.TPUStrategy (migration_guide/tpu.md).'
+)
 _INPUT_FNS = {
     'inputs.numpy_input_fn': 'an input_fn returning tf.data.Dataset.from_tensor_slices((x, y)).batch(n)',
     'inputs.pandas_input_fn': 'an input_fn returning '
@@ -896,9 +903,12 @@ def _estimator_rule(relative: str) -> tuple[str, Rule]:
         return f'export.{name}', Rule(
             f'compat_mts.estimator.export.{name}', 1, f'{_ESTIMATOR_NOTE} Same arguments.', module='estimator'
         )
+    if first == 'tpu' and rest.split('.')[0] in _TPU_NAMES:
+        name = rest.split('.')[0]
+        return f'tpu.{name}', Rule(f'compat_mts.estimator.tpu.{name}', 1, _TPU_NOTE, module='estimator')
     if first in PREMADE_ESTIMATORS:
         return first, _blocker(f'Keras: {PREMADE_ESTIMATORS[first]}', _PREMADE_NOTE)
-    name = '.'.join(relative.split('.')[:2]) if first in ('inputs', 'experimental', 'export') else first
+    name = '.'.join(relative.split('.')[:2]) if first in ('inputs', 'experimental', 'export', 'tpu') else first
     return name, _blocker(
         _INPUT_FNS.get(name, f'a rewrite: compat_mts.estimator has no {name}'), f'{_ESTIMATOR_NOTE} It has no {name}.'
     )

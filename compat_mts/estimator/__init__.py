@@ -2,12 +2,14 @@
 
 `Estimator`, `EstimatorSpec`, `ModeKeys`, `RunConfig`, `TrainSpec`, `EvalSpec`, `train_and_evaluate`,
 `WarmStartSettings`, the exporters and `export` keep v1's names, signatures, defaults and messages; the
-session hooks `tf.estimator` re-exported are compat_mts's. Premade Estimators (`DNNClassifier`, ...) are not
+session hooks `tf.estimator` re-exported are compat_mts's. `tpu` is v1's `tf.compat.v1.estimator.tpu`
+(`TPUEstimator` with `use_tpu=False`). Premade Estimators (`DNNClassifier`, ...) are not
 here: their successor is Keras (migration_guide/estimator.md).
 """
 
 from compat_mts.premade_estimators import PREMADE_ESTIMATORS
 from compat_mts.estimator import export
+from compat_mts.estimator import tpu
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
 from compat_mts.estimator.exporter import Exporter, FinalExporter, LatestExporter
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -56,6 +58,7 @@ __all__ = [
     'VocabInfo',
     'WarmStartSettings',
     'export',
+    'tpu',
     'train_and_evaluate',
 ]
 

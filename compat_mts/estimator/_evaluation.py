@@ -79,6 +79,7 @@ def _dict_to_str(dictionary: dict) -> str:
 def _writer(output_dir: str, graph_def) -> tf.summary.SummaryWriter:
     """The directory's writer; the first one of the process writes the evaluation graph, as v1's cache did."""
     writer = summary_lib.summary_writer_for(output_dir)
+    summary_lib.keep_writer_open(output_dir)  # One events file per directory and process, as v1's cache.
     if output_dir not in _graphs_written:
         _graphs_written.add(output_dir)
         summary_lib.write_graph(writer, graph_def)

@@ -25,6 +25,8 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
+from compat_mts import monitored_session
+from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
@@ -45,6 +47,7 @@ from compat_mts.training_session import MonitoredTrainingSession
 _VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}
 _GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP
 VocabInfo = tf.compat.v1.train.VocabInfo
+_EXPORT_SAVEDMODEL_WARNED = False  # v1's deprecation warning is printed once per process.
 
 
 class WarmStartSettings(
@@ -274,6 +277,7 @@ class Estimator:
                 max_wait_secs=self._config.session_creation_timeout_secs,
                 log_step_count_steps=self._config.log_step_count_steps,
             ) as session:
+                summary_lib.keep_writer_open(self._model_dir)  # One events file per model_dir, as v1's cache.
                 loss = None
                 any_step_done = False
                 while not session.should_stop():
@@ -537,6 +541,41 @@ class Estimator:
                 as_text=as_text,
             )
 
+    def export_savedmodel(
+        self,
+        export_dir_base,
+        serving_input_receiver_fn,
+        assets_extra=None,
+        as_text=False,
+        checkpoint_path=None,
+        strip_default_attrs=False,
+    ) -> bytes:
+        """v1's deprecated name of `export_saved_model` (PREDICT mode); warns once per process, as v1 did.
+
+        `strip_default_attrs` is accepted: a TF2 SavedModel has no such choice.
+
+        Returns:
+          The export directory, as bytes.
+
+        Raises:
+          ValueError: as `export_saved_model`.
+        """
+        global _EXPORT_SAVEDMODEL_WARNED
+        if not _EXPORT_SAVEDMODEL_WARNED:
+            _EXPORT_SAVEDMODEL_WARNED = True
+            logging.warning(
+                'Estimator.export_savedmodel is deprecated and will be removed in a future version.\n'
+                'Instructions for updating:\nThis function has been renamed, use `export_saved_model` instead.'
+            )
+        del strip_default_attrs
+        return self.export_saved_model(
+            export_dir_base,
+            serving_input_receiver_fn,
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+        )
+
     # Building the graph of a mode.
 
     @contextlib.contextmanager
@@ -545,7 +584,8 @@ class Estimator:
         previous_step = global_step_lib.get_global_step()
         wrapped = legacy.wrap_graph(build_fn)
         try:
-            yield wrapped
+            with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
+                yield wrapped
         finally:
             legacy.forget_graph(wrapped)
             if previous_step is None:
@@ -596,6 +636,8 @@ class Estimator:
 
 
 def _assert_members_are_not_overridden(cls: type, obj: Any) -> None:
+    if obj.__class__.__name__ == 'TPUEstimator':
+        return  # v1's exception: the TPUEstimator overrides how input_fn and model_fn are called.
     allowed_overrides = {'model_fn', '_create_and_assert_global_step', '_export_all_saved_models', 'latest_checkpoint'}
     estimator_members = {member for member in dir(cls) if not member.startswith('__')}
     subclass_members = set(obj.__class__.__dict__)

@@ -286,7 +286,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         if self._writes_files:
             logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
             if self._cluster is None and restored_path is not None and _same_path(restored_path, path):
-                logging.info('%s holds what this session restored; its files are kept as they are.', path)
+                logging.debug('%s holds what this session restored; its files are kept as they are.', path)
             else:
                 checkpoints.save_numbered(self._get_manager(), step)
         else:

@@ -103,7 +103,7 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
     if not callable(build_fn):
         raise TypeError(f'`build_fn` must be a function that builds the graph, got {type(build_fn).__name__}.')
     graph = tf.Graph()
-    with graph.as_default():
+    with tf_internals.keras_names_of_a_new_graph(), graph.as_default():
         try:
             outputs = build_fn()
         except (AttributeError, ImportError) as error:
