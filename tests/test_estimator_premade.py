@@ -1,0 +1,144 @@
+"""The premade Estimators against TF 2.15's: the iris `DNNClassifier` and census wide & deep programs.
+
+One TF 2.15 child process (tests/tf215.py) runs its part of both programs; this process runs compat_mts's. The
+model directories are handed over both ways, and each side continues from the same checkpoint, so the
+initialisations (random on each side) do not matter:
+
+- TF 2.15 trains `tf215` for `FIRST` steps; a copy of it, `tf215_to_compat`, is continued here, the original
+  there, each for `MORE` steps: the per-step losses (the `loss` summaries of the events files) agree, and so do
+  the evaluation metrics and predictions of the two results;
+- compat_mts trains `compat` for `FIRST` steps; a copy, `compat_to_tf215`, is continued by TF 2.15, the original
+  here: the same comparisons, the other way;
+- the checkpoints of both sides hold the same variable names and shapes (optimizer slots included).
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat_mts.estimator as estimator
+from tests import support
+from tests import tf215
+from tests.estimator_programs import premade_runner
+
+pytestmark = pytest.mark.slow
+
+PROGRAMS = ('premade_iris', 'census_wide_deep')
+FIRST = 10
+MORE = 15
+RUNNER = os.path.join(support.REPO_ROOT, 'tests', 'estimator_programs', 'premade_runner.py')
+
+
+def _step(program, op, model_dir, **extra):
+    return dict(program=program, op=op, model_dir=str(model_dir), **extra)
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    """Both sides' directories and results, per program (see the module docstring)."""
+    root = tmp_path_factory.mktemp('premade')
+    dirs = {
+        program: {name: root / program / name for name in ('tf215', 'tf215_to_compat', 'compat', 'compat_to_tf215')}
+        for program in PROGRAMS
+    }
+    for program in PROGRAMS:
+        (root / program).mkdir()
+    compat_first = []
+    for program in PROGRAMS:
+        d = dirs[program]
+        compat_first += [
+            _step(program, 'train', d['compat'], steps=FIRST),
+            _step(program, 'copy', d['compat'], to=str(d['compat_to_tf215'])),
+        ]
+    premade_runner.run_steps(estimator, compat_first)
+    child_steps = []
+    for program in PROGRAMS:
+        d = dirs[program]
+        child_steps += [
+            _step(program, 'train', d['tf215'], steps=FIRST),
+            _step(program, 'copy', d['tf215'], to=str(d['tf215_to_compat'])),
+            _step(program, 'train', d['tf215'], steps=MORE),
+            _step(program, 'evaluate', d['tf215']),
+            _step(program, 'predict', d['tf215']),
+            _step(program, 'train', d['compat_to_tf215'], steps=MORE),
+            _step(program, 'evaluate', d['compat_to_tf215']),
+            _step(program, 'predict', d['compat_to_tf215']),
+        ]
+    child = tf215.run(RUNNER, json.dumps(child_steps), timeout=1200)
+    assert child.returncode == 0, child.stderr[-3000:]
+    child_results = json.loads(child.stdout.split('RESULTS:', 1)[1])
+    compat_steps = []
+    for program in PROGRAMS:
+        d = dirs[program]
+        compat_steps += [
+            _step(program, 'train', d['tf215_to_compat'], steps=MORE),
+            _step(program, 'evaluate', d['tf215_to_compat']),
+            _step(program, 'predict', d['tf215_to_compat']),
+            _step(program, 'train', d['compat'], steps=MORE),
+            _step(program, 'evaluate', d['compat']),
+            _step(program, 'predict', d['compat']),
+        ]
+    compat_results = premade_runner.run_steps(estimator, compat_steps)
+    results = {}
+    for index, program in enumerate(PROGRAMS):
+        theirs = child_results[8 * index : 8 * index + 8]
+        ours = compat_results[6 * index : 6 * index + 6]
+        results[program] = {
+            'tf215': {'evaluate': theirs[3], 'predict': theirs[4]},
+            'compat_to_tf215': {'evaluate': theirs[6], 'predict': theirs[7]},
+            'tf215_to_compat': {'evaluate': ours[1], 'predict': ours[2]},
+            'compat': {'evaluate': ours[4], 'predict': ours[5]},
+        }
+    return dirs, results
+
+
+def _losses_after(model_dir, first_step):
+    """`{step: loss}` of the `loss` summaries after `first_step` (what the continued training wrote)."""
+    losses = {step: value for step, value in support.read_events(str(model_dir)).get('loss', []) if step > first_step}
+    return [losses[step] for step in sorted(losses)]
+
+
+def _variables(model_dir):
+    return dict(tf.train.list_variables(str(model_dir)))
+
+
+@pytest.mark.parametrize('program', PROGRAMS)
+@pytest.mark.parametrize('continued, original', [('tf215_to_compat', 'tf215'), ('compat', 'compat_to_tf215')])
+def test_training_continued_on_both_sides_has_the_same_losses_step_by_step(runs, program, continued, original):
+    dirs, _ = runs
+    ours = _losses_after(dirs[program][continued], FIRST)
+    theirs = _losses_after(dirs[program][original], FIRST)
+    assert len(ours) == len(theirs) == MORE
+    np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=1e-5)
+    assert ours[-1] != ours[0]  # The model learned: the losses compared are of real steps.
+
+
+@pytest.mark.parametrize('program', PROGRAMS)
+@pytest.mark.parametrize('continued, original', [('tf215_to_compat', 'tf215'), ('compat', 'compat_to_tf215')])
+def test_evaluation_metrics_and_predictions_equal_tf215s(runs, program, continued, original):
+    _, results = runs
+    ours, theirs = results[program][continued], results[program][original]
+    assert sorted(ours['evaluate']) == sorted(theirs['evaluate'])
+    assert ours['evaluate']['global_step'] == theirs['evaluate']['global_step'] == FIRST + MORE
+    for key, value in theirs['evaluate'].items():
+        assert ours['evaluate'][key] == pytest.approx(value, rel=1e-3, abs=1e-4), key
+    assert len(ours['predict']) == len(theirs['predict'])
+    for mine, reference in zip(ours['predict'], theirs['predict']):
+        assert sorted(mine) == sorted(reference)
+        for key, value in reference.items():
+            if isinstance(np.asarray(value).flat[0], str):
+                assert mine[key] == value, key
+            else:
+                np.testing.assert_allclose(mine[key], value, rtol=1e-3, atol=1e-5, err_msg=key)
+
+
+@pytest.mark.parametrize('program', PROGRAMS)
+def test_checkpoints_hold_tf215s_variable_names_and_shapes(runs, program):
+    dirs, _ = runs
+    ours = _variables(dirs[program]['compat'])
+    theirs = _variables(dirs[program]['tf215'])
+    assert ours == theirs
+    assert any('/Adagrad/' in name for name in ours)
