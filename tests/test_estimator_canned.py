@@ -291,3 +291,36 @@ def test_names_not_provided_raise_attribute_error_naming_the_successor():
         estimator.RegressionHead  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchEstimator'"):
         estimator.NoSuchEstimator  # noqa: B018
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    'optimizer, scope, average_loss',
+    [
+        ('Adagrad', 'Adagrad', 1.8331869),
+        ('Adam', 'Adam', 0.98894024),
+        ('SGD', 'SGD', 0.08244462),
+        ('RMSProp', 'RMSprop', 0.1366097),
+        (lambda: tf.keras.optimizers.Adam(0.05), 'Adam', 3.165948),  # TF 2.15: tf.keras.optimizers.legacy.Adam.
+    ],
+    ids=['Adagrad', 'Adam', 'SGD', 'RMSProp', 'keras-Adam'],
+)
+def test_each_optimizer_trains_to_tf215s_loss_under_its_names(tmp_path, optimizer, scope, average_loss):
+    features, _, targets = _linear_data()
+    model = estimator.LinearRegressor(_columns(), model_dir=str(tmp_path / 'model'), optimizer=optimizer)
+    model.train(_input_fn(features, targets), steps=5)
+    assert model.evaluate(_input_fn(features, targets, repeat=False))['average_loss'] == pytest.approx(
+        average_loss, rel=1e-4
+    )
+    hyperparameters = sorted(name for name in _names(model.model_dir) if name.count('/') == 2)
+    assert hyperparameters[0] == 'linear/linear_model/bias_weights'
+    assert all(name.startswith(f'training/{scope}/') for name in hyperparameters[1:])
+    assert f'training/{scope}/learning_rate' in hyperparameters
+
+
+def test_keras_optimizer_settings_not_built_are_refused_naming_the_argument(tmp_path):
+    with pytest.raises(ValueError, match='`dnn_optimizer`: SGD with momentum=0.9 is not supported'):
+        estimator.DNNLinearCombinedClassifier(
+            dnn_feature_columns=_columns(), dnn_hidden_units=[2], dnn_optimizer=tf.keras.optimizers.SGD(0.1, 0.9)
+        )
+    assert not os.path.exists(tmp_path / 'model')

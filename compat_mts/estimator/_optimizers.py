@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from compat_mts import _tf_internals as tf_internals
+
 # Keras 2's defaults (`tf.keras.optimizers.legacy.*`): the hyperparameter variables each optimizer creates, in
 # order, and the values a string name gets when the Estimator passes no learning rate.
 _HYPERPARAMETERS = {
@@ -32,11 +34,59 @@ _EPSILON = 1e-7
 _INITIAL_ACCUMULATOR_VALUE = 0.1
 
 
+# The class names of Keras's optimizers (Keras 2 and 3 alike), which name the variables' scope.
+_KERAS_CLASS_NAMES = {'Adagrad': 'Adagrad', 'Adam': 'Adam', 'Ftrl': 'Ftrl', 'RMSprop': 'RMSProp', 'SGD': 'SGD'}
+# What this module does not build; a Keras optimizer that sets one is refused.
+_UNSUPPORTED = {
+    'amsgrad': False,
+    'nesterov': False,
+    'centered': False,
+    'l2_shrinkage_regularization_strength': 0.0,
+    'momentum': 0.0,
+}
+
+
+def _from_keras(argument: str, optimizer) -> GraphOptimizer | None:
+    """A Keras optimizer object (Keras 2 or 3) as the `GraphOptimizer` of TF 2.15 with its hyperparameters."""
+    name = _KERAS_CLASS_NAMES.get(type(optimizer).__name__)
+    if name is None or not hasattr(optimizer, 'learning_rate') or isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        return None
+    for attribute, default in _UNSUPPORTED.items():
+        if getattr(optimizer, attribute, default) not in (default, None):
+            raise ValueError(
+                f'`{argument}`: {type(optimizer).__name__} with {attribute}={getattr(optimizer, attribute)!r} is not '
+                f'supported by the premade Estimators here; leave {attribute} at {default!r}, or pass a '
+                '`tf.compat.v1.train.Optimizer`.'
+            )
+    try:
+        with tf_internals.eager_mode():  # Keras 3 keeps its hyperparameters in eager variables.
+            learning_rate = float(optimizer.learning_rate)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f'`{argument}`: a learning rate schedule in a Keras optimizer is not supported by the premade '
+            'Estimators here; pass a float learning rate, or a `tf.compat.v1.train.Optimizer`.'
+        ) from None
+    with tf_internals.eager_mode():
+        hyperparameters = {
+            key: float(getattr(optimizer, key))
+            for key in _HYPERPARAMETERS[name]
+            if key not in ('learning_rate', 'decay')
+        }
+    return GraphOptimizer(
+        name,
+        learning_rate,
+        epsilon=float(getattr(optimizer, 'epsilon', _EPSILON) or _EPSILON),
+        initial_accumulator_value=float(getattr(optimizer, 'initial_accumulator_value', _INITIAL_ACCUMULATOR_VALUE)),
+        **hyperparameters,
+    )
+
+
 def check_optimizer(argument: str, optimizer) -> None:
     """Refuses what the premade Estimators cannot train with, naming `argument`.
 
     Raises:
-      ValueError: an unknown optimizer name, or an object that is neither a name nor a callable.
+      ValueError: an unknown optimizer name; a Keras optimizer with a setting not built here (momentum,
+        amsgrad, a learning rate schedule); an object that is no optimizer nor a callable.
     """
     if isinstance(optimizer, str):
         if optimizer not in _HYPERPARAMETERS:
@@ -45,11 +95,11 @@ def check_optimizer(argument: str, optimizer) -> None:
                 f'{OPTIMIZER_NAMES}.'
             )
         return
-    if isinstance(optimizer, (tf.compat.v1.train.Optimizer, GraphOptimizer)) or callable(optimizer):
+    if isinstance(optimizer, tf.compat.v1.train.Optimizer) or _from_keras(argument, optimizer) or callable(optimizer):
         return
     raise ValueError(
-        f'`{argument}` must be one of the names {OPTIMIZER_NAMES}, a `tf.compat.v1.train.Optimizer` or a callable '
-        f'returning one; got {optimizer!r}.'
+        f'`{argument}` must be one of the names {OPTIMIZER_NAMES}, a Keras optimizer of one of those kinds, a '
+        f'`tf.compat.v1.train.Optimizer`, or a callable returning one; got {optimizer!r}.'
     )
 
 
@@ -61,18 +111,33 @@ class GraphOptimizer:
       learning_rate: None for Keras 2's default.
       iterations: the step variable this optimizer increments (the global step, as in TF 2.15's premade
         Estimators), or None for a variable of its own (`training/<name>/iter`).
+      epsilon: Keras 2's `epsilon` (Adagrad, Adam, RMSProp).
+      initial_accumulator_value: Keras 2's (Adagrad, Ftrl).
+      **hyperparameters: the other hyperparameters of `_HYPERPARAMETERS[name]` (`beta_1`, ...).
     """
 
-    def __init__(self, name: str, learning_rate: float | None = None, iterations=None):
+    def __init__(
+        self,
+        name: str,
+        learning_rate: float | None = None,
+        iterations=None,
+        epsilon: float = _EPSILON,
+        initial_accumulator_value: float = _INITIAL_ACCUMULATOR_VALUE,
+        **hyperparameters,
+    ):
         self.name = name
+        self._scope = 'RMSprop' if name == 'RMSProp' else name  # Keras 2's class name.
         self._values = dict(_HYPERPARAMETERS[name])
         if learning_rate:
             self._values['learning_rate'] = learning_rate
+        self._values.update(hyperparameters)
+        self._epsilon = epsilon
+        self._initial_accumulator_value = initial_accumulator_value
         self._iterations = iterations
 
     def _variable(self, name: str, initial_value, dtype=tf.float32):
         graph = tf.compat.v1.get_default_graph()
-        with graph.name_scope(None), graph.name_scope('training/' + self.name + '/'):
+        with graph.name_scope(None), graph.name_scope('training/' + self._scope + '/'):
             return tf.compat.v1.Variable(
                 initial_value,
                 name=name,
@@ -96,11 +161,9 @@ class GraphOptimizer:
         if self._iterations is None:
             self._iterations = self._variable('iter', 0, dtype=tf.int64)
         hyper = {name: self._variable(name, value) for name, value in self._values.items()}
-        with tf.compat.v1.name_scope('training/' + self.name):
+        with tf.compat.v1.name_scope('training/' + self._scope):
             step_count = tf.cast(self._iterations, tf.float32)
-            learning_rate = tf.identity(hyper['learning_rate'])
-            if self._values['decay'] > 0:
-                learning_rate = learning_rate / (1.0 + hyper['decay'] * step_count)
+            learning_rate = tf.identity(hyper['learning_rate'])  # Keras 2's `decay` stays 0: no decay to apply.
             updates = [
                 self._apply_one(gradient, variable, learning_rate, hyper, step_count) for gradient, variable in pairs
             ]
@@ -108,10 +171,10 @@ class GraphOptimizer:
                 return self._iterations.assign_add(1).op
 
     def _apply_one(self, gradient, variable, learning_rate, hyper, step_count):
-        epsilon = tf.constant(_EPSILON, variable.dtype.base_dtype)
+        epsilon = tf.constant(self._epsilon, variable.dtype.base_dtype)
         sparse = isinstance(gradient, tf.IndexedSlices)
         if self.name == 'Adagrad':
-            accumulator = self._slot(variable, 'accumulator', _INITIAL_ACCUMULATOR_VALUE)
+            accumulator = self._slot(variable, 'accumulator', self._initial_accumulator_value)
             if sparse:
                 return tf.raw_ops.ResourceSparseApplyAdagradV2(
                     var=variable.handle,
@@ -125,7 +188,7 @@ class GraphOptimizer:
                 var=variable.handle, accum=accumulator.handle, lr=learning_rate, epsilon=epsilon, grad=gradient
             )
         if self.name == 'Ftrl':
-            accumulator = self._slot(variable, 'accumulator', _INITIAL_ACCUMULATOR_VALUE)
+            accumulator = self._slot(variable, 'accumulator', self._initial_accumulator_value)
             linear = self._slot(variable, 'linear', 0.0)
             l2 = hyper['l2_regularization_strength'] + hyper['beta'] / (2.0 * learning_rate)
             arguments = dict(
@@ -168,15 +231,22 @@ class GraphOptimizer:
 def apply_gradients(optimizer, learning_rate: float | None, loss, variables: list, iterations=None):
     """The train op for `loss` over `variables` with the Estimator's `optimizer` argument.
 
-    A name becomes a `GraphOptimizer` (TF 2.15's names and kernels); a `tf.compat.v1.train.Optimizer` (or a
-    callable returning one) runs its own `minimize`, with v1's slot names, not Keras 2's.
+    A name or a Keras optimizer (or a callable returning one) becomes a `GraphOptimizer` (TF 2.15's names and
+    kernels); a `tf.compat.v1.train.Optimizer` (or a callable returning one) runs its own `minimize`, with v1's
+    slot names, not Keras 2's.
     """
-    if callable(optimizer) and not isinstance(optimizer, (tf.compat.v1.train.Optimizer, GraphOptimizer)):
-        optimizer = optimizer()
     if isinstance(optimizer, str):
-        optimizer = GraphOptimizer(optimizer, learning_rate, iterations)
-    if isinstance(optimizer, GraphOptimizer):
-        return optimizer.apply(loss, variables)
+        return GraphOptimizer(optimizer, learning_rate, iterations).apply(loss, variables)
+    graph_optimizer = _from_keras('optimizer', optimizer)
+    if graph_optimizer is None and callable(optimizer) and not isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        with (
+            tf_internals.eager_mode()
+        ):  # A Keras optimizer's variables stay out of the graph.
+            optimizer = optimizer()
+        graph_optimizer = _from_keras('optimizer', optimizer)
+    if graph_optimizer is not None:
+        graph_optimizer._iterations = iterations  # pylint: disable=protected-access
+        return graph_optimizer.apply(loss, variables)
     if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
         raise ValueError(f'The given object is not an Optimizer instance. Given: {optimizer}')
     return optimizer.minimize(loss, global_step=iterations, var_list=variables)
