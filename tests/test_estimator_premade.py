@@ -13,6 +13,8 @@ initialisations (random on each side) do not matter:
 """
 
 import json
+import subprocess
+import sys
 import os
 
 import numpy as np
@@ -142,3 +144,21 @@ def test_checkpoints_hold_tf215s_variable_names_and_shapes(runs, program):
     theirs = _variables(dirs[program]['tf215'])
     assert ours == theirs
     assert any('/Adagrad/' in name for name in ours)
+
+
+def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
+    """benchmarks/premade_estimator.py end to end at a tiny size (no timing asserted)."""
+    out = tmp_path / 'results.json'
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
+    arguments = ['--steps', '5', '--warmup', '3', '--rounds', '1', '--tf215-python', tf215.python(), '--out', str(out)]
+    result = subprocess.run(
+        [sys.executable, script, *arguments], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'compat_mts / TF 2.15:' in result.stdout
+    report = json.loads(out.read_text())
+    for side in ('compat_mts', 'tf215'):
+        values = report['rounds'][0][side]
+        assert all(np.isfinite(values[key]) and values[key] > 0 for key in ('mean_us', 'p50_us', 'cpu_us')), values
+    assert np.isfinite(report['ratio_median']) and report['ratio_median'] > 0
