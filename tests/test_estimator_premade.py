@@ -162,3 +162,22 @@ def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
         values = report['rounds'][0][side]
         assert all(np.isfinite(values[key]) and values[key] > 0 for key in ('mean_us', 'p50_us', 'cpu_us')), values
     assert np.isfinite(report['ratio_median']) and report['ratio_median'] > 0
+
+
+def _summary_tags(directory):
+    scalars = set(support.read_events(str(directory)))
+    histograms = set()
+    for path in support.events_files(str(directory)):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            histograms.update(value.tag for value in event.summary.value if value.HasField('histo'))
+    return scalars, histograms
+
+
+@pytest.mark.parametrize('program', PROGRAMS)
+def test_training_and_evaluation_summaries_are_tf215s(runs, program):
+    dirs, _ = runs
+    ours, theirs = dirs[program]['compat'], dirs[program]['tf215']
+    assert _summary_tags(ours) == _summary_tags(theirs)
+    assert set(support.read_events(str(ours / 'eval'))) == set(support.read_events(str(theirs / 'eval')))
+    assert 'dnn/hiddenlayer_0/fraction_of_zero_values' in _summary_tags(ours)[0]
+    assert 'dnn/logits/activation' in _summary_tags(ours)[1]
