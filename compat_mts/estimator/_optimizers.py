@@ -239,9 +239,7 @@ def apply_gradients(optimizer, learning_rate: float | None, loss, variables: lis
         return GraphOptimizer(optimizer, learning_rate, iterations).apply(loss, variables)
     graph_optimizer = _from_keras('optimizer', optimizer)
     if graph_optimizer is None and callable(optimizer) and not isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        with (
-            tf_internals.eager_mode()
-        ):  # A Keras optimizer's variables stay out of the graph.
+        with tf_internals.eager_mode():  # A Keras optimizer's variables stay out of the graph.
             optimizer = optimizer()
         graph_optimizer = _from_keras('optimizer', optimizer)
     if graph_optimizer is not None:
