@@ -324,3 +324,29 @@ def test_keras_optimizer_settings_not_built_are_refused_naming_the_argument(tmp_
             dnn_feature_columns=_columns(), dnn_hidden_units=[2], dnn_optimizer=tf.keras.optimizers.SGD(0.1, 0.9)
         )
     assert not os.path.exists(tmp_path / 'model')
+
+
+@pytest.mark.slow
+def test_dnn_linear_combined_regressor_counts_steps_as_tf215(tmp_path):
+    features, _, targets = _linear_data()
+    linear_only = estimator.DNNLinearCombinedRegressor(
+        model_dir=str(tmp_path / 'linear'), linear_feature_columns=_columns()
+    )
+    linear_only.train(_input_fn(features, targets), steps=3)
+    assert _names(linear_only.model_dir) == {'global_step': [], **_linear_weights(1), **{name: [] for name in _FTRL}}
+    assert linear_only.get_variable_value('training/Ftrl/learning_rate') == pytest.approx(0.005)
+    metrics = linear_only.evaluate(_input_fn(features, targets, repeat=False))
+    assert metrics['average_loss'] == pytest.approx(4.3670406, rel=1e-5)
+
+    both = estimator.DNNLinearCombinedRegressor(
+        model_dir=str(tmp_path / 'both'),
+        linear_feature_columns=_columns()[:1],
+        dnn_feature_columns=_columns(),
+        dnn_hidden_units=[3],
+    )
+    both.train(_input_fn(features, targets), steps=3)
+    names = _names(both.model_dir)
+    assert names['training/Ftrl/iter'] == [] and both.get_variable_value('training/Ftrl/iter') == 3
+    assert both.get_variable_value('global_step') == 3
+    assert {'dnn/hiddenlayer_0/kernel', 'linear/linear_model/a/weights', 'training/Adagrad/learning_rate'} <= set(names)
+    assert len(names) == 24  # As TF 2.15's checkpoint.
