@@ -350,3 +350,26 @@ def test_dnn_linear_combined_regressor_counts_steps_as_tf215(tmp_path):
     assert both.get_variable_value('global_step') == 3
     assert {'dnn/hiddenlayer_0/kernel', 'linear/linear_model/a/weights', 'training/Adagrad/learning_rate'} <= set(names)
     assert len(names) == 24  # As TF 2.15's checkpoint.
+
+
+@pytest.mark.slow
+def test_weights_sum_reduction_and_a_label_vocabulary_give_tf215s_values(tmp_path):
+    features, classes, _ = _linear_data()
+    features = dict(features, w=np.linspace(0.5, 2.0, 64).astype(np.float32))
+    labels = np.array(['x', 'y', 'z'])[classes]
+    model = estimator.LinearClassifier(
+        _columns(),
+        model_dir=str(tmp_path / 'model'),
+        n_classes=3,
+        weight_column='w',
+        label_vocabulary=['x', 'y', 'z'],
+        loss_reduction='sum',
+    )
+    model.train(_input_fn(features, labels), steps=4)
+    metrics = model.evaluate(_input_fn(features, labels, repeat=False))
+    assert metrics == pytest.approx(
+        {'accuracy': 0.42380953, 'average_loss': 1.0516711, 'loss': 21.033422, 'global_step': 4}, rel=1e-5
+    )
+    first = next(iter(model.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(4))))
+    np.testing.assert_allclose(first['logits'], [-0.02667688, 0.05005413, -0.07851582], rtol=1e-5)
+    assert first['classes'].tolist() == [b'y'] and first['all_classes'].tolist() == [b'x', b'y', b'z']
