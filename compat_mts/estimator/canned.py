@@ -10,6 +10,7 @@ by TF 2.15's premade Estimator resumes here, and the other way round.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -27,18 +28,21 @@ _COMBINED_LINEAR_LEARNING_RATE = 0.005
 _BASELINE_LEARNING_RATE = 0.3
 
 
-def _column_base(make: Callable, base_name: str) -> type:
-    """A base class of `tf.feature_column`'s columns, found from a public column's type, not imported."""
-    return next(base for base in type(make()).__mro__ if base.__name__ == base_name)
+@functools.cache
+def _column_bases() -> tuple[type, type]:
+    """`tf.feature_column`'s `FeatureColumn` and `DenseColumn`, found from a public column's type, not imported.
 
-
-_FEATURE_COLUMN = _column_base(lambda: tf.feature_column.numeric_column('x'), 'FeatureColumn')
-_DENSE_COLUMN = _column_base(lambda: tf.feature_column.numeric_column('x'), 'DenseColumn')
+    Made on first use: making a column logs TensorFlow's deprecation warning, which `import compat_mts.estimator`
+    must not print.
+    """
+    bases = type(tf.feature_column.numeric_column('x')).__mro__
+    return tuple(next(base for base in bases if base.__name__ == name) for name in ('FeatureColumn', 'DenseColumn'))
 
 
 def _check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
     """The columns as a list; a clear ValueError naming `argument` for anything else."""
-    if isinstance(feature_columns, _FEATURE_COLUMN):
+    feature_column_type, dense_column_type = _column_bases()
+    if isinstance(feature_columns, feature_column_type):
         feature_columns = [feature_columns]
     if feature_columns is None or isinstance(feature_columns, (str, bytes, dict)):
         raise ValueError(f'`{argument}` must be an iterable of `tf.feature_column` columns; got {feature_columns!r}.')
@@ -51,12 +55,12 @@ def _check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
     if not feature_columns:
         raise ValueError(f'`{argument}` must hold at least one `tf.feature_column` column; got an empty list.')
     for column in feature_columns:
-        if not isinstance(column, _FEATURE_COLUMN):
+        if not isinstance(column, feature_column_type):
             raise ValueError(
                 f'`{argument}` must hold `tf.feature_column` columns (numeric_column, bucketized_column, ...); '
                 f'got {column!r} of type {type(column).__name__}.'
             )
-        if dense and not isinstance(column, _DENSE_COLUMN):
+        if dense and not isinstance(column, dense_column_type):
             raise ValueError(
                 f'`{argument}` of a DNN must hold dense columns; {column.name!r} is categorical. Wrap it in '
                 'tf.feature_column.embedding_column or tf.feature_column.indicator_column.'
