@@ -157,14 +157,14 @@ def test_train_and_eval_specs_check_with_v1s_messages():
         estimator.train_and_evaluate(estimator.Estimator(linear.model_fn, params={}), train_spec, None)
 
 
-def test_premade_estimators_point_to_keras():
+def test_names_tf_estimator_had_and_compat_mts_lacks_name_their_successor():
     with pytest.raises(
         AttributeError,
-        match=r'compat_mts.estimator.DNNClassifier is not provided.*Use Keras instead: '
-        r'tf.keras.Sequential of Dense layers',
+        match=r'compat_mts.estimator.DNNEstimator is not provided; use instead: DNNClassifier or DNNRegressor',
     ):
-        estimator.DNNClassifier  # pylint: disable=pointless-statement
-    assert getattr(estimator, 'LinearRegressor', None) is None
+        estimator.DNNEstimator  # pylint: disable=pointless-statement
+    assert getattr(estimator, 'BoostedTreesRegressor', None) is None
+    assert estimator.LinearRegressor.__module__ == 'compat_mts.estimator.canned'
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
         estimator.Nothing  # pylint: disable=pointless-statement
 

@@ -2,14 +2,26 @@
 
 `Estimator`, `EstimatorSpec`, `ModeKeys`, `RunConfig`, `TrainSpec`, `EvalSpec`, `train_and_evaluate`,
 `WarmStartSettings`, the exporters and `export` keep v1's names, signatures, defaults and messages; the
-session hooks `tf.estimator` re-exported are compat_mts's. `tpu` is v1's `tf.compat.v1.estimator.tpu`
-(`TPUEstimator` with `use_tpu=False`). Premade Estimators (`DNNClassifier`, ...) are not
-here: their successor is Keras (migration_guide/estimator.md).
+session hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
+(`DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`, `DNNLinearCombinedClassifier`,
+`DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) are TF 2.15's, with its checkpoint names;
+the names in `_NOT_PROVIDED` (boosted trees, the heads and the Estimators that take one) raise an AttributeError
+naming their successor (migration_guide/estimator.md). `tpu` is v1's `tf.compat.v1.estimator.tpu`
+(`TPUEstimator` with `use_tpu=False`).
 """
 
-from compat_mts.premade_estimators import PREMADE_ESTIMATORS
 from compat_mts.estimator import export
 from compat_mts.estimator import tpu
+from compat_mts.estimator.canned import (
+    BaselineClassifier,
+    BaselineRegressor,
+    DNNClassifier,
+    DNNLinearCombinedClassifier,
+    DNNLinearCombinedRegressor,
+    DNNRegressor,
+    LinearClassifier,
+    LinearRegressor,
+)
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
 from compat_mts.estimator.exporter import Exporter, FinalExporter, LatestExporter
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -29,6 +41,14 @@ from compat_mts.hooks.waiter import GlobalStepWaiterHook
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 
 __all__ = [
+    'BaselineClassifier',
+    'BaselineRegressor',
+    'DNNClassifier',
+    'DNNLinearCombinedClassifier',
+    'DNNLinearCombinedRegressor',
+    'DNNRegressor',
+    'LinearClassifier',
+    'LinearRegressor',
     'CheckpointSaverHook',
     'CheckpointSaverListener',
     'Estimator',
@@ -62,15 +82,35 @@ __all__ = [
     'train_and_evaluate',
 ]
 
-# The premade Estimators and heads, which compat_mts.estimator leaves to Keras (shared with `compat-mts check`).
-_KERAS_INSTEAD = PREMADE_ESTIMATORS
+# What tf.estimator had and compat_mts.estimator does not, with the successor to use instead.
+_BOOSTED_TREES = (
+    'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel): TF 2.21 still has the boosted-trees '
+    'kernels, but not the quantile and ensemble resources tf.estimator trained them with'
+)
+_NOT_PROVIDED = {
+    'BoostedTreesClassifier': _BOOSTED_TREES,
+    'BoostedTreesEstimator': _BOOSTED_TREES,
+    'BoostedTreesRegressor': _BOOSTED_TREES,
+    'BaselineEstimator': 'BaselineClassifier or BaselineRegressor, or a Keras model with one bias',
+    'DNNEstimator': 'DNNClassifier or DNNRegressor, or a tf.keras.Sequential of Dense layers',
+    'DNNLinearCombinedEstimator': 'DNNLinearCombinedClassifier or DNNLinearCombinedRegressor, or a Keras '
+    'functional model adding a linear and a deep branch',
+    'LinearEstimator': 'LinearClassifier or LinearRegressor, or tf.keras.Sequential([tf.keras.layers.Dense(units)])',
+    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
+    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
+    'MultiHead': 'a Keras model with several outputs and losses',
+    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
+    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
+    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
+    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
+    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
+}
 
 
 def __getattr__(name: str):
-    if name in _KERAS_INSTEAD:
+    if name in _NOT_PROVIDED:
         raise AttributeError(
-            f'compat_mts.estimator.{name} is not provided: compat_mts.estimator runs custom model_fn Estimators '
-            f'only, and the premade Estimators and heads left TensorFlow with tf.estimator. Use Keras instead: '
-            f'{_KERAS_INSTEAD[name]}. migration_guide/estimator.md shows the move, stage by stage.'
+            f'compat_mts.estimator.{name} is not provided; use instead: {_NOT_PROVIDED[name]}. '
+            'migration_guide/estimator.md shows the move, stage by stage.'
         )
     raise AttributeError(f"module 'compat_mts.estimator' has no attribute {name!r}")

@@ -1,0 +1,250 @@
+"""The premade Estimators' optimizers, as v1 graph ops with TF 2.15's checkpoint names and update rules.
+
+TF 2.15's premade Estimators trained with the Keras 2 ("legacy") optimizers, built in the Estimator's graph under
+the name scope `training`: their hyperparameters are variables (`training/Adagrad/learning_rate`, ...), their slots
+`training/<Optimizer>/<variable>/<slot>`, and their update steps the `ResourceApply*` kernels. Keras 3 optimizers
+build neither v1 graphs nor those names, so the same variables and kernels are written out here; a `model_dir` of
+TF 2.15 then resumes here with its optimizer state, and the other way round.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from compat_mts import _tf_internals as tf_internals
+
+# Keras 2's defaults (`tf.keras.optimizers.legacy.*`): the hyperparameter variables each optimizer creates, in
+# order, and the values a string name gets when the Estimator passes no learning rate.
+_HYPERPARAMETERS = {
+    'Adagrad': {'learning_rate': 0.001, 'decay': 0.0},
+    'Adam': {'learning_rate': 0.001, 'decay': 0.0, 'beta_1': 0.9, 'beta_2': 0.999},
+    'Ftrl': {
+        'learning_rate': 0.001,
+        'decay': 0.0,
+        'learning_rate_power': -0.5,
+        'l1_regularization_strength': 0.0,
+        'l2_regularization_strength': 0.0,
+        'beta': 0.0,
+    },
+    'RMSProp': {'learning_rate': 0.001, 'decay': 0.0, 'rho': 0.9, 'momentum': 0.0},
+    'SGD': {'learning_rate': 0.01, 'decay': 0.0, 'momentum': 0.0},
+}
+OPTIMIZER_NAMES = tuple(sorted(_HYPERPARAMETERS))
+_EPSILON = 1e-7
+_INITIAL_ACCUMULATOR_VALUE = 0.1
+
+
+# The class names of Keras's optimizers (Keras 2 and 3 alike), which name the variables' scope.
+_KERAS_CLASS_NAMES = {'Adagrad': 'Adagrad', 'Adam': 'Adam', 'Ftrl': 'Ftrl', 'RMSprop': 'RMSProp', 'SGD': 'SGD'}
+# What this module does not build; a Keras optimizer that sets one is refused.
+_UNSUPPORTED = {
+    'amsgrad': False,
+    'nesterov': False,
+    'centered': False,
+    'l2_shrinkage_regularization_strength': 0.0,
+    'momentum': 0.0,
+}
+
+
+def _from_keras(argument: str, optimizer) -> GraphOptimizer | None:
+    """A Keras optimizer object (Keras 2 or 3) as the `GraphOptimizer` of TF 2.15 with its hyperparameters."""
+    name = _KERAS_CLASS_NAMES.get(type(optimizer).__name__)
+    if name is None or not hasattr(optimizer, 'learning_rate') or isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        return None
+    for attribute, default in _UNSUPPORTED.items():
+        if getattr(optimizer, attribute, default) not in (default, None):
+            raise ValueError(
+                f'`{argument}`: {type(optimizer).__name__} with {attribute}={getattr(optimizer, attribute)!r} is not '
+                f'supported by the premade Estimators here; leave {attribute} at {default!r}, or pass a '
+                '`tf.compat.v1.train.Optimizer`.'
+            )
+    try:
+        with tf_internals.eager_mode():  # Keras 3 keeps its hyperparameters in eager variables.
+            learning_rate = float(optimizer.learning_rate)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f'`{argument}`: a learning rate schedule in a Keras optimizer is not supported by the premade '
+            'Estimators here; pass a float learning rate, or a `tf.compat.v1.train.Optimizer`.'
+        ) from None
+    with tf_internals.eager_mode():
+        hyperparameters = {
+            key: float(getattr(optimizer, key))
+            for key in _HYPERPARAMETERS[name]
+            if key not in ('learning_rate', 'decay')
+        }
+    return GraphOptimizer(
+        name,
+        learning_rate,
+        epsilon=float(getattr(optimizer, 'epsilon', _EPSILON) or _EPSILON),
+        initial_accumulator_value=float(getattr(optimizer, 'initial_accumulator_value', _INITIAL_ACCUMULATOR_VALUE)),
+        **hyperparameters,
+    )
+
+
+def check_optimizer(argument: str, optimizer) -> None:
+    """Refuses what the premade Estimators cannot train with, naming `argument`.
+
+    Raises:
+      ValueError: an unknown optimizer name; a Keras optimizer with a setting not built here (momentum,
+        amsgrad, a learning rate schedule); an object that is no optimizer nor a callable.
+    """
+    if isinstance(optimizer, str):
+        if optimizer not in _HYPERPARAMETERS:
+            raise ValueError(
+                f'`{argument}` ({optimizer!r}) is not a supported optimizer name. Supported names are: '
+                f'{OPTIMIZER_NAMES}.'
+            )
+        return
+    if isinstance(optimizer, tf.compat.v1.train.Optimizer) or _from_keras(argument, optimizer) or callable(optimizer):
+        return
+    raise ValueError(
+        f'`{argument}` must be one of the names {OPTIMIZER_NAMES}, a Keras optimizer of one of those kinds, a '
+        f'`tf.compat.v1.train.Optimizer`, or a callable returning one; got {optimizer!r}.'
+    )
+
+
+class GraphOptimizer:
+    """One of TF 2.15's Keras 2 optimizers, in the model_fn's v1 graph (see the module docstring).
+
+    Args:
+      name: one of `OPTIMIZER_NAMES`.
+      learning_rate: None for Keras 2's default.
+      iterations: the step variable this optimizer increments (the global step, as in TF 2.15's premade
+        Estimators), or None for a variable of its own (`training/<name>/iter`).
+      epsilon: Keras 2's `epsilon` (Adagrad, Adam, RMSProp).
+      initial_accumulator_value: Keras 2's (Adagrad, Ftrl).
+      **hyperparameters: the other hyperparameters of `_HYPERPARAMETERS[name]` (`beta_1`, ...).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        learning_rate: float | None = None,
+        iterations=None,
+        epsilon: float = _EPSILON,
+        initial_accumulator_value: float = _INITIAL_ACCUMULATOR_VALUE,
+        **hyperparameters,
+    ):
+        self.name = name
+        self._scope = 'RMSprop' if name == 'RMSProp' else name  # Keras 2's class name.
+        self._values = dict(_HYPERPARAMETERS[name])
+        if learning_rate:
+            self._values['learning_rate'] = learning_rate
+        self._values.update(hyperparameters)
+        self._epsilon = epsilon
+        self._initial_accumulator_value = initial_accumulator_value
+        self._iterations = iterations
+
+    def _variable(self, name: str, initial_value, dtype=tf.float32):
+        graph = tf.compat.v1.get_default_graph()
+        with graph.name_scope(None), graph.name_scope('training/' + self._scope + '/'):
+            return tf.compat.v1.Variable(
+                initial_value,
+                name=name,
+                dtype=dtype,
+                trainable=False,
+                use_resource=True,
+            )
+
+    def _slot(self, variable, slot_name: str, initial: float):
+        shape = variable.shape
+        return self._variable(
+            variable.op.name + '/' + slot_name,
+            lambda: tf.constant(initial, dtype=variable.dtype.base_dtype, shape=shape),
+            dtype=variable.dtype.base_dtype,
+        )
+
+    def apply(self, loss, variables: list):
+        """The op that applies one step to `variables` for `loss` and counts it (Keras 2's `get_updates`)."""
+        gradients = tf.compat.v1.gradients(loss, variables)
+        pairs = [(gradient, variable) for gradient, variable in zip(gradients, variables) if gradient is not None]
+        if self._iterations is None:
+            self._iterations = self._variable('iter', 0, dtype=tf.int64)
+        hyper = {name: self._variable(name, value) for name, value in self._values.items()}
+        with tf.compat.v1.name_scope('training/' + self._scope):
+            step_count = tf.cast(self._iterations, tf.float32)
+            learning_rate = tf.identity(hyper['learning_rate'])  # Keras 2's `decay` stays 0: no decay to apply.
+            updates = [
+                self._apply_one(gradient, variable, learning_rate, hyper, step_count) for gradient, variable in pairs
+            ]
+            with tf.control_dependencies(updates):
+                return self._iterations.assign_add(1).op
+
+    def _apply_one(self, gradient, variable, learning_rate, hyper, step_count):
+        epsilon = tf.constant(self._epsilon, variable.dtype.base_dtype)
+        sparse = isinstance(gradient, tf.IndexedSlices)
+        if self.name == 'Adagrad':
+            accumulator = self._slot(variable, 'accumulator', self._initial_accumulator_value)
+            if sparse:
+                return tf.raw_ops.ResourceSparseApplyAdagradV2(
+                    var=variable.handle,
+                    accum=accumulator.handle,
+                    lr=learning_rate,
+                    epsilon=epsilon,
+                    grad=gradient.values,
+                    indices=gradient.indices,
+                )
+            return tf.raw_ops.ResourceApplyAdagradV2(
+                var=variable.handle, accum=accumulator.handle, lr=learning_rate, epsilon=epsilon, grad=gradient
+            )
+        if self.name == 'Ftrl':
+            accumulator = self._slot(variable, 'accumulator', self._initial_accumulator_value)
+            linear = self._slot(variable, 'linear', 0.0)
+            l2 = hyper['l2_regularization_strength'] + hyper['beta'] / (2.0 * learning_rate)
+            arguments = dict(
+                var=variable.handle,
+                accum=accumulator.handle,
+                linear=linear.handle,
+                lr=learning_rate,
+                l1=tf.identity(hyper['l1_regularization_strength']),
+                l2=l2,
+                lr_power=tf.identity(hyper['learning_rate_power']),
+            )
+            if sparse:
+                return tf.raw_ops.ResourceSparseApplyFtrl(grad=gradient.values, indices=gradient.indices, **arguments)
+            return tf.raw_ops.ResourceApplyFtrl(grad=gradient, **arguments)
+        gradient = tf.convert_to_tensor(gradient)
+        if self.name == 'Adam':
+            first = self._slot(variable, 'm', 0.0)
+            second = self._slot(variable, 'v', 0.0)
+            local_step = step_count + 1.0
+            return tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle,
+                m=first.handle,
+                v=second.handle,
+                beta1_power=tf.pow(hyper['beta_1'], local_step),
+                beta2_power=tf.pow(hyper['beta_2'], local_step),
+                lr=learning_rate,
+                beta1=tf.identity(hyper['beta_1']),
+                beta2=tf.identity(hyper['beta_2']),
+                epsilon=epsilon,
+                grad=gradient,
+            )
+        if self.name == 'RMSProp':  # Keras 2 without momentum: epsilon outside the square root.
+            rms = self._slot(variable, 'rms', 0.0)
+            rho = tf.identity(hyper['rho'])
+            rms_t = rms.assign(rho * rms + (1.0 - rho) * tf.square(gradient))
+            return variable.assign_sub(learning_rate * gradient / (tf.sqrt(rms_t) + epsilon)).op
+        return tf.raw_ops.ResourceApplyGradientDescent(var=variable.handle, alpha=learning_rate, delta=gradient)
+
+
+def apply_gradients(optimizer, learning_rate: float | None, loss, variables: list, iterations=None):
+    """The train op for `loss` over `variables` with the Estimator's `optimizer` argument.
+
+    A name or a Keras optimizer (or a callable returning one) becomes a `GraphOptimizer` (TF 2.15's names and
+    kernels); a `tf.compat.v1.train.Optimizer` (or a callable returning one) runs its own `minimize`, with v1's
+    slot names, not Keras 2's.
+    """
+    if isinstance(optimizer, str):
+        return GraphOptimizer(optimizer, learning_rate, iterations).apply(loss, variables)
+    graph_optimizer = _from_keras('optimizer', optimizer)
+    if graph_optimizer is None and callable(optimizer) and not isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        with tf_internals.eager_mode():  # A Keras optimizer's variables stay out of the graph.
+            optimizer = optimizer()
+        graph_optimizer = _from_keras('optimizer', optimizer)
+    if graph_optimizer is not None:
+        graph_optimizer._iterations = iterations  # pylint: disable=protected-access
+        return graph_optimizer.apply(loss, variables)
+    if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        raise ValueError(f'The given object is not an Optimizer instance. Given: {optimizer}')
+    return optimizer.minimize(loss, global_step=iterations, var_list=variables)
