@@ -1383,3 +1383,72 @@ def test_the_global_step_of_a_graph_block_stays_until_stage_2_as_in_a_wrap_graph
     stages = {(f.construct, f.line): f.stage for f in check.check_source(source, 'graph_block.py')}
     assert stages[('tf.compat.v1.train.get_or_create_global_step', 3)] == 2
     assert stages[('tf.compat.v1.train.get_or_create_global_step', 4)] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What check reads: regular files only, up to a cap, in time linear in their length.
+
+
+def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / 'train.py'
+    os.mkfifo(fifo)
+    # Before, opening the FIFO waited for a writer that never comes: the timeout would expire.
+    result = run_standalone(str(fifo), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr
+        == f'{fifo}: not checked: a FIFO (named pipe), not a regular file; check reads Python files only\n'
+    )
+    assert result.stdout == ''
+
+
+def test_a_device_is_refused_instead_of_read_forever(tmp_path):
+    result = run_standalone('/dev/zero', str(SAMPLES / 'regression.py'), cwd=tmp_path)
+    assert result.returncode == 2
+    assert '/dev/zero: not checked: a character device, not a regular file' in result.stderr
+    assert result.stdout.splitlines()[-1] == '1 file could not be read or parsed, so it was not checked.'
+
+
+def test_a_file_over_the_cap_is_refused_with_the_file_and_the_cap_named(tmp_path):
+    script = tmp_path / 'generated.py'
+    script.write_text('import tensorflow.compat.v1 as tf\n' + 'x = 1\n' * 100)
+    with pytest.raises(check.CheckError) as error:
+        check.check_file(script, max_bytes=256)
+    assert str(error.value) == (
+        f'{script}: not checked: larger than the 256 bytes that check reads of a file; a training script '
+        'is far smaller, so this is likely generated code or data'
+    )
+    assert [f.construct for f in check.check_file(script, max_bytes=script.stat().st_size)] == []
+
+
+def test_the_default_cap_is_named_in_mebibytes(tmp_path):
+    script = tmp_path / 'huge.py'
+    with open(script, 'wb') as file:
+        file.truncate(check.MAX_FILE_BYTES + 1)  # sparse: no disk space is used
+    with pytest.raises(check.CheckError, match=r'larger than the 16 MiB \(16777216 bytes\)'):
+        check.check_file(script)
+
+
+def test_an_expression_nested_beyond_the_parser_is_a_check_error_not_a_traceback(tmp_path):
+    script = tmp_path / 'chain.py'
+    script.write_text('import tensorflow as tf\nd = (tf.data.Dataset.range(10)\n' + '    .map(f)\n' * 5000 + ')\n')
+    result = run_standalone(str(script), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f'{script}: nested too deeply to check (an expression of hundreds of levels, such as a very long chain '
+        'of calls)\n'
+    )
+
+
+@pytest.mark.slow
+def test_a_200000_line_file_is_checked_in_one_pass(tmp_path):
+    # The sample program repeated: every kind of finding, 200,000 lines. The timeout is generous for a loaded
+    # two-core machine; one walk of the tree per file keeps the time linear in the lines.
+    sample = (SAMPLES / 'distributed_hooks.py').read_text()
+    copies = 200_000 // len(sample.splitlines()) + 1
+    script = tmp_path / 'long.py'
+    script.write_text(sample * copies)
+    result = run_python(str(CHECK_SCRIPT), '--json', str(script), cwd=tmp_path, timeout=600)
+    assert result.returncode == 1, result.stderr[-2000:]
+    findings = json.loads(result.stdout)['findings']
+    assert len(findings) == copies * len(EXPECTED['distributed_hooks.py'])

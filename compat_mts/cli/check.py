@@ -53,6 +53,8 @@ Finding = report.Finding
 CheckError = report.CheckError
 check_source = checker.check_source
 check_file = checker.check_file
+read_source = checker.read_source
+MAX_FILE_BYTES = checker.MAX_FILE_BYTES
 format_text = report.format_text
 format_json = report.format_json
 
@@ -62,6 +64,8 @@ __all__ = [
     'CheckError',
     'check_source',
     'check_file',
+    'read_source',
+    'MAX_FILE_BYTES',
     'format_text',
     'format_json',
     'add_check_command',

@@ -8,7 +8,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
+import os
 import pathlib
+import stat
 from typing import Sequence
 
 if __package__:
@@ -75,24 +77,24 @@ def _method_position(call: ast.Call) -> tuple[int, int]:
 class _Checker(ast.NodeVisitor):
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
-        self.names = names.Names(tree)
+        # The tree is walked once; the passes below loop over its nodes (a 200,000-line file has millions).
+        nodes = list(ast.walk(tree))
+        self.names = names.Names(tree, nodes)
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
-        self._functions = {
-            node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
+        self._functions = {node.name for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
-        self._bind_values(tree)
-        self._graph_functions = self._wrapped_graph_functions(tree)
+        self._bind_values(nodes)
+        self._graph_functions = self._wrapped_graph_functions(nodes)
         self._in_graph_function = False
-        self._settings = self._script_settings(tree)
+        self._settings = self._script_settings(nodes)
 
-    def _bind_values(self, tree: ast.Module) -> None:
+    def _bind_values(self, nodes: Sequence[ast.AST]) -> None:
         """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
         'iterator' (v1), 'graph', 'device_function' (a replica_device_setter), 'ps_cluster' (a cluster with a
         'ps' job), 'shape' (a tensor's shape) and 'foreign' (another library's call)."""
         bound = self._bound
         pairs = []
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 pairs.append((node.targets[0], node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
@@ -126,14 +128,14 @@ class _Checker(ast.NodeVisitor):
                 if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
                     bound['foreign'].add(key)
 
-    def _script_settings(self, tree: ast.Module) -> set[str]:
+    def _script_settings(self, nodes: Sequence[ast.AST]) -> set[str]:
         """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
         v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
         `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
         `compat_mts.parameter_server_strategy(...)`."""
         settings = set()
-        first_import = min((node.lineno for node in ast.walk(tree) if _imports_tensorflow(node)), default=None)
-        for node in ast.walk(tree):
+        first_import = min((node.lineno for node in nodes if _imports_tensorflow(node)), default=None)
+        for node in nodes:
             if isinstance(node, ast.Call):
                 found = self.names.rule_for(node.func)
                 if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
@@ -144,10 +146,10 @@ class _Checker(ast.NodeVisitor):
                 settings.add(catalogue.LEGACY_KERAS_SETTING)
         return settings
 
-    def _wrapped_graph_functions(self, tree: ast.Module) -> set[str]:
+    def _wrapped_graph_functions(self, nodes: Sequence[ast.AST]) -> set[str]:
         """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
         functions = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
             if found is not None and found[0] == 'compat_mts.wrap_graph':
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
@@ -387,7 +389,8 @@ def check_source(text: str | bytes, filename: str = '<string>') -> list[report.F
     """The constructs to migrate in the Python source `text`, in line order. The source is parsed, never run.
 
     Raises:
-      CheckError: `text` is not valid Python (the error's line and column say where).
+      CheckError: `text` is not valid Python (the error's line and column say where), or nests deeper than
+        Python's parser or this checker can follow.
     """
     try:
         tree = ast.parse(text, filename=filename)
@@ -396,20 +399,66 @@ def check_source(text: str | bytes, filename: str = '<string>') -> list[report.F
         col = getattr(error, 'offset', None) or 0
         message = getattr(error, 'msg', None) or str(error)
         raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
-    checker = _Checker(filename, tree)
-    checker.visit(tree)
+    except (RecursionError, MemoryError):
+        raise report.CheckError(filename, _TOO_DEEP) from None
+    try:
+        checker = _Checker(filename, tree)
+        checker.visit(tree)
+    except RecursionError:
+        raise report.CheckError(filename, _TOO_DEEP) from None
     return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
 
 
-def check_file(path: str | pathlib.Path) -> list[report.Finding]:
-    """The constructs to migrate in the Python file at `path` (see `check_source`).
+_TOO_DEEP = 'nested too deeply to check (an expression of hundreds of levels, such as a very long chain of calls)'
+MAX_FILE_BYTES = 16 * 2**20
+_FILE_KINDS = {
+    stat.S_IFIFO: 'a FIFO (named pipe)',
+    stat.S_IFCHR: 'a character device',
+    stat.S_IFBLK: 'a block device',
+    stat.S_IFSOCK: 'a socket',
+    stat.S_IFDIR: 'a directory',
+}
+
+
+def read_source(path: str | pathlib.Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at `path`, at most `max_bytes` of them.
+
+    The file is opened without blocking and checked before anything is read, so a FIFO (which would wait for
+    a writer) or a device (`/dev/zero` never ends) is refused at once, as is a file over the cap.
 
     Raises:
-      CheckError: the file cannot be read, or is not valid Python.
+      CheckError: `path` cannot be opened, is not a regular file, or holds more than `max_bytes` bytes.
     """
     filename = str(path)
     try:
-        source = pathlib.Path(path).read_bytes()
+        descriptor = os.open(filename, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
     except OSError as error:
         raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
-    return check_source(source, filename)
+    with os.fdopen(descriptor, 'rb') as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _FILE_KINDS.get(stat.S_IFMT(mode), 'not a regular file')
+            raise report.CheckError(filename, f'not checked: {kind}, not a regular file; check reads Python files only')
+        try:
+            source = file.read(max_bytes + 1)
+        except OSError as error:
+            raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
+    if len(source) > max_bytes:
+        cap = f'{max_bytes // 2**20} MiB ({max_bytes} bytes)' if max_bytes >= 2**20 else f'{max_bytes} bytes'
+        raise report.CheckError(
+            filename,
+            f'not checked: larger than the {cap} that check reads of a file; a training script is far '
+            'smaller, so this is likely generated code or data',
+        )
+    return source
+
+
+def check_file(path: str | pathlib.Path, max_bytes: int = MAX_FILE_BYTES) -> list[report.Finding]:
+    """The constructs to migrate in the Python file at `path` (see `check_source`).
+
+    Only a regular file of at most `max_bytes` bytes is read (see `read_source`).
+
+    Raises:
+      CheckError: the file cannot be read, is not a regular file, is over `max_bytes`, or is not valid Python.
+    """
+    return check_source(read_source(path, max_bytes), str(path))
