@@ -113,11 +113,26 @@ def _run_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """`compat-mts 0.1.0 (TensorFlow 2.21.0, Python 3.11.7)`, read from the installed metadata: no import."""
+    import platform
+    from importlib import metadata
+
+    import compat_mts
+
+    try:
+        tensorflow = f'TensorFlow {metadata.version("tensorflow")}'
+    except metadata.PackageNotFoundError:
+        tensorflow = 'TensorFlow not installed'
+    return f'compat-mts {compat_mts.__version__} ({tensorflow}, Python {platform.python_version()})'
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='compat-mts',
         description='Run tf.compat.v1.train.MonitoredTrainingSession programs eagerly on TensorFlow 2.',
     )
+    parser.add_argument('--version', action='version', version=_version())
     subcommands = parser.add_subparsers(dest='command', metavar='COMMAND')
     subcommands.required = True
 
