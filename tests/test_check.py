@@ -50,7 +50,9 @@ EXPECTED = {
     'regression.py': [
         ('tf.compat.v1.disable_eager_execution', 8),
         ('tf.compat.v1.placeholder', 14),
+        ('tf.compat.v1.placeholder outside a graph', 14),
         ('tf.compat.v1.placeholder', 15),
+        ('tf.compat.v1.placeholder outside a graph', 15),
         ('tf.compat.v1.get_variable', 16),
         ('tf.compat.v1.get_variable', 17),
         ('tf.compat.v1.train.get_or_create_global_step', 19),
@@ -116,9 +118,13 @@ EXPECTED = {
 }
 
 
-# What of it blocks stage 1: the parameter-server cluster and its device placement.
+# What of it blocks stage 1: placeholders built outside a graph (the script relied on disable_eager_execution,
+# which goes at stage 1), the parameter-server cluster and its device placement.
 BLOCKING = {
-    'regression.py': [],
+    'regression.py': [
+        ('tf.compat.v1.placeholder outside a graph', 14),
+        ('tf.compat.v1.placeholder outside a graph', 15),
+    ],
     'dataset_summaries.py': [],
     'distributed_hooks.py': [
         ('tf.compat.v1.train.ClusterSpec', 30),
@@ -196,6 +202,7 @@ def test_names_of_tf2_that_v1_also_has_are_v1_only_in_tf1_code():
         ('tf.compat.v1.summary.scalar', 2),
         ('tf.compat.v1.train.ClusterSpec', 3),
         ('tf.compat.v1.placeholder', 4),
+        ('tf.compat.v1.placeholder outside a graph', 4),
     ]
     assert constructs("import tensorflow as tf\ntf.logging.info('hi')\ntf.summary.scalar('loss', 1.0)") == [
         ('tf.compat.v1.summary.scalar', 3)
@@ -383,6 +390,7 @@ def test_placeholders_and_feed_dict_stage_depends_on_the_keys():
     )
     assert [(f.construct, f.line, f.stage) for f in findings] == [
         ('tf.compat.v1.placeholder', 2, 2),
+        ('tf.compat.v1.placeholder outside a graph', 2, 1),
         ('sess.run(...)', 3, 3),
         ('feed_dict', 3, 2),
         ('sess.run(...)', 4, 3),
@@ -603,23 +611,26 @@ def test_a_contrib_import_is_one_finding_and_the_uses_it_covers_are_not_repeated
     assert findings[4].replacement.startswith('a compat_mts.MonitoredTrainingSession loop')
 
 
-def test_premade_estimators_block_stage_1_and_point_to_keras():
+def test_premade_estimators_on_feature_columns_are_stage_1_and_boosted_trees_and_heads_block():
     findings = check.check_source(
         textwrap.dedent("""\
         import tensorflow as tf
         classifier = tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=columns, n_classes=3)
         regressor = tf.compat.v1.estimator.LinearRegressor(feature_columns=columns)
         head = tf.estimator.MultiClassHead(3)
+        trees = tf.estimator.BoostedTreesClassifier(columns, n_batches_per_layer=1)
         """),
         'x.py',
     )
-    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
-        ('tf.estimator.DNNClassifier', 2, 1, True),
-        ('tf.estimator.LinearRegressor', 3, 1, True),
-        ('tf.estimator.MultiClassHead', 4, 1, True),
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+        ('tf.estimator.DNNClassifier', 2, 'compat_mts.estimator.DNNClassifier', False),
+        ('tf.estimator.LinearRegressor', 3, 'compat_mts.estimator.LinearRegressor', False),
+        ('tf.estimator.MultiClassHead', 4, 'a Keras loss (SparseCategoricalCrossentropy) and metrics', True),
+        ('tf.estimator.BoostedTreesClassifier', 5, findings[-1].replacement, True),
     ]
-    assert findings[0].replacement.startswith('Keras: tf.keras.Sequential of Dense layers')
-    assert 'custom model_fn Estimators only' in findings[0].note
+    assert {f.stage for f in findings} == {1}
+    assert 'At stage 3 it becomes Keras: tf.keras.Sequential of Dense layers' in findings[0].note
+    assert findings[-1].replacement.startswith('TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)')
 
 
 def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():
@@ -660,14 +671,16 @@ def test_an_estimator_import_is_the_edit_and_only_the_names_it_cannot_cover_are_
         est = tf.estimator
         model = estimator.Estimator(model_fn)
         baseline = est.BaselineClassifier(n_classes=2)
+        deep = est.DNNEstimator(head, hidden_units=[3])
         """),
         'x.py',
     )
     assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
         ('tf.estimator', 2, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
         ('tf.estimator', 3, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
-        ('tf.estimator.BaselineClassifier', 5, findings[-1].replacement, True),
+        ('tf.estimator.DNNEstimator', 6, findings[-1].replacement, True),
     ]
+    assert findings[-1].replacement.startswith('DNNClassifier or DNNRegressor')
 
 
 def _literal_assignment(path: pathlib.Path, name: str):
@@ -1228,17 +1241,18 @@ def test_json_output_shape():
 
 def test_text_output_has_one_located_line_per_finding_and_a_count_by_stage():
     findings = check.check_source(
-        'import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\nh = tf.train.StopAtStepHook(num_steps=5)\n',
+        'import tensorflow.compat.v1 as tf\nwith tf.Graph().as_default():\n    x = tf.placeholder(tf.float32)\n'
+        'h = tf.train.StopAtStepHook(num_steps=5)\n',
         'train.py',
     )
     text = check.format_text(findings, files_checked=1)
     lines = text.splitlines()
-    assert (
-        lines[0] == 'train.py:2:5: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, '
-        "fed with feed_dict={'x': batch}"
+    assert lines[0].startswith('train.py:2:6: stage 2: tf.Graph().as_default() -> ')
+    placeholder = lines.index(
+        "train.py:3:9: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, fed with feed_dict={'x': batch}"
     )
-    assert lines[1].startswith('    Works unchanged inside compat_mts.wrap_graph')
-    assert lines[-1] == '2 constructs to migrate in 1 file (stage 1: 1, stage 2: 1).'
+    assert lines[placeholder + 1].startswith('    Works unchanged inside compat_mts.wrap_graph')
+    assert lines[-1] == '3 constructs to migrate in 1 file (stage 1: 1, stage 2: 2).'
     assert check.format_text([], files_checked=3) == 'Nothing to migrate in 3 files.\n'
 
 
@@ -1316,8 +1330,9 @@ def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path
     assert result.returncode == 2
     assert re.match(rf'{re.escape(str(broken))}:2:\d+: syntax error: ', result.stderr), result.stderr
     assert 'regression.py:8:1: stage 1:' in result.stdout
-    assert result.stdout.splitlines()[-2:] == [
-        '14 constructs to migrate in the 1 file checked (stage 1: 4, stage 2: 7, stage 3: 3).',
+    assert result.stdout.splitlines()[-3:] == [
+        '16 constructs to migrate in the 1 file checked (stage 1: 6, stage 2: 7, stage 3: 3).',
+        '2 constructs block stage 1: the script cannot run on compat_mts until they change.',
         '1 file could not be read or parsed, so it was not checked.',
     ]
 

@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 import os
 import pathlib
+import re
 import stat
 from typing import Sequence
 
@@ -27,7 +28,22 @@ _GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensor
 _CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
 _KERAS_READERS = ('tensorflow', 'keras', 'tf_keras')  # the modules that read TF_USE_LEGACY_KERAS on import
 # What a name can be bound to, as far as the checker follows it (see `_Checker._bind_values`).
-_BOUND_KINDS = ('session', 'iterator', 'graph', 'device_function', 'ps_cluster', 'shape', 'foreign')
+_BOUND_KINDS = (
+    'session',
+    'iterator',
+    'graph',
+    'device_function',
+    'ps_cluster',
+    'shape',
+    'foreign',
+    'in_process_strategy',
+    'strategy',
+)
+# What runs a program's main function as Python would: no graph around it.
+_MAIN_RUNNERS = ('tensorflow.compat.v1.app.run', 'tensorflow.app.run', 'absl.app.run')
+_ESTIMATORS = ('tf.estimator.Estimator', 'tf.estimator.tpu.TPUEstimator')
+_RUN_CONFIGS = ('tf.estimator.RunConfig', 'tf.estimator.tpu.RunConfig')
+_KERAS_LAYERS = re.compile(r'(?:tensorflow\.keras|keras|tf_keras)\.layers\.[A-Z]\w*')
 
 
 def _has_ps_key(node: ast.AST) -> bool:
@@ -87,6 +103,9 @@ class _Checker(ast.NodeVisitor):
         self._graph_functions = self._wrapped_graph_functions(nodes)
         self._in_graph_function = False
         self._settings = self._script_settings(nodes)
+        self._model_fns = self._functions_given_as_model_fn(nodes)
+        self._graph_context_unknown = self._functions_run_elsewhere(nodes)
+        self._function_stack: list[str] = []
 
     def _bind_values(self, nodes: Sequence[ast.AST]) -> None:
         """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
@@ -123,6 +142,9 @@ class _Checker(ast.NodeVisitor):
                 bound['ps_cluster'].add(key)
             elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
                 bound['shape'].add(key)
+            elif (path := self.names.resolve(value.func) or '').startswith('tensorflow.') and path.endswith('Strategy'):
+                in_process = path.rsplit('.', 1)[-1] in catalogue.IN_PROCESS_STRATEGIES
+                bound['in_process_strategy' if in_process else 'strategy'].add(key)
             else:
                 path = self.names.resolve(value.func)
                 if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
@@ -155,6 +177,62 @@ class _Checker(ast.NodeVisitor):
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
                 functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
         return functions
+
+    def _is_graph_block(self, node: ast.AST) -> bool:
+        """Whether `node` is `with tf.Graph().as_default():` (or `with graph.as_default():` of a bound graph)."""
+        return isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Attribute)
+            and item.context_expr.func.attr == 'as_default'
+            and self._is_graph(item.context_expr.func.value)
+            for item in node.items
+        )
+
+    def _functions_given_as_model_fn(self, nodes: Sequence[ast.AST]) -> set[str]:
+        """The names of the functions given to an Estimator as its model_fn."""
+        functions = set()
+        for node in nodes:
+            found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
+            if found is not None and found[0] in _ESTIMATORS:
+                model_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'model_fn')]
+                functions.update(arg.id for arg in model_fn if isinstance(arg, ast.Name))
+        return functions
+
+    def _functions_run_elsewhere(self, nodes: Sequence[ast.AST]) -> set[str]:
+        """The functions that may run inside a graph the checker does not see around them: those called in a
+        graph block or a wrap_graph build_fn (and what they call), and those given to another call as a value
+        (a model_fn, an input_fn, a build_fn), which runs them where it will."""
+        definitions: dict[str, list[ast.AST]] = {}
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                definitions.setdefault(node.name, []).append(node)
+
+        def called(root: ast.AST) -> set[str]:
+            names = set()
+            for node in ast.walk(root):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
+                    if name in definitions:
+                        names.add(name)
+            return names
+
+        elsewhere = set(self._graph_functions)
+        for node in nodes:
+            if isinstance(node, ast.Call) and self.names.resolve(node.func) not in _MAIN_RUNNERS:
+                for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+                    if isinstance(value, ast.Name) and value.id in definitions:
+                        elsewhere.add(value.id)
+        pending = set(elsewhere)
+        for node in nodes:
+            if self._is_graph_block(node):
+                pending |= called(node)
+        while pending:
+            name = pending.pop()
+            elsewhere.add(name)
+            for definition in definitions.get(name, ()):
+                pending |= called(definition) - elsewhere
+        return elsewhere
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
         found = self.names.rule_for(call.func)
@@ -253,20 +331,16 @@ class _Checker(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         outer = self._in_graph_function
         self._in_graph_function = outer or node.name in self._graph_functions
+        self._function_stack.append(node.name)
         self.generic_visit(node)
+        self._function_stack.pop()
         self._in_graph_function = outer
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_With(self, node: ast.With) -> None:
         """The body of `with tf.Graph().as_default():` builds the program's own graph, as a wrap_graph build_fn does."""
-        graph_block = any(
-            isinstance(item.context_expr, ast.Call)
-            and isinstance(item.context_expr.func, ast.Attribute)
-            and item.context_expr.func.attr == 'as_default'
-            and self._is_graph(item.context_expr.func.value)
-            for item in node.items
-        )
+        graph_block = self._is_graph_block(node)
         outer = self._in_graph_function
         self._in_graph_function = outer or graph_block
         self.generic_visit(node)
@@ -287,9 +361,21 @@ class _Checker(ast.NodeVisitor):
                 return
             if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
                 rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
+            if construct == 'tf.compat.v1.placeholder' and not self._in_a_graph():
+                self._add(_position(node), f'{construct} outside a graph', catalogue.GRAPH_OUTSIDE_A_GRAPH)
             self._add(_position(node), construct, rule)
-        else:
-            self.generic_visit(node)
+            return
+        path = self.names.resolve(node) if self._model_fns.intersection(self._function_stack) else None
+        if path and _KERAS_LAYERS.fullmatch(path):
+            keras_path = 'tf.keras' + path.split('keras', 1)[1]
+            self._add(_position(node), f'{keras_path} in a model_fn', catalogue.KERAS_LAYERS_IN_MODEL_FN)
+            return
+        self.generic_visit(node)
+
+    def _in_a_graph(self) -> bool:
+        """Whether the code being visited may build a graph of its own: in a graph block, a wrap_graph build_fn,
+        or a function that runs somewhere the checker cannot follow (see `_functions_run_elsewhere`)."""
+        return self._in_graph_function or bool(self._graph_context_unknown.intersection(self._function_stack))
 
     visit_Attribute = _visit_reference
     visit_Name = _visit_reference
@@ -314,6 +400,13 @@ class _Checker(ast.NodeVisitor):
             self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
         elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
             self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
+        elif construct in _RUN_CONFIGS:
+            for keyword in node.keywords:
+                if keyword.arg in ('train_distribute', 'eval_distribute'):
+                    rule = self._strategy_rule(keyword.value)
+                    self._add(_position(keyword), f'{construct}({keyword.arg}=...)', rule)
+        elif construct == 'tf.estimator.tpu.TPUEstimator':
+            self._add_use_tpu(node, construct)
         elif (
             self.names.resolve(node.func) == 'tensorflow.device'
             and node.args
@@ -327,6 +420,35 @@ class _Checker(ast.NodeVisitor):
                 if keyword.arg == 'feed_dict':
                     self._add_feed_dict(keyword, keyword.value)
         self.generic_visit(node)
+
+    def _strategy_rule(self, value: ast.AST) -> catalogue.Rule:
+        """The rule of a strategy given as train_distribute or eval_distribute."""
+        key = ast.unparse(value)
+        path = self.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        if key in self._bound['in_process_strategy'] or (
+            path and path.rsplit('.', 1)[-1] in catalogue.IN_PROCESS_STRATEGIES
+        ):
+            return catalogue.TRAIN_DISTRIBUTE_WORKS
+        if key in self._bound['strategy'] or (path and catalogue.root(path) == 'tensorflow'):
+            return catalogue.TRAIN_DISTRIBUTE_BLOCKS
+        return catalogue.TRAIN_DISTRIBUTE_UNKNOWN
+
+    def _add_use_tpu(self, call: ast.Call, construct: str) -> None:
+        """A finding for TPUEstimator's use_tpu when it is True (v1's default) or not known to be False."""
+        given = [keyword for keyword in call.keywords if keyword.arg == 'use_tpu']
+        if len(call.args) > 4:
+            given.append(call.args[4])  # model_fn, model_dir, config, params, use_tpu
+        if not given:
+            if not any(keyword.arg is None for keyword in call.keywords):  # no **kwargs that might hold it
+                self._add(_position(call), f'{construct}(use_tpu=True, the default)', catalogue.USE_TPU)
+            return
+        value = given[0].value if isinstance(given[0], ast.keyword) else given[0]
+        if isinstance(value, ast.Constant) and value.value is False:
+            return
+        blocks = isinstance(value, ast.Constant) and bool(value.value)
+        self._add(
+            _position(given[0]), f'{construct}(use_tpu=...)', catalogue.USE_TPU if blocks else catalogue.USE_TPU_UNKNOWN
+        )
 
     def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
         rules = {
@@ -353,6 +475,8 @@ class _Checker(ast.NodeVisitor):
                 self._add_feed_dict(call.args[1], call.args[1])
         elif not self.names.uses_tensorflow or self.names.resolve(receiver):
             return
+        elif method == 'export_savedmodel':
+            self._add(_method_position(call), 'Estimator.export_savedmodel(...)', catalogue.EXPORT_SAVEDMODEL)
         elif method == 'as_default' and self._is_graph(receiver):
             self._add(_position(call), f'{ast.unparse(receiver)}.as_default()', catalogue.GRAPH_AS_DEFAULT)
         elif method in ('minimize', 'apply_gradients'):
