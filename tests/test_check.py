@@ -1249,7 +1249,8 @@ def test_text_output_has_one_located_line_per_finding_and_a_count_by_stage():
     lines = text.splitlines()
     assert lines[0].startswith('train.py:2:6: stage 2: tf.Graph().as_default() -> ')
     placeholder = lines.index(
-        "train.py:3:9: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, fed with feed_dict={'x': batch}"
+        'train.py:3:9: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, '
+        "fed with feed_dict={'x': batch}"
     )
     assert lines[placeholder + 1].startswith('    Works unchanged inside compat_mts.wrap_graph')
     assert lines[-1] == '3 constructs to migrate in 1 file (stage 1: 1, stage 2: 2).'
@@ -1467,3 +1468,285 @@ def test_a_200000_line_file_is_checked_in_one_pass(tmp_path):
     assert result.returncode == 1, result.stderr[-2000:]
     findings = json.loads(result.stdout)['findings']
     assert len(findings) == copies * len(EXPECTED['distributed_hooks.py'])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What blocked real v1 programs: each found and marked blocking, with its edit.
+
+
+def test_queue_runner_input_blocks_stage_1_with_the_tf_data_rewrite():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        queue = tf.train.string_input_producer(filenames)
+        _, record = tf.TFRecordReader().read(queue)
+        x, y = tf.train.shuffle_batch([record, record], 32, 100, 10)
+        b = tf.compat.v1.train.batch([x], 8)
+        threads = tf.train.start_queue_runners(sess=sess, coord=tf.train.Coordinator())
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.blocks) for f in findings] == [
+        ('tf.compat.v1.train.string_input_producer', 2, True),
+        ('tf.compat.v1.TFRecordReader', 3, True),
+        ('tf.compat.v1.train.shuffle_batch', 4, True),
+        ('tf.compat.v1.train.batch', 5, True),
+        ('tf.compat.v1.train.start_queue_runners', 6, True),
+    ]
+    assert findings[1].replacement == 'tf.data: tf.data.TFRecordDataset(filenames)'
+    assert all('migration_guide/queue_runners.md' in f.note for f in findings)
+    assert 'wrap_graph cannot run queue runners' in findings[0].note
+
+
+def test_horovod_import_and_each_call_block_with_their_strategy_counterpart():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+        hvd.init()
+        opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))
+        hooks = [hvd.BroadcastGlobalVariablesHook(0)]
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+        (
+            'horovod.tensorflow',
+            2,
+            'tf.distribute.MultiWorkerMirroredStrategy (TF_CONFIG in place of horovodrun)',
+            True,
+        ),
+        ('horovod.tensorflow.init', 3, 'strategy = tf.distribute.MultiWorkerMirroredStrategy()', True),
+        (
+            'horovod.tensorflow.DistributedOptimizer',
+            4,
+            'the optimizer itself, with the model built in strategy.scope()',
+            True,
+        ),
+        ('horovod.tensorflow.size', 4, 'strategy.num_replicas_in_sync', True),
+        (
+            'horovod.tensorflow.BroadcastGlobalVariablesHook',
+            5,
+            'nothing: variables made in strategy.scope() start equal on every worker',
+            True,
+        ),
+    ]
+    assert all('migration_guide/horovod.md' in f.note for f in findings)
+
+
+_HOROVOD_MNIST = """\
+import tensorflow as tf
+import horovod.tensorflow as hvd
+from tensorflow.examples.tutorials.mnist import input_data
+
+
+def conv_model(feature, target, mode):
+    return tf.layers.dense(feature, 10)
+
+
+def main(_):
+    hvd.init()
+    mnist = input_data.read_data_sets('MNIST-data-%d' % hvd.rank())
+    with tf.name_scope('input'):
+        image = tf.placeholder(tf.float32, [None, 784], name='image')
+        label = tf.placeholder(tf.float32, [None], name='label')
+    predict, loss = conv_model(image, label, tf.contrib.learn.ModeKeys.TRAIN)
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=None) as mon_sess:
+        mon_sess.run(loss, feed_dict={image: mnist.train.images, label: mnist.train.labels})
+
+
+if __name__ == '__main__':
+    tf.app.run(main)
+"""
+
+
+def test_the_horovod_mnist_program_blocks_on_its_top_level_graph_tutorial_reader_and_horovod():
+    findings = check.check_source(_HOROVOD_MNIST, 'tensorflow_mnist.py')
+    blocking = {(f.construct, f.line) for f in findings if f.blocks}
+    assert {
+        ('horovod.tensorflow', 2),
+        ('tensorflow.examples.tutorials.mnist', 3),
+        ('tf.compat.v1.layers.dense', 7),
+        ('horovod.tensorflow.init', 11),
+        ('horovod.tensorflow.rank', 12),
+        ('tf.compat.v1.placeholder outside a graph', 14),
+        ('tf.compat.v1.placeholder outside a graph', 15),
+    } <= blocking
+    tutorial = next(f for f in findings if f.construct == 'tensorflow.examples.tutorials.mnist')
+    assert tutorial.replacement == 'tf.keras.datasets.mnist.load_data(), batched by a tf.data.Dataset'
+    placeholder = next(f for f in findings if f.construct == 'tf.compat.v1.placeholder outside a graph')
+    assert placeholder.replacement.startswith("the graph code under 'with tf.Graph().as_default():'")
+    assert 'tf.placeholder() is not compatible with eager execution' in placeholder.note
+
+
+def test_a_placeholder_in_a_graph_block_or_in_a_function_called_there_is_not_outside_a_graph():
+    source = """\
+        import tensorflow as tf
+
+        def build():
+            return tf.compat.v1.placeholder(tf.float32)
+
+        def model_fn(features, labels, mode):
+            return tf.compat.v1.placeholder(tf.float32)
+
+        def main(_):
+            with tf.Graph().as_default():
+                x = build()
+                y = tf.compat.v1.placeholder(tf.float32)
+            estimator = tf.estimator.Estimator(model_fn)
+
+        tf.compat.v1.app.run(main)
+        """
+    assert not [f for f in check.check_source(textwrap.dedent(source), 'x.py') if 'outside a graph' in f.construct]
+
+
+def test_tpu_estimator_runs_at_stage_1_with_use_tpu_false_only():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        cpu = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=False, train_batch_size=8)
+        tpu = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=True, train_batch_size=8)
+        default = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, train_batch_size=8)
+        flag = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=FLAGS.use_tpu, train_batch_size=8)
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.blocks) for f in findings] == [
+        ('tf.estimator.tpu.TPUEstimator', 2, False),
+        ('tf.estimator.tpu.TPUEstimator', 3, False),
+        ('tf.estimator.tpu.TPUEstimator(use_tpu=...)', 3, True),
+        ('tf.estimator.tpu.TPUEstimator', 4, False),
+        ('tf.estimator.tpu.TPUEstimator(use_tpu=True, the default)', 4, True),
+        ('tf.estimator.tpu.TPUEstimator', 5, False),
+        ('tf.estimator.tpu.TPUEstimator(use_tpu=...)', 5, False),
+    ]
+    assert findings[0].replacement == 'compat_mts.estimator.tpu.TPUEstimator'
+
+
+def test_train_distribute_blocks_only_with_a_strategy_the_estimator_cannot_run():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        mirrored = tf.distribute.MirroredStrategy()
+        workers = tf.distribute.MultiWorkerMirroredStrategy()
+        a = tf.estimator.RunConfig(train_distribute=mirrored)
+        b = tf.estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
+        c = tf.estimator.RunConfig(train_distribute=workers, eval_distribute=mirrored)
+        d = tf.estimator.RunConfig(train_distribute=make_strategy())
+        """),
+        'x.py',
+    )
+    arguments = [(f.construct, f.line, f.blocks) for f in findings if '=...' in f.construct]
+    assert arguments == [
+        ('tf.estimator.RunConfig(train_distribute=...)', 4, False),
+        ('tf.estimator.RunConfig(train_distribute=...)', 5, False),
+        ('tf.estimator.RunConfig(train_distribute=...)', 6, True),
+        ('tf.estimator.RunConfig(eval_distribute=...)', 6, False),
+        ('tf.estimator.RunConfig(train_distribute=...)', 7, False),
+    ]
+    assert findings[-1].note.startswith('check cannot tell which strategy this is.')
+
+
+def test_keras_layers_in_a_model_fn_and_export_savedmodel_are_noted_not_blocking():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow.keras import layers
+
+        def model_fn(features, labels, mode):
+            logits = tf.keras.layers.Dense(10)(features['x'])
+            hidden = layers.Dense(3)(logits)
+
+        estimator = tf.estimator.Estimator(model_fn=model_fn)
+        estimator.export_savedmodel('/tmp/export', serving_input_fn)
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
+        ('tf.keras.layers.Dense in a model_fn', 5, 3, False),
+        ('tf.keras.layers.Dense in a model_fn', 6, 3, False),
+        ('tf.estimator.Estimator', 8, 1, False),
+        ('Estimator.export_savedmodel(...)', 9, 1, False),
+    ]
+    assert findings[-1].replacement == 'export_saved_model (the same arguments)'
+
+
+def test_a_long_script_explains_each_kind_once_and_lists_the_other_places():
+    body = ''.join(f'    x{i} = tf.placeholder(tf.float32)\n' for i in range(150))
+    source = f'import tensorflow.compat.v1 as tf\nwith tf.Graph().as_default():\n{body}'
+    findings = check.check_source(source, 'long.py')
+    text = check.format_text(findings, files_checked=1)
+    assert len(findings) == 151
+    assert len(text.splitlines()) < 30
+    assert text.count('Works unchanged inside compat_mts.wrap_graph') == 1
+    assert '    also at 4:10, 5:10, 6:10,' in text
+    # Another file's places are named with their file.
+    other = check.check_source(source, 'other.py')
+    assert 'other.py:3:10' in check.format_text(findings + other)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The catalogue and the guide say the same thing.
+
+GUIDE = REPO / 'migration_guide'
+
+
+def _guide_rows(table_heading: str) -> list[tuple[list[str], str]]:
+    """(backticked names of the first column, last column) of each row of the table under `table_heading`."""
+    text = (GUIDE / 'check.md').read_text(encoding='utf-8')
+    section = text[text.index(table_heading) :]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if line.startswith('## '):
+            break
+        if line.startswith('| `'):
+            cells = [cell.strip() for cell in line.strip('|').split('|')]
+            rows.append((re.findall(r'`([^`]+)`', cells[0]), cells[-1]))
+    return rows
+
+
+def _catalogued(name: str):
+    for prefix in ('tensorflow.compat.v1.', 'tensorflow.compat.v1.train.', 'tensorflow.'):
+        found = catalogue.lookup(prefix + name, v1_style=True)
+        if found is not None:
+            return found
+    return None
+
+
+def test_the_stage_of_each_construct_in_the_guide_table_is_the_catalogue_stage():
+    checked = 0
+    for names, stage in _guide_rows('## What it looks for'):
+        for name in names:
+            found = _catalogued(name) if re.fullmatch(r'[\w.]+', name) else None
+            if found is not None and stage.isdigit():
+                assert (name, found[1].stage) == (name, int(stage))
+                checked += 1
+    assert checked >= 20
+
+
+def test_no_note_refuses_the_saver_the_guide_and_the_saver_finding_accept():
+    legacy = (GUIDE / 'legacy.md').read_text(encoding='utf-8')
+    assert 'A `tf.compat.v1.train.Saver` built in the graph code and given to `Scaffold`' in legacy
+    saver = catalogue.V1_RULES['train.Saver']
+    assert 'Works at stage 1 when it is built in the graph code' in saver.note
+    texts = [
+        f'{key}: {rule.replacement} {rule.note}'
+        for key, rule in [*catalogue.V1_RULES.items(), *catalogue.MTS_RULES.items()]
+    ]
+    assert not [text for text in texts if re.search(r'not a Saver|no Saver|\(not a Saver\)', text)]
+
+
+def test_what_a_note_says_works_at_stage_1_is_not_removed_or_blocking_at_stage_1():
+    rules = [*catalogue.V1_RULES.values(), *catalogue.MTS_RULES.values()]
+    for rule in rules:
+        if re.search(r'Works (as written |unchanged )?at stage 1|works unchanged', rule.note):
+            assert not rule.blocks, rule
+            assert not (rule.stage == 1 and rule.replacement.startswith('nothing: remove')), rule
+
+
+def test_every_guide_page_a_note_names_exists():
+    rules = [*catalogue.V1_RULES.values(), *catalogue.MTS_RULES.values()]
+    rules += [catalogue.horovod_rule(''), catalogue.TUTORIALS_RULE, catalogue.TRAIN_DISTRIBUTE_BLOCKS]
+    pages = {page for rule in rules for page in re.findall(r'migration_guide/(\w+\.md)', rule.note + rule.replacement)}
+    assert {'queue_runners.md', 'horovod.md'} <= pages
+    assert all((GUIDE / page).exists() for page in pages), pages
