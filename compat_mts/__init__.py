@@ -66,6 +66,9 @@ _EXPORTS = {
 }
 _SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy')
 
+# TensorFlow's C++ start-up lines stay off stderr (COMPAT_MTS_SHOW_TF_STARTUP=1 shows them): see _quiet_start.
+importlib.import_module('compat_mts._quiet_start').install()
+
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
 
 if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the same names on first use.

@@ -39,6 +39,9 @@ def _tensorflow_start_up_quiet(verbose: bool) -> Iterator[None]:
     file descriptor 2 goes to /dev/null while TensorFlow is imported; a Python error is shown after it.
     """
     if verbose:
+        from compat_mts import _quiet_start
+
+        _quiet_start.uninstall()  # The library's own quiet start, which `import compat_mts` set up.
         yield
         return
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
