@@ -61,6 +61,8 @@ class Names:
         )
         self._bind_module_aliases(nodes)
         self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(nodes)
+        # The names are all bound now: each node's rule is looked up once, however many passes ask for it.
+        self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
 
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
@@ -114,8 +116,13 @@ class Names:
 
     def rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
         """(canonical construct, rule) when `node` names a catalogued construct."""
+        cached = self._rules.get(id(node))
+        if cached is not None:
+            return cached[1]
         path = self.resolve(node)
-        return catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        found = catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        self._rules[id(node)] = (node, found)  # The node is kept, so its id is not reused meanwhile.
+        return found
 
     def through_gone_module_alias(self, node: ast.AST, rule: catalogue.Rule) -> bool:
         """Whether `node` is a use, through an alias of a module TensorFlow 2.21 no longer has, that the
