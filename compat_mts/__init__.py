@@ -11,6 +11,9 @@ Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) w
 
 Names are imported on first use (PEP 562), so that `compat-mts check`, which needs no TensorFlow, starts
 at once; `import compat_mts as mts; mts.MonitoredTrainingSession` reads exactly as an eager import.
+
+Importing compat_mts imports no TensorFlow, but arranges for TensorFlow to start without its C++ start-up
+lines on stderr (`compat_mts._quiet_start`; `COMPAT_MTS_SHOW_TF_STARTUP=1` keeps them).
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ _EXPORTS = {
     'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',
 }
 _SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy')
+
+# TensorFlow's C++ start-up lines stay off stderr (COMPAT_MTS_SHOW_TF_STARTUP=1 shows them): see _quiet_start.
+importlib.import_module('compat_mts._quiet_start').install()
 
 __all__ = sorted(list(_EXPORTS) + list(_SUBMODULES))
 

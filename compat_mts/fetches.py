@@ -257,6 +257,94 @@ def _as_feeds(kwargs: dict) -> dict:
     return {key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value for key, value in kwargs.items()}
 
 
+# step -> (its parameter names, the required ones, whether it takes **kwargs), or None when it has no signature.
+_step_parameters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _parameters_of(step: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool] | None:
+    try:
+        return _step_parameters[step]
+    except (KeyError, TypeError):
+        pass
+    function = step.python_function if _is_tf_function(step) else step
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        parameters = None
+    else:
+        kinds = inspect.Parameter
+        named = [
+            p for p in signature.parameters.values() if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)
+        ]
+        parameters = (
+            tuple(p.name for p in named),
+            tuple(p.name for p in named if p.default is kinds.empty),
+            any(p.kind is kinds.VAR_KEYWORD for p in signature.parameters.values()),
+        )
+    try:
+        _step_parameters[step] = parameters
+    except TypeError:  # Not weakly referable: looked up again next time.
+        pass
+    return parameters
+
+
+def _step_name(step: Any) -> str:
+    return getattr(step, '__name__', None) or getattr(step, 'name', None) or type(step).__name__
+
+
+def _check_step_arguments(request: Any, kwargs: dict) -> None:
+    """Raises a TypeError naming the keys a step accepts when `feed_dict`'s string keys do not fit it.
+
+    Without this, a key such as 'x:0' (a graph tensor's name) reaches the `tf.function`, which renames it
+    'x_0' and fails with a binding error and a dump of the fed array.
+    """
+    leaves = tf.nest.flatten(request) if isinstance(request, _STRUCTURES) else [request]
+    steps = [leaf for leaf in leaves if _is_callable_fetch(leaf)]
+    if len(steps) != 1:
+        return  # None: `_call_callables` says so; several: each takes what it takes.
+    step = steps[0]
+    parameters = _parameters_of(step)
+    if parameters is None:
+        return
+    names, required, takes_any = parameters
+    unknown = [key for key in kwargs if key not in names and not takes_any]
+    missing = [name for name in required if name not in kwargs]
+    if not unknown and not missing:
+        return
+    accepted = ', '.join(repr(name) for name in names) or 'none'
+    problems = []
+    if unknown:
+        problems.append(f'{", ".join(map(repr, unknown))} {"is" if len(unknown) == 1 else "are"} not among them')
+    if missing:
+        problems.append(
+            f'{", ".join(map(repr, missing))} {"is" if len(missing) == 1 else "are"} required and not given'
+        )
+    message = (
+        f'`feed_dict` does not fit the step `{_step_name(step)}`, whose keyword arguments are {accepted}: '
+        f"{'; '.join(problems)}. A step callable takes its inputs by argument name: feed_dict={{'x': batch}}."
+    )
+    tensor_names = [key for key in unknown if ':' in key]
+    if tensor_names:
+        message += (
+            f' {tensor_names[0]!r} names a graph tensor (name:output_index): it feeds a placeholder of v1 graph '
+            'code, which runs in a compat_mts session when that code is built by compat_mts.wrap_graph(build_fn) '
+            'or in a tf.Graph().as_default() block, and its tensors are fetched.'
+        )
+    raise TypeError(message)
+
+
+def _refuse_outputs_of_a_called_step(request: dict) -> None:
+    """Raises when the session's run gets a dict of eager tensors only: a step's outputs, from calling it."""
+    leaves = tf.nest.flatten(request)
+    if not leaves or not all(type(leaf) is _EAGER_TENSOR for leaf in leaves):  # pylint: disable=unidiomatic-typecheck
+        return
+    raise TypeError(
+        f'sess.run got the outputs of a step that already ran (a dict of values: {sorted(request)}), so this '
+        'run would run nothing and the global step would not move. Pass the step, do not call it: '
+        "sess.run(train_step), with its arguments in feed_dict={'x': batch}, not sess.run(train_step(...))."
+    )
+
+
 def _is_tf_function(value: Any) -> bool:
     return isinstance(value, tf.types.experimental.PolymorphicFunction)
 
@@ -304,9 +392,13 @@ class Run:
 
     def execute(self) -> list:
         """Runs the callables, then resolves every request; returns one result per request."""
+        if self._kwargs:
+            _check_step_arguments(self._requests[0], self._kwargs)
         results = self._execute_step_only()
         if results is not None:
             return results
+        if self._session_step and isinstance(self._requests[0], dict):
+            _refuse_outputs_of_a_called_step(self._requests[0])
         if _graph_runners and not self._kwargs:
             results = self._execute_graph_only()
             if results is not None:

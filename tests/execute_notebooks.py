@@ -10,13 +10,16 @@ are not what the notebooks print now. After changing a notebook, or anything tha
 from the repository root and commit the notebooks it rewrote.
 
 Each notebook runs top to bottom in a fresh `python3` kernel, in an empty temporary directory, with this
-checkout first on the kernel's `PYTHONPATH`. What is saved is what the notebook printed, with three
+checkout first on the kernel's `PYTHONPATH`. What is saved is what the notebook printed, with two
 differences that keep re-execution diffs small and free of machine specifics:
 
 - consecutive stream outputs of a cell are merged (the kernel sends them in pieces, as they are flushed);
-- execution timestamps and the interpreter's version are left out of the metadata;
-- TensorFlow's C++ start-up lines (oneDNN, CUDA drivers) are not captured: the kernel does not forward what is
-  written to its file descriptors, only what Python prints (`capture_fd_output=False`).
+- execution timestamps and the interpreter's version are left out of the metadata.
+
+What a notebook writes to its file descriptors is captured too, as `jupyter nbconvert --execute` captures it
+(TensorFlow's C++ lines among it), with TensorFlow's C++ log level left as a user has it: the outputs are what
+a reader running the notebook sees. The notebooks import compat_mts before TensorFlow, which keeps
+TensorFlow's start-up lines out of them (README, "A quiet start").
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ NOTEBOOKS_DIR = REPO / 'notebooks'
 KERNEL_NAME = 'python3'
 CELL_TIMEOUT_SECS = 300
 PARALLEL_NOTEBOOKS = 2  # The machines this runs on have two cores or more; each kernel is mostly one busy thread.
-_KERNEL_ARGUMENTS = ['--IPKernelApp.capture_fd_output=False']
+_KERNEL_ARGUMENTS = ['--IPKernelApp.capture_fd_output=True']  # ipykernel's default, said explicitly
 
 
 def all_notebooks() -> list[pathlib.Path]:
@@ -59,10 +62,11 @@ def ensure_kernel() -> str:
 
 
 def kernel_environment() -> dict[str, str]:
-    """The kernel's environment: this checkout first on the path, TensorFlow's C++ logs off, no display."""
+    """The kernel's environment: this checkout first on the path, TensorFlow's C++ log level as a user's
+    (unset), no display."""
     environment = dict(os.environ)
     environment['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), os.environ.get('PYTHONPATH')]))
-    environment['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    environment.pop('TF_CPP_MIN_LOG_LEVEL', None)
     environment['MPLBACKEND'] = 'Agg'
     return environment
 

@@ -50,7 +50,9 @@ EXPECTED = {
     'regression.py': [
         ('tf.compat.v1.disable_eager_execution', 8),
         ('tf.compat.v1.placeholder', 14),
+        ('tf.compat.v1.placeholder outside a graph', 14),
         ('tf.compat.v1.placeholder', 15),
+        ('tf.compat.v1.placeholder outside a graph', 15),
         ('tf.compat.v1.get_variable', 16),
         ('tf.compat.v1.get_variable', 17),
         ('tf.compat.v1.train.get_or_create_global_step', 19),
@@ -116,9 +118,13 @@ EXPECTED = {
 }
 
 
-# What of it blocks stage 1: the parameter-server cluster and its device placement.
+# What of it blocks stage 1: placeholders built outside a graph (the script relied on disable_eager_execution,
+# which goes at stage 1), the parameter-server cluster and its device placement.
 BLOCKING = {
-    'regression.py': [],
+    'regression.py': [
+        ('tf.compat.v1.placeholder outside a graph', 14),
+        ('tf.compat.v1.placeholder outside a graph', 15),
+    ],
     'dataset_summaries.py': [],
     'distributed_hooks.py': [
         ('tf.compat.v1.train.ClusterSpec', 30),
@@ -196,6 +202,7 @@ def test_names_of_tf2_that_v1_also_has_are_v1_only_in_tf1_code():
         ('tf.compat.v1.summary.scalar', 2),
         ('tf.compat.v1.train.ClusterSpec', 3),
         ('tf.compat.v1.placeholder', 4),
+        ('tf.compat.v1.placeholder outside a graph', 4),
     ]
     assert constructs("import tensorflow as tf\ntf.logging.info('hi')\ntf.summary.scalar('loss', 1.0)") == [
         ('tf.compat.v1.summary.scalar', 3)
@@ -383,6 +390,7 @@ def test_placeholders_and_feed_dict_stage_depends_on_the_keys():
     )
     assert [(f.construct, f.line, f.stage) for f in findings] == [
         ('tf.compat.v1.placeholder', 2, 2),
+        ('tf.compat.v1.placeholder outside a graph', 2, 1),
         ('sess.run(...)', 3, 3),
         ('feed_dict', 3, 2),
         ('sess.run(...)', 4, 3),
@@ -603,23 +611,26 @@ def test_a_contrib_import_is_one_finding_and_the_uses_it_covers_are_not_repeated
     assert findings[4].replacement.startswith('a compat_mts.MonitoredTrainingSession loop')
 
 
-def test_premade_estimators_block_stage_1_and_point_to_keras():
+def test_premade_estimators_on_feature_columns_are_stage_1_and_boosted_trees_and_heads_block():
     findings = check.check_source(
         textwrap.dedent("""\
         import tensorflow as tf
         classifier = tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=columns, n_classes=3)
         regressor = tf.compat.v1.estimator.LinearRegressor(feature_columns=columns)
         head = tf.estimator.MultiClassHead(3)
+        trees = tf.estimator.BoostedTreesClassifier(columns, n_batches_per_layer=1)
         """),
         'x.py',
     )
-    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
-        ('tf.estimator.DNNClassifier', 2, 1, True),
-        ('tf.estimator.LinearRegressor', 3, 1, True),
-        ('tf.estimator.MultiClassHead', 4, 1, True),
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+        ('tf.estimator.DNNClassifier', 2, 'compat_mts.estimator.DNNClassifier', False),
+        ('tf.estimator.LinearRegressor', 3, 'compat_mts.estimator.LinearRegressor', False),
+        ('tf.estimator.MultiClassHead', 4, 'a Keras loss (SparseCategoricalCrossentropy) and metrics', True),
+        ('tf.estimator.BoostedTreesClassifier', 5, findings[-1].replacement, True),
     ]
-    assert findings[0].replacement.startswith('Keras: tf.keras.Sequential of Dense layers')
-    assert 'custom model_fn Estimators only' in findings[0].note
+    assert {f.stage for f in findings} == {1}
+    assert 'At stage 3 it becomes Keras: tf.keras.Sequential of Dense layers' in findings[0].note
+    assert findings[-1].replacement.startswith('TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)')
 
 
 def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():
@@ -660,14 +671,16 @@ def test_an_estimator_import_is_the_edit_and_only_the_names_it_cannot_cover_are_
         est = tf.estimator
         model = estimator.Estimator(model_fn)
         baseline = est.BaselineClassifier(n_classes=2)
+        deep = est.DNNEstimator(head, hidden_units=[3])
         """),
         'x.py',
     )
     assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
         ('tf.estimator', 2, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
         ('tf.estimator', 3, 'compat_mts.estimator (import compat_mts.estimator as estimator)', False),
-        ('tf.estimator.BaselineClassifier', 5, findings[-1].replacement, True),
+        ('tf.estimator.DNNEstimator', 6, findings[-1].replacement, True),
     ]
+    assert findings[-1].replacement.startswith('DNNClassifier or DNNRegressor')
 
 
 def _literal_assignment(path: pathlib.Path, name: str):
@@ -1231,17 +1244,19 @@ def test_json_output_shape():
 
 def test_text_output_has_one_located_line_per_finding_and_a_count_by_stage():
     findings = check.check_source(
-        'import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\nh = tf.train.StopAtStepHook(num_steps=5)\n',
+        'import tensorflow.compat.v1 as tf\nwith tf.Graph().as_default():\n    x = tf.placeholder(tf.float32)\n'
+        'h = tf.train.StopAtStepHook(num_steps=5)\n',
         'train.py',
     )
     text = check.format_text(findings, files_checked=1)
     lines = text.splitlines()
-    assert (
-        lines[0] == 'train.py:2:5: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, '
+    assert lines[0].startswith('train.py:2:6: stage 2: tf.Graph().as_default() -> ')
+    placeholder = lines.index(
+        'train.py:3:9: stage 2: tf.compat.v1.placeholder -> an argument of the tf.function step, '
         "fed with feed_dict={'x': batch}"
     )
-    assert lines[1].startswith('    Works unchanged inside compat_mts.wrap_graph')
-    assert lines[-1] == '2 constructs to migrate in 1 file (stage 1: 1, stage 2: 1).'
+    assert lines[placeholder + 1].startswith('    Works unchanged inside compat_mts.wrap_graph')
+    assert lines[-1] == '3 constructs to migrate in 1 file (stage 1: 1, stage 2: 2).'
     assert check.format_text([], files_checked=3) == 'Nothing to migrate in 3 files.\n'
 
 
@@ -1323,8 +1338,9 @@ def test_exit_2_when_a_file_does_not_parse_even_if_others_have_findings(tmp_path
     assert result.returncode == 2
     assert re.match(rf'{re.escape(str(broken))}:2:\d+: syntax error: ', result.stderr), result.stderr
     assert 'regression.py:8:1: stage 1:' in result.stdout
-    assert result.stdout.splitlines()[-2:] == [
-        '14 constructs to migrate in the 1 file checked (stage 1: 4, stage 2: 7, stage 3: 3).',
+    assert result.stdout.splitlines()[-3:] == [
+        '16 constructs to migrate in the 1 file checked (stage 1: 6, stage 2: 7, stage 3: 3).',
+        '2 constructs block stage 1: the script cannot run on compat_mts until they change.',
         '1 file could not be read or parsed, so it was not checked.',
     ]
 
@@ -1393,3 +1409,354 @@ def test_the_global_step_of_a_graph_block_stays_until_stage_2_as_in_a_wrap_graph
     stages = {(f.construct, f.line): f.stage for f in check.check_source(source, 'graph_block.py')}
     assert stages[('tf.compat.v1.train.get_or_create_global_step', 3)] == 2
     assert stages[('tf.compat.v1.train.get_or_create_global_step', 4)] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What check reads: regular files only, up to a cap, in time linear in their length.
+
+
+def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / 'train.py'
+    os.mkfifo(fifo)
+    # Before, opening the FIFO waited for a writer that never comes: the timeout would expire.
+    result = run_standalone(str(fifo), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr
+        == f'{fifo}: not checked: a FIFO (named pipe), not a regular file; check reads Python files only\n'
+    )
+    assert result.stdout == ''
+
+
+def test_a_device_is_refused_instead_of_read_forever(tmp_path):
+    result = run_standalone('/dev/zero', str(SAMPLES / 'regression.py'), cwd=tmp_path)
+    assert result.returncode == 2
+    assert '/dev/zero: not checked: a character device, not a regular file' in result.stderr
+    assert result.stdout.splitlines()[-1] == '1 file could not be read or parsed, so it was not checked.'
+
+
+def test_a_file_over_the_cap_is_refused_with_the_file_and_the_cap_named(tmp_path):
+    script = tmp_path / 'generated.py'
+    script.write_text('import tensorflow.compat.v1 as tf\n' + 'x = 1\n' * 100)
+    with pytest.raises(check.CheckError) as error:
+        check.check_file(script, max_bytes=256)
+    assert str(error.value) == (
+        f'{script}: not checked: larger than the 256 bytes that check reads of a file; a training script '
+        'is far smaller, so this is likely generated code or data'
+    )
+    assert [f.construct for f in check.check_file(script, max_bytes=script.stat().st_size)] == []
+
+
+def test_the_default_cap_is_named_in_mebibytes(tmp_path):
+    script = tmp_path / 'huge.py'
+    with open(script, 'wb') as file:
+        file.truncate(check.MAX_FILE_BYTES + 1)  # sparse: no disk space is used
+    with pytest.raises(check.CheckError, match=r'larger than the 16 MiB \(16777216 bytes\)'):
+        check.check_file(script)
+
+
+def test_an_expression_nested_beyond_the_parser_is_a_check_error_not_a_traceback(tmp_path):
+    script = tmp_path / 'chain.py'
+    script.write_text('import tensorflow as tf\nd = (tf.data.Dataset.range(10)\n' + '    .map(f)\n' * 5000 + ')\n')
+    result = run_standalone(str(script), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f'{script}: nested too deeply to check (an expression of hundreds of levels, such as a very long chain '
+        'of calls)\n'
+    )
+
+
+@pytest.mark.slow
+def test_a_200000_line_file_is_checked_in_one_pass(tmp_path):
+    # The sample program repeated: every kind of finding, 200,000 lines. The timeout is generous for a loaded
+    # two-core machine; one walk of the tree per file keeps the time linear in the lines.
+    sample = (SAMPLES / 'distributed_hooks.py').read_text()
+    copies = 200_000 // len(sample.splitlines()) + 1
+    script = tmp_path / 'long.py'
+    script.write_text(sample * copies)
+    result = run_python(str(CHECK_SCRIPT), '--json', str(script), cwd=tmp_path, timeout=600)
+    assert result.returncode == 1, result.stderr[-2000:]
+    findings = json.loads(result.stdout)['findings']
+    assert len(findings) == copies * len(EXPECTED['distributed_hooks.py'])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What blocked real v1 programs: each found and marked blocking, with its edit.
+
+
+def test_queue_runner_input_blocks_stage_1_with_the_tf_data_rewrite():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        queue = tf.train.string_input_producer(filenames)
+        _, record = tf.TFRecordReader().read(queue)
+        x, y = tf.train.shuffle_batch([record, record], 32, 100, 10)
+        b = tf.compat.v1.train.batch([x], 8)
+        threads = tf.train.start_queue_runners(sess=sess, coord=tf.train.Coordinator())
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.blocks) for f in findings] == [
+        ('tf.compat.v1.train.string_input_producer', 2, True),
+        ('tf.compat.v1.TFRecordReader', 3, True),
+        ('tf.compat.v1.train.shuffle_batch', 4, True),
+        ('tf.compat.v1.train.batch', 5, True),
+        ('tf.compat.v1.train.start_queue_runners', 6, True),
+    ]
+    assert findings[1].replacement == 'tf.data: tf.data.TFRecordDataset(filenames)'
+    assert all('migration_guide/queue_runners.md' in f.note for f in findings)
+    assert 'wrap_graph cannot run queue runners' in findings[0].note
+
+
+def test_horovod_import_and_each_call_block_with_their_strategy_counterpart():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+        hvd.init()
+        opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size()))
+        hooks = [hvd.BroadcastGlobalVariablesHook(0)]
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.replacement, f.blocks) for f in findings] == [
+        (
+            'horovod.tensorflow',
+            2,
+            'tf.distribute.MultiWorkerMirroredStrategy (TF_CONFIG in place of horovodrun)',
+            True,
+        ),
+        ('horovod.tensorflow.init', 3, 'strategy = tf.distribute.MultiWorkerMirroredStrategy()', True),
+        (
+            'horovod.tensorflow.DistributedOptimizer',
+            4,
+            'the optimizer itself, with the model built in strategy.scope()',
+            True,
+        ),
+        ('horovod.tensorflow.size', 4, 'strategy.num_replicas_in_sync', True),
+        (
+            'horovod.tensorflow.BroadcastGlobalVariablesHook',
+            5,
+            'nothing: variables made in strategy.scope() start equal on every worker',
+            True,
+        ),
+    ]
+    assert all('migration_guide/horovod.md' in f.note for f in findings)
+
+
+_HOROVOD_MNIST = """\
+import tensorflow as tf
+import horovod.tensorflow as hvd
+from tensorflow.examples.tutorials.mnist import input_data
+
+
+def conv_model(feature, target, mode):
+    return tf.layers.dense(feature, 10)
+
+
+def main(_):
+    hvd.init()
+    mnist = input_data.read_data_sets('MNIST-data-%d' % hvd.rank())
+    with tf.name_scope('input'):
+        image = tf.placeholder(tf.float32, [None, 784], name='image')
+        label = tf.placeholder(tf.float32, [None], name='label')
+    predict, loss = conv_model(image, label, tf.contrib.learn.ModeKeys.TRAIN)
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=None) as mon_sess:
+        mon_sess.run(loss, feed_dict={image: mnist.train.images, label: mnist.train.labels})
+
+
+if __name__ == '__main__':
+    tf.app.run(main)
+"""
+
+
+def test_the_horovod_mnist_program_blocks_on_its_top_level_graph_tutorial_reader_and_horovod():
+    findings = check.check_source(_HOROVOD_MNIST, 'tensorflow_mnist.py')
+    blocking = {(f.construct, f.line) for f in findings if f.blocks}
+    assert {
+        ('horovod.tensorflow', 2),
+        ('tensorflow.examples.tutorials.mnist', 3),
+        ('tf.compat.v1.layers.dense', 7),
+        ('horovod.tensorflow.init', 11),
+        ('horovod.tensorflow.rank', 12),
+        ('tf.compat.v1.placeholder outside a graph', 14),
+        ('tf.compat.v1.placeholder outside a graph', 15),
+    } <= blocking
+    tutorial = next(f for f in findings if f.construct == 'tensorflow.examples.tutorials.mnist')
+    assert tutorial.replacement == 'tf.keras.datasets.mnist.load_data(), batched by a tf.data.Dataset'
+    placeholder = next(f for f in findings if f.construct == 'tf.compat.v1.placeholder outside a graph')
+    assert placeholder.replacement.startswith("the graph code under 'with tf.Graph().as_default():'")
+    assert 'tf.placeholder() is not compatible with eager execution' in placeholder.note
+
+
+def test_a_placeholder_in_a_graph_block_or_in_a_function_called_there_is_not_outside_a_graph():
+    source = """\
+        import tensorflow as tf
+
+        def build():
+            return tf.compat.v1.placeholder(tf.float32)
+
+        def model_fn(features, labels, mode):
+            return tf.compat.v1.placeholder(tf.float32)
+
+        def main(_):
+            with tf.Graph().as_default():
+                x = build()
+                y = tf.compat.v1.placeholder(tf.float32)
+            estimator = tf.estimator.Estimator(model_fn)
+
+        tf.compat.v1.app.run(main)
+        """
+    assert not [f for f in check.check_source(textwrap.dedent(source), 'x.py') if 'outside a graph' in f.construct]
+
+
+def test_tpu_estimator_runs_at_stage_1_with_use_tpu_false_only():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow.compat.v1 as tf
+        cpu = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=False, train_batch_size=8)
+        tpu = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=True, train_batch_size=8)
+        default = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, train_batch_size=8)
+        flag = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=FLAGS.use_tpu, train_batch_size=8)
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.blocks) for f in findings] == [
+        ('tf.estimator.tpu.TPUEstimator', 2, False),
+        ('tf.estimator.tpu.TPUEstimator', 3, False),
+        ('tf.estimator.tpu.TPUEstimator(use_tpu=...)', 3, True),
+        ('tf.estimator.tpu.TPUEstimator', 4, False),
+        ('tf.estimator.tpu.TPUEstimator(use_tpu=True, the default)', 4, True),
+        ('tf.estimator.tpu.TPUEstimator', 5, False),
+        ('tf.estimator.tpu.TPUEstimator(use_tpu=...)', 5, False),
+    ]
+    assert findings[0].replacement == 'compat_mts.estimator.tpu.TPUEstimator'
+
+
+def test_train_distribute_blocks_with_every_strategy():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        mirrored = tf.distribute.MirroredStrategy()
+        workers = tf.distribute.MultiWorkerMirroredStrategy()
+        a = tf.estimator.RunConfig(train_distribute=mirrored)
+        b = tf.estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
+        c = tf.estimator.RunConfig(train_distribute=workers, eval_distribute=mirrored)
+        d = tf.estimator.RunConfig(train_distribute=make_strategy())
+        """),
+        'x.py',
+    )
+    arguments = [(f.construct, f.line, f.blocks) for f in findings if '=...' in f.construct]
+    assert arguments == [
+        ('tf.estimator.RunConfig(train_distribute=...)', 4, True),
+        ('tf.estimator.RunConfig(train_distribute=...)', 5, True),
+        ('tf.estimator.RunConfig(train_distribute=...)', 6, True),
+        ('tf.estimator.RunConfig(eval_distribute=...)', 6, True),
+        ('tf.estimator.RunConfig(train_distribute=...)', 7, True),
+    ]
+    assert 'raise NotImplementedError' in findings[-1].note
+
+
+def test_keras_layers_in_a_model_fn_and_export_savedmodel_are_noted_not_blocking():
+    findings = check.check_source(
+        textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow.keras import layers
+
+        def model_fn(features, labels, mode):
+            logits = tf.keras.layers.Dense(10)(features['x'])
+            hidden = layers.Dense(3)(logits)
+
+        estimator = tf.estimator.Estimator(model_fn=model_fn)
+        estimator.export_savedmodel('/tmp/export', serving_input_fn)
+        """),
+        'x.py',
+    )
+    assert [(f.construct, f.line, f.stage, f.blocks) for f in findings] == [
+        ('tf.keras.layers.Dense in a model_fn', 5, 3, False),
+        ('tf.keras.layers.Dense in a model_fn', 6, 3, False),
+        ('tf.estimator.Estimator', 8, 1, False),
+        ('Estimator.export_savedmodel(...)', 9, 1, False),
+    ]
+    assert findings[-1].replacement == 'export_saved_model (the same arguments)'
+
+
+def test_a_long_script_explains_each_kind_once_and_lists_the_other_places():
+    body = ''.join(f'    x{i} = tf.placeholder(tf.float32)\n' for i in range(150))
+    source = f'import tensorflow.compat.v1 as tf\nwith tf.Graph().as_default():\n{body}'
+    findings = check.check_source(source, 'long.py')
+    text = check.format_text(findings, files_checked=1)
+    assert len(findings) == 151
+    assert len(text.splitlines()) < 30
+    assert text.count('Works unchanged inside compat_mts.wrap_graph') == 1
+    assert '    also at 4:10, 5:10, 6:10,' in text
+    # Another file's places are named with their file.
+    other = check.check_source(source, 'other.py')
+    assert 'other.py:3:10' in check.format_text(findings + other)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The catalogue and the guide say the same thing.
+
+GUIDE = REPO / 'migration_guide'
+
+
+def _guide_rows(table_heading: str) -> list[tuple[list[str], str]]:
+    """(backticked names of the first column, last column) of each row of the table under `table_heading`."""
+    text = (GUIDE / 'check.md').read_text(encoding='utf-8')
+    section = text[text.index(table_heading) :]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if line.startswith('## '):
+            break
+        if line.startswith('| `'):
+            cells = [cell.strip() for cell in line.strip('|').split('|')]
+            rows.append((re.findall(r'`([^`]+)`', cells[0]), cells[-1]))
+    return rows
+
+
+def _catalogued(name: str):
+    for prefix in ('tensorflow.compat.v1.', 'tensorflow.compat.v1.train.', 'tensorflow.'):
+        found = catalogue.lookup(prefix + name, v1_style=True)
+        if found is not None:
+            return found
+    return None
+
+
+def test_the_stage_of_each_construct_in_the_guide_table_is_the_catalogue_stage():
+    checked = 0
+    for names, stage in _guide_rows('## What it looks for'):
+        for name in names:
+            found = _catalogued(name) if re.fullmatch(r'[\w.]+', name) else None
+            if found is not None and stage.isdigit():
+                assert (name, found[1].stage) == (name, int(stage))
+                checked += 1
+    assert checked >= 20
+
+
+def test_no_note_refuses_the_saver_the_guide_and_the_saver_finding_accept():
+    legacy = (GUIDE / 'legacy.md').read_text(encoding='utf-8')
+    assert 'A `tf.compat.v1.train.Saver` built in the graph code and given to `Scaffold`' in legacy
+    saver = catalogue.V1_RULES['train.Saver']
+    assert 'Works at stage 1 when it is built in the graph code' in saver.note
+    texts = [
+        f'{key}: {rule.replacement} {rule.note}'
+        for key, rule in [*catalogue.V1_RULES.items(), *catalogue.MTS_RULES.items()]
+    ]
+    assert not [text for text in texts if re.search(r'not a Saver|no Saver|\(not a Saver\)', text)]
+
+
+def test_what_a_note_says_works_at_stage_1_is_not_removed_or_blocking_at_stage_1():
+    rules = [*catalogue.V1_RULES.values(), *catalogue.MTS_RULES.values()]
+    for rule in rules:
+        if re.search(r'Works (as written |unchanged )?at stage 1|works unchanged', rule.note):
+            assert not rule.blocks, rule
+            assert not (rule.stage == 1 and rule.replacement.startswith('nothing: remove')), rule
+
+
+def test_every_guide_page_a_note_names_exists():
+    rules = [*catalogue.V1_RULES.values(), *catalogue.MTS_RULES.values()]
+    rules += [catalogue.horovod_rule(''), catalogue.TUTORIALS_RULE, catalogue.TRAIN_DISTRIBUTE_BLOCKS]
+    pages = {page for rule in rules for page in re.findall(r'migration_guide/(\w+\.md)', rule.note + rule.replacement)}
+    assert {'queue_runners.md', 'horovod.md'} <= pages
+    assert all((GUIDE / page).exists() for page in pages), pages

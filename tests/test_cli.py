@@ -135,6 +135,28 @@ def test_check_runs_without_importing_tensorflow(tmp_path):
     assert 'train.py:2:9: stage 2: tf.compat.v1.train.Saver' in result.stdout, result.stdout
 
 
+def test_version_prints_the_versions_without_importing_tensorflow(tmp_path):
+    from importlib import metadata
+
+    import compat_mts
+
+    probe = (
+        'import sys; from compat_mts import cli\n'
+        'try:\n    cli.main(["--version"])\nexcept SystemExit as exit:\n    assert exit.code == 0, exit.code\n'
+        'assert "tensorflow" not in sys.modules, "compat-mts --version imported TensorFlow"'
+    )
+    result = subprocess.run(
+        [sys.executable, '-c', probe], cwd=tmp_path, env=checkout_env(), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    python = '.'.join(map(str, sys.version_info[:3]))
+    assert result.stdout == (
+        f'compat-mts {compat_mts.__version__} (TensorFlow {metadata.version("tensorflow")}, Python {python})\n'
+    )
+    console = run_command('--version', cwd=tmp_path)
+    assert (console.returncode, console.stdout) == (0, result.stdout)
+
+
 @pytest.mark.parametrize(
     'argv', [[], ['demo', '--steps', '0'], ['demo', '--steps', 'many'], ['demo', '--steps', str(10**30)], ['train']]
 )

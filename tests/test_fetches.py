@@ -77,6 +77,59 @@ def test_string_feeds_without_a_callable_are_rejected():
             session.run(tf.constant(1.0), feed_dict={'x': 1.0})
 
 
+def test_a_graph_tensor_name_fed_to_a_step_names_the_keys_it_takes_and_wrap_graph():
+    @tf.function
+    def train_step(x):
+        return {'loss': tf.reduce_mean(x)}
+
+    batch = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with mts.MonitoredSession() as session:
+        with pytest.raises(TypeError) as error:
+            session.run(train_step, feed_dict={'x:0': batch})
+        assert session.run(train_step, feed_dict={'x': batch})['loss'] == 5.5  # the session goes on
+    message = str(error.value)
+    assert message.startswith(
+        "`feed_dict` does not fit the step `train_step`, whose keyword arguments are 'x': 'x:0' is not among "
+        "them; 'x' is required and not given. A step callable takes its inputs by argument name: "
+        "feed_dict={'x': batch}. 'x:0' names a graph tensor"
+    )
+    assert 'compat_mts.wrap_graph' in message
+    assert 'x_0' not in message and '[[' not in message  # neither tf.function's renamed key nor the array
+
+
+def test_a_feed_key_a_plain_step_does_not_take_is_named_with_the_ones_it_does():
+    def step(features, labels=None):
+        return {'n': tf.size(features)}
+
+    with mts.MonitoredSession() as session:
+        with pytest.raises(TypeError, match=r"whose keyword arguments are 'features', 'labels': 'label' is not"):
+            session.run(step, feed_dict={'features': np.ones(3), 'label': np.ones(3)})
+        assert session.run(step, feed_dict={'features': np.ones(3)})['n'] == 3
+
+
+def test_a_step_taking_any_keywords_takes_any_feed_key():
+    @tf.function
+    def step(**inputs):
+        return {'total': tf.add_n([tf.reduce_sum(v) for v in inputs.values()])}
+
+    with mts.MonitoredSession() as session:
+        assert session.run(step, feed_dict={'a': np.float32(1.0), 'b': np.float32(2.0)})['total'] == 3.0
+
+
+def test_the_outputs_of_a_called_step_are_refused_saying_to_pass_the_step():
+    model = Regression()
+    with mts.MonitoredTrainingSession(hooks=[mts.StopAtStepHook(last_step=2)]) as session:
+        with pytest.raises(TypeError) as error:
+            session.run(model.step())  # called: it ran once, outside the session
+        while not session.should_stop():
+            session.run(model.step)
+    assert str(error.value).startswith(
+        "sess.run got the outputs of a step that already ran (a dict of values: ['loss']), so this run would "
+        'run nothing and the global step would not move. Pass the step, do not call it: sess.run(train_step)'
+    )
+    assert int(model.global_step.numpy()) == 2
+
+
 def test_hook_fetches_resolve_from_the_same_run():
     model = Regression()
     calls = []

@@ -6,8 +6,10 @@ compares the outputs cell by cell with the committed ones: the same cells with o
 (stream names, MIME types: a plot stays a plot), and the same text once what legitimately varies between
 machines and runs is masked (numbers, absolute paths, events file names; `execute_notebooks.masked`). So a
 notebook committed without outputs fails, and so does one whose committed outputs are stale: a message that
-changed, a cell that prints something else or nothing. The notebooks also check their own claims in their
-last cells (e.g. that the second run resumed where the first stopped).
+changed, a cell that prints something else or nothing. What the kernel's file descriptors receive is part of
+the outputs, as in `jupyter nbconvert --execute`, so TensorFlow's C++ lines would show: the notebooks import
+compat_mts first, which keeps TensorFlow's start-up lines out, and this test fails if one shows. The notebooks
+also check their own claims in their last cells (e.g. that the second run resumed where the first stopped).
 
 To re-execute every notebook and save it in place with its outputs, from the repository root:
 
@@ -71,6 +73,10 @@ def test_notebook_runs_and_its_committed_outputs_are_current(path, executions):
     assert any('image/png' in output.get('data', {}) for cell in code_cells for output in cell.outputs), (
         f'{path.name} shows no plot.'
     )
+    streams = ''.join(output.get('text', '') for cell in code_cells for output in cell.outputs)
+    assert not re.search(r'absl::InitializeLog|cudart_stub\.cc|cpu_feature_guard\.cc|cuInit', streams), (
+        f'{path.name} shows TensorFlow start-up lines.'
+    )
     if path.name in NOTEBOOKS_WITH_HOOK_LINES:  # v1's hook lines show where a v1 user looks for them.
         assert re.search(r'^INFO:tensorflow:loss = [\d.e+-]+', printed, re.MULTILINE), printed[-3000:]
 
@@ -86,3 +92,8 @@ def test_notebook_runs_and_its_committed_outputs_are_current(path, executions):
             f'The committed outputs of {path.name} are stale; run `{RE_EXECUTE} '
             f'{path.relative_to(path.parents[1])}` and commit the result.\n{difference[:6000]}'
         )
+
+
+def test_notebooks_run_as_nbconvert_runs_them_with_file_descriptor_output_and_the_users_log_level():
+    assert '--IPKernelApp.capture_fd_output=True' in execute_notebooks._KERNEL_ARGUMENTS
+    assert 'TF_CPP_MIN_LOG_LEVEL' not in execute_notebooks.kernel_environment()

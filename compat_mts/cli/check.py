@@ -21,9 +21,13 @@ to change; the note says what keeps working until then:
 3. the loop becomes `model.fit`, the hooks run inside `compat_mts.keras.HooksCallback`;
 4. the hooks become native Keras callbacks and compat_mts is no longer imported.
 
-Some findings *block* stage 1: the line fails on TensorFlow 2.21 as written (`tf.contrib`, a premade Estimator,
-`tf.compat.v1.layers` under Keras 3, `x.shape[i].value` on TF2 shapes, a parameter-server cluster), so the script
-cannot run on compat_mts until it changes. Their replacement is the edit that makes the line run.
+Some findings *block* stage 1: the line fails on TensorFlow 2.21 as written (`tf.contrib`, boosted trees,
+`tf.compat.v1.layers` under Keras 3, `x.shape[i].value` on TF2 shapes, a parameter-server cluster, queue-runner
+input, Horovod, a placeholder built outside a graph, the MNIST tutorial reader, `TPUEstimator(use_tpu=True)`), so
+the script cannot run on compat_mts until it changes. Their replacement is the edit that makes the line run.
+
+The text report explains each kind of finding once, at its first line, and lists its other lines after it.
+Only regular files are read, up to `MAX_FILE_BYTES`, each walked once.
 
 Exit status of the command: 0 when nothing was found, 1 when constructs were found (with `--fail-on
 blocking`, only when one blocks stage 1; 0 with `--fail-on none`), 2 when a file could not be read or parsed
@@ -53,6 +57,8 @@ Finding = report.Finding
 CheckError = report.CheckError
 check_source = checker.check_source
 check_file = checker.check_file
+read_source = checker.read_source
+MAX_FILE_BYTES = checker.MAX_FILE_BYTES
 format_text = report.format_text
 format_json = report.format_json
 
@@ -62,6 +68,8 @@ __all__ = [
     'CheckError',
     'check_source',
     'check_file',
+    'read_source',
+    'MAX_FILE_BYTES',
     'format_text',
     'format_json',
     'add_check_command',

@@ -89,6 +89,11 @@ _EAGER_NOTE = (
     "'with tf.Graph().as_default():' block (a compat_mts session created inside it runs that graph "
     'eagerly) or the function given to compat_mts.wrap_graph.'
 )
+_INITIALIZER_NOTE = (
+    'Works as written at stage 1, in the graph code: a compat_mts session initializes the variables (or '
+    'restores the latest checkpoint) itself, so running it is not needed; run after a restore, it resets '
+    'the restored values, as under a v1 MonitoredTrainingSession. It goes with the graph at stage 2.'
+)
 PARAMETER_SERVER_SETTING = 'compat_mts.parameter_server_strategy(cluster)'
 _PS_EDITS = (
     "add a 'chief' job to the cluster (the task that runs the session loop), let the ps and worker tasks "
@@ -132,8 +137,8 @@ _HOOKS = {
     'LoggingTensorHook': ('the model.fit progress bar, or a small keras.callbacks.Callback', _HOOK_FETCH_NOTE),
     'CheckpointSaverHook': (
         'keras.callbacks.BackupAndRestore / keras.callbacks.ModelCheckpoint',
-        'Writes model.ckpt-<step> through tf.train.CheckpointManager; its scaffold or '
-        'saver holds a tf.train.Checkpoint, not a Saver.',
+        'Writes model.ckpt-<step>, as v1 did; saver= takes the Saver built in the graph code, a '
+        'tf.train.Checkpoint or a CheckpointManager.',
     ),
     'CheckpointSaverListener': ('a keras.callbacks.Callback', 'Same before_save/after_save protocol.'),
     'StepCounterHook': ('keras.callbacks.TensorBoard', 'Logs and writes global_step/sec as v1 did.'),
@@ -204,16 +209,9 @@ V1_RULES: dict[str, Rule] = {
     'InteractiveSession': Rule(
         'compat_mts.SingularMonitoredSession', 1, 'Eager TensorFlow 2 has no Session; eager tensors print their values.'
     ),
-    'global_variables_initializer': Rule(
-        'nothing: remove it and its run',
-        1,
-        'A compat_mts session restores the latest checkpoint or initializes (Scaffold.init_fn).',
-    ),
-    'local_variables_initializer': Rule(
-        'nothing: remove it and its run',
-        1,
-        'A compat_mts session restores the latest checkpoint or initializes (Scaffold.init_fn).',
-    ),
+    'global_variables_initializer': Rule('nothing: remove it and its run', 2, _INITIALIZER_NOTE),
+    'local_variables_initializer': Rule('nothing: remove it and its run', 2, _INITIALIZER_NOTE),
+    'variables_initializer': Rule('nothing: remove it and its run', 2, _INITIALIZER_NOTE),
     'disable_eager_execution': Rule('nothing: remove the call', 1, _EAGER_NOTE),
     'disable_v2_behavior': Rule(
         'nothing: remove the call (tf.compat.v1.disable_v2_tensorshape() in its place keeps v1 shapes)',
@@ -249,7 +247,8 @@ V1_RULES: dict[str, Rule] = {
     'train.Scaffold': Rule(
         'compat_mts.Scaffold',
         1,
-        'Same arguments. saver= takes a tf.train.Checkpoint or CheckpointManager (not a Saver); '
+        'Same arguments. saver= takes the Saver built in the graph code (its var_list and max_to_keep are '
+        'honoured, the checkpoints keep the v1 names), a tf.train.Checkpoint or a CheckpointManager; '
         'init_op and local_init_op are callables or wrap_graph ops; summary_op=None records the '
         "step's own tf.summary calls.",
     ),
@@ -867,17 +866,6 @@ _ESTIMATOR_NOTE = (
     'train_and_evaluate and export with v1 signatures, on the eager session '
     '(migration_guide/estimator.md).'
 )
-_PREMADE_NOTE = (
-    'compat_mts.estimator runs custom model_fn Estimators only: the premade Estimators and heads '
-    'left TensorFlow with tf.estimator. migration_guide/estimator.md shows the move to Keras.'
-)
-# tf.estimator.tpu: compat_mts.estimator.tpu runs it with use_tpu=False (on the CPU or GPU), as v1 could.
-_TPU_NAMES = frozenset({'InputPipelineConfig', 'RunConfig', 'TPUConfig', 'TPUEstimator', 'TPUEstimatorSpec'})
-_TPU_NOTE = (
-    'compat_mts.estimator.tpu runs TPUEstimator programs with use_tpu=False, on the CPU or GPU, as v1 did '
-    "(params['batch_size'] by mode, eval_metrics, host_call, scaffold_fn); use_tpu=True is refused: a TPU "
-    'program moves to tf.distribute.TPUStrategy (migration_guide/tpu.md).'
-)
 _INPUT_FNS = {
     'inputs.numpy_input_fn': 'an input_fn returning tf.data.Dataset.from_tensor_slices((x, y)).batch(n)',
     'inputs.pandas_input_fn': 'an input_fn returning '
@@ -894,6 +882,15 @@ def _estimator_rule(relative: str) -> tuple[str, Rule]:
             1,
             f'{_ESTIMATOR_NOTE} The import is the one edit of stage 1.',
         )
+    if first == 'ModeKeys':
+        return first, Rule(
+            'compat_mts.estimator.ModeKeys',
+            1,
+            f"{_ESTIMATOR_NOTE} The same strings ('train', 'eval', 'infer'). The mode branches of the "
+            'model_fn stay until stage 3, where they become model.fit, model.evaluate and model.predict, '
+            'and training= of the Keras layers.',
+            module='estimator',
+        )
     if first in _ESTIMATOR_NAMES or relative == 'export':
         return first, Rule(
             f'compat_mts.estimator.{first}', 1, f'{_ESTIMATOR_NOTE} Same arguments and defaults.', module='estimator'
@@ -903,12 +900,14 @@ def _estimator_rule(relative: str) -> tuple[str, Rule]:
         return f'export.{name}', Rule(
             f'compat_mts.estimator.export.{name}', 1, f'{_ESTIMATOR_NOTE} Same arguments.', module='estimator'
         )
-    if first == 'tpu' and rest.split('.')[0] in _TPU_NAMES:
-        name = rest.split('.')[0]
-        return f'tpu.{name}', Rule(f'compat_mts.estimator.tpu.{name}', 1, _TPU_NOTE, module='estimator')
     if first in PREMADE_ESTIMATORS:
-        return first, _blocker(f'Keras: {PREMADE_ESTIMATORS[first]}', _PREMADE_NOTE)
-    name = '.'.join(relative.split('.')[:2]) if first in ('inputs', 'experimental', 'export', 'tpu') else first
+        return first, premade_rule(first)
+    if first == 'tpu':
+        name = rest.split('.')[0]
+        return f'tpu.{name}' if name else 'tpu', tpu_rule(name) if name else Rule(
+            'compat_mts.estimator.tpu', 1, _TPU_NOTE, module='estimator'
+        )
+    name = '.'.join(relative.split('.')[:2]) if first in ('inputs', 'experimental', 'export') else first
     return name, _blocker(
         _INPUT_FNS.get(name, f'a rewrite: compat_mts.estimator has no {name}'), f'{_ESTIMATOR_NOTE} It has no {name}.'
     )
@@ -937,6 +936,14 @@ def shape_value_rule(dimension: str) -> Rule:
     )
 
 
+GRAPH_OUTSIDE_A_GRAPH = _blocker(
+    "the graph code under 'with tf.Graph().as_default():' (the session too), or in the function given to "
+    'compat_mts.wrap_graph',
+    'compat_mts runs eagerly, so a placeholder built outside a graph fails (RuntimeError: '
+    'tf.placeholder() is not compatible with eager execution); v1 built it in the default graph, or '
+    'disable_eager_execution() made one. Inside a graph block the graph code runs as written, and a '
+    'compat_mts session created in the block runs that graph.',
+)
 GRAPH_AS_DEFAULT = Rule(
     'Keras layers and a tf.function step (the block goes)',
     2,
@@ -975,14 +982,223 @@ SAVER_ARGUMENTS = {
     for name in ('max_to_keep', 'keep_checkpoint_every_n_hours')
 }
 
+# Queue-runner input: v1's input pipeline of queues filled by Python threads. A compat_mts session starts no
+# queue runners (wrap_graph refuses a graph that has them: "wrap_graph cannot run queue runners"), so each of
+# these lines blocks stage 1; tf.data replaces the whole pipeline.
+_QUEUE_GUIDE = 'migration_guide/queue_runners.md'
+_QUEUE_NOTE = (
+    'Queue runners fill queues from Python threads that a compat_mts session never starts: wrap_graph '
+    'refuses the graph (ValueError: wrap_graph cannot run queue runners). The pipeline becomes one '
+    f'tf.data.Dataset, read in the graph with tf.compat.v1.data.make_one_shot_iterator(dataset).get_next(); '
+    f'{_QUEUE_GUIDE} shows the rewrite.'
+)
+_QUEUE_RUNNER_NAMES = {
+    'string_input_producer': 'tf.data.Dataset.from_tensor_slices(filenames).repeat(num_epochs).shuffle(n)',
+    'input_producer': 'tf.data.Dataset.from_tensor_slices(tensor).repeat(num_epochs)',
+    'range_input_producer': 'tf.data.Dataset.range(limit).repeat(num_epochs)',
+    'slice_input_producer': 'tf.data.Dataset.from_tensor_slices(tuple(tensors)).repeat(num_epochs)',
+    'batch': 'dataset.batch(batch_size)',
+    'batch_join': 'dataset.batch(batch_size), one dataset made with Dataset.interleave',
+    'maybe_batch': 'dataset.filter(keep).batch(batch_size)',
+    'shuffle_batch': 'dataset.shuffle(min_after_dequeue + batch_size).batch(batch_size)',
+    'shuffle_batch_join': 'dataset.shuffle(buffer).batch(batch_size), one dataset made with Dataset.interleave',
+    'maybe_shuffle_batch': 'dataset.filter(keep).shuffle(buffer).batch(batch_size)',
+    'start_queue_runners': 'nothing: remove the call (a tf.data iterator needs no threads)',
+    'QueueRunner': 'a tf.data.Dataset',
+    'add_queue_runner': 'nothing: remove it (a tf.data.Dataset needs no runner)',
+    'queue_runner': 'a tf.data.Dataset',
+}
+_READERS = {
+    'TFRecordReader': 'tf.data.TFRecordDataset(filenames)',
+    'TextLineReader': 'tf.data.TextLineDataset(filenames) (skip_header_lines: .skip(n))',
+    'FixedLengthRecordReader': 'tf.data.FixedLengthRecordDataset(filenames, record_bytes, header_bytes)',
+    'WholeFileReader': 'tf.data.Dataset.from_tensor_slices(filenames).map(lambda f: (f, tf.io.read_file(f)))',
+    'IdentityReader': 'tf.data.Dataset.from_tensor_slices(work_items)',
+    'LMDBReader': 'a tf.data.Dataset.from_generator over the lmdb package',
+    'ReaderBase': 'a tf.data.Dataset',
+}
+QUEUE_RUNNER_RULES = {
+    **{
+        f'train.{name}': _blocker(
+            replacement if replacement.startswith('nothing') else f'tf.data: {replacement}', _QUEUE_NOTE
+        )
+        for name, replacement in _QUEUE_RUNNER_NAMES.items()
+    },
+    **{
+        name: _blocker(f'tf.data: {replacement}', f'A v1 reader is fed by a queue of file names. {_QUEUE_NOTE}')
+        for name, replacement in _READERS.items()
+    },
+}
+V1_RULES.update(QUEUE_RUNNER_RULES)
+
+# The MNIST tutorial reader of TensorFlow 1.x (`tensorflow.examples.tutorials.mnist.input_data`): not in TF 2.
+_TUTORIALS_NOTE = (
+    'tensorflow.examples.tutorials left TensorFlow in 2.0: the import fails. '
+    'tf.keras.datasets.mnist.load_data() returns the same 70,000 images as uint8 arrays (60,000 to train, '
+    "10,000 to test; the tutorial's 5,000-image validation split was taken from the training set): "
+    'x.reshape(-1, 784).astype("float32") / 255 gives the tutorial\'s images, tf.one_hot(y, 10) its '
+    'one_hot=True labels, and a tf.data.Dataset.from_tensor_slices((x, y)).shuffle(60000).batch(n).repeat() '
+    'iterator its train.next_batch(n).'
+)
+TUTORIALS_RULE = _blocker(
+    'tf.keras.datasets.mnist.load_data(), batched by a tf.data.Dataset', _TUTORIALS_NOTE, module='examples'
+)
+
+# Horovod: its TensorFlow binding is built against TensorFlow 1.x and 2.x up to its last release, and its v1
+# API (DistributedOptimizer over a v1 optimizer, BroadcastGlobalVariablesHook) wraps graph collections. The
+# same data-parallel training is tf.distribute.MultiWorkerMirroredStrategy, one process per worker.
+_HOROVOD_GUIDE = 'migration_guide/horovod.md'
+_HOROVOD_NOTE = (
+    'Horovod does not run on the eager compat_mts session: its TensorFlow ops are built for the TensorFlow '
+    'it was compiled against, and its v1 API works on graph collections. tf.distribute.'
+    'MultiWorkerMirroredStrategy is the same synchronous all-reduce training, one process per worker '
+    f'described by TF_CONFIG instead of horovodrun; {_HOROVOD_GUIDE} maps each hvd call.'
+)
+_HOROVOD_NAMES = {
+    '': 'tf.distribute.MultiWorkerMirroredStrategy (TF_CONFIG in place of horovodrun)',
+    'init': 'strategy = tf.distribute.MultiWorkerMirroredStrategy()',
+    'rank': 'strategy.cluster_resolver.task_id (0 is the chief)',
+    'size': 'strategy.num_replicas_in_sync',
+    'local_rank': 'nothing: the strategy places each worker on its own devices',
+    'local_size': 'nothing: the strategy places each worker on its own devices',
+    'DistributedOptimizer': 'the optimizer itself, with the model built in strategy.scope()',
+    'DistributedGradientTape': 'tf.GradientTape inside strategy.run (gradients are all-reduced)',
+    'BroadcastGlobalVariablesHook': 'nothing: variables made in strategy.scope() start equal on every worker',
+    'broadcast_global_variables': 'nothing: variables made in strategy.scope() start equal on every worker',
+    'broadcast_variables': 'nothing: variables made in strategy.scope() start equal on every worker',
+    'allreduce': "strategy.reduce('MEAN', value, axis=None), or the replica context's all_reduce",
+    'allgather': "the replica context's all_gather (tf.distribute.get_replica_context().all_gather)",
+    'callbacks': 'nothing: the strategy synchronizes the workers',
+}
+HOROVOD_MODULES = ('horovod.tensorflow', 'horovod.keras', 'horovod.tensorflow.keras')
+
+
+def horovod_rule(name: str) -> Rule:
+    """The rule of Horovod's `name` (`init`, `DistributedOptimizer`; '' is the module itself)."""
+    replacement = _HOROVOD_NAMES.get(name, f'the MultiWorkerMirroredStrategy equivalent of hvd.{name}')
+    return _blocker(replacement, _HOROVOD_NOTE, module='horovod' if not name else '')
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Estimator programs made to run by other work (premade Estimators, TPUEstimator on the CPU, train_distribute,
+# Keras layers in a model_fn, export_savedmodel): what each becomes, in one place.
+
+# The premade Estimators that compat_mts.estimator has (TF 2.15's, with its checkpoint names); the others of
+# PREMADE_ESTIMATORS stay blockers with the successor compat_mts.estimator names when asked for them.
+PREMADE_PROVIDED = frozenset(
+    {
+        'BaselineClassifier',
+        'BaselineRegressor',
+        'DNNClassifier',
+        'DNNRegressor',
+        'DNNLinearCombinedClassifier',
+        'DNNLinearCombinedRegressor',
+        'LinearClassifier',
+        'LinearRegressor',
+    }
+)
+_BOOSTED_TREES = (
+    'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel): TF 2.21 still has the boosted-trees '
+    'kernels, but not the quantile and ensemble resources tf.estimator trained them with'
+)
+PREMADE_NOT_PROVIDED = {
+    'BoostedTreesClassifier': _BOOSTED_TREES,
+    'BoostedTreesEstimator': _BOOSTED_TREES,
+    'BoostedTreesRegressor': _BOOSTED_TREES,
+    'BaselineEstimator': 'BaselineClassifier or BaselineRegressor, or a Keras model with one bias',
+    'DNNEstimator': 'DNNClassifier or DNNRegressor, or a tf.keras.Sequential of Dense layers',
+    'DNNLinearCombinedEstimator': 'DNNLinearCombinedClassifier or DNNLinearCombinedRegressor, or a Keras '
+    'functional model adding a linear and a deep branch',
+    'LinearEstimator': 'LinearClassifier or LinearRegressor, or tf.keras.Sequential([tf.keras.layers.Dense(units)])',
+    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
+    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
+    'MultiHead': 'a Keras model with several outputs and losses',
+    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
+    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
+    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
+    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
+    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
+}
+
+
+def premade_rule(name: str) -> Rule:
+    """The rule of the premade `tf.estimator.<name>` (a premade Estimator, a head or BestExporter)."""
+    if name in PREMADE_PROVIDED:
+        return Rule(
+            f'compat_mts.estimator.{name}',
+            1,
+            'compat_mts.estimator has the premade Estimators on tf.feature_column as TF 2.15 had them: same '
+            f'arguments, heads, optimizers and checkpoint names, so a model_dir resumes. At stage 3 it becomes '
+            f'Keras: {PREMADE_ESTIMATORS[name]} (migration_guide/estimator.md).',
+            module='estimator',
+        )
+    return _blocker(
+        PREMADE_NOT_PROVIDED.get(name, f'Keras: {PREMADE_ESTIMATORS.get(name, name)}'),
+        f'tf.estimator left TensorFlow in 2.16 and compat_mts.estimator has no {name}; '
+        'migration_guide/estimator.md shows the move to Keras.',
+    )
+
+
+_TPU_NAMES = frozenset({'TPUEstimator', 'TPUEstimatorSpec', 'RunConfig', 'TPUConfig', 'InputPipelineConfig'})
+_TPU_NOTE = (
+    'compat_mts.estimator.tpu runs a TPUEstimator program with use_tpu=False on the CPU or GPU, as v1 did '
+    "(params['batch_size'] by mode, eval_metrics, host_call and scaffold_fn on the host); nothing runs on a "
+    'TPU (migration_guide/tpu.md).'
+)
+USE_TPU = _blocker(
+    'use_tpu=False, or tf.distribute.TPUStrategy with Keras (migration_guide/tpu.md)',
+    'compat_mts runs no program on a TPU: TPUEstimator(use_tpu=True) raises, naming TPUStrategy. '
+    'use_tpu=False runs the same model_fn on the host.',
+)
+
+USE_TPU_UNKNOWN = Rule(
+    'use_tpu=False when it runs on compat_mts',
+    1,
+    'check cannot tell the value of use_tpu here. With False the model_fn runs on the host; with True '
+    'TPUEstimator raises, naming TPUStrategy (migration_guide/tpu.md).',
+)
+
+
+def tpu_rule(name: str) -> Rule:
+    """The rule of `tf.compat.v1.estimator.tpu.<name>`."""
+    if name in _TPU_NAMES:
+        return Rule(f'compat_mts.estimator.tpu.{name}', 1, _TPU_NOTE, module='estimator')
+    return _blocker(f'a rewrite: compat_mts.estimator.tpu has no {name}', _TPU_NOTE)
+
+
+# RunConfig(train_distribute=...) / (eval_distribute=...): compat_mts.estimator refuses every strategy there.
+IN_PROCESS_STRATEGIES = ('MirroredStrategy', 'OneDeviceStrategy')
+TRAIN_DISTRIBUTE_BLOCKS = _blocker(
+    'no strategy at stage 1 (the model_fn runs on one device), then a MirroredStrategy scope around model.fit at '
+    'stage 3, or the session loop with tf.distribute.MultiWorkerMirroredStrategy (migration_guide/distributed.md)',
+    'compat_mts.estimator does not replicate a model_fn: RunConfig(train_distribute=...) and eval_distribute= '
+    'raise NotImplementedError, whatever the strategy (migration_guide/estimator.md).',
+)
+TRAIN_DISTRIBUTE_WORKS = TRAIN_DISTRIBUTE_BLOCKS
+TRAIN_DISTRIBUTE_UNKNOWN = TRAIN_DISTRIBUTE_BLOCKS
+KERAS_LAYERS_IN_MODEL_FN = Rule(
+    'the layers of the keras.Model given to model.fit',
+    3,
+    "Works at stage 1: compat_mts.estimator builds the model_fn's Keras layers in its graph and trains and "
+    'checkpoints their weights. At stage 3 the layers become a keras.Model, and the model_fn goes.',
+)
+EXPORT_SAVEDMODEL = Rule(
+    'export_saved_model (the same arguments)',
+    1,
+    'export_savedmodel is the name v1 deprecated in TensorFlow 1.13: compat_mts.estimator still runs it, '
+    'with a deprecation warning, and writes the same SavedModel. Renaming the call ends the warning.',
+)
+
 # Module paths (below `tensorflow.` or `tensorflow.compat.v1.`) that TensorFlow 2.21 no longer has: even the
-# import of one fails, so an import of them is a finding too.
-GONE_MODULES = ('contrib', 'estimator')
+# import of one fails, so an import of them is a finding too. Horovod's TensorFlow modules are listed with them.
+GONE_MODULES = ('contrib', 'estimator', 'examples')
 
 
 def gone_module(path: str) -> str | None:
-    """'contrib.slim' for `tensorflow.contrib.slim` (or `tensorflow.compat.v1.contrib.slim`), None for a path
-    outside the modules TensorFlow 2.21 no longer has."""
+    """'contrib.slim' for `tensorflow.contrib.slim` (or `tensorflow.compat.v1.contrib.slim`), the path
+    itself for a Horovod module, None for a path outside the modules TensorFlow 2.21 no longer has."""
+    if path == 'horovod' or any(path == module or path.startswith(module + '.') for module in HOROVOD_MODULES):
+        return path
     for prefix in (V1_ROOT, 'tensorflow.'):
         if path.startswith(prefix):
             relative = path[len(prefix) :]
@@ -997,6 +1213,12 @@ def root(path: str) -> str:
 
 def lookup(path: str, v1_style: bool) -> tuple[str, Rule] | None:
     """(canonical construct, rule) of a full dotted path, or None when it is not in the catalogue."""
+    if root(path) == 'horovod':
+        module = next((m for m in sorted(HOROVOD_MODULES, key=len, reverse=True) if path.startswith(m)), None)
+        if module is None:
+            return None
+        name = path[len(module) + 1 :].split('.')[0]
+        return (f'{module}.{name}' if name else module), horovod_rule(name)
     if root(path) == 'compat_mts':
         parts = path.split('.')
         key = _MTS_BY_LAST_NAME.get(parts[-1]) if len(parts) > 1 else None
@@ -1015,6 +1237,8 @@ def lookup(path: str, v1_style: bool) -> tuple[str, Rule] | None:
     elif relative == 'contrib' or relative.startswith('contrib.'):
         below = relative[len('contrib.') :]
         return f'tf.{relative}', _contrib_rule(below)
+    elif relative.startswith('examples.tutorials'):
+        return 'tensorflow.examples.tutorials.mnist', TUTORIALS_RULE
     elif relative == 'estimator' or relative.startswith('estimator.'):
         matched, rule = _estimator_rule(relative[len('estimator.') :])
         return 'tf.estimator' + (f'.{matched}' if matched else ''), rule

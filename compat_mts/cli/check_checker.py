@@ -8,7 +8,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
+import os
 import pathlib
+import re
+import stat
 from typing import Sequence
 
 if __package__:
@@ -25,7 +28,22 @@ _GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensor
 _CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
 _KERAS_READERS = ('tensorflow', 'keras', 'tf_keras')  # the modules that read TF_USE_LEGACY_KERAS on import
 # What a name can be bound to, as far as the checker follows it (see `_Checker._bind_values`).
-_BOUND_KINDS = ('session', 'iterator', 'graph', 'device_function', 'ps_cluster', 'shape', 'foreign')
+_BOUND_KINDS = (
+    'session',
+    'iterator',
+    'graph',
+    'device_function',
+    'ps_cluster',
+    'shape',
+    'foreign',
+    'in_process_strategy',
+    'strategy',
+)
+# What runs a program's main function as Python would: no graph around it.
+_MAIN_RUNNERS = ('tensorflow.compat.v1.app.run', 'tensorflow.app.run', 'absl.app.run')
+_ESTIMATORS = ('tf.estimator.Estimator', 'tf.estimator.tpu.TPUEstimator')
+_RUN_CONFIGS = ('tf.estimator.RunConfig', 'tf.estimator.tpu.RunConfig')
+_KERAS_LAYERS = re.compile(r'(?:tensorflow\.keras|keras|tf_keras)\.layers\.[A-Z]\w*')
 
 
 def _has_ps_key(node: ast.AST) -> bool:
@@ -75,24 +93,27 @@ def _method_position(call: ast.Call) -> tuple[int, int]:
 class _Checker(ast.NodeVisitor):
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
-        self.names = names.Names(tree)
+        # The tree is walked once; the passes below loop over its nodes (a 200,000-line file has millions).
+        nodes = list(ast.walk(tree))
+        self.names = names.Names(tree, nodes)
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
-        self._functions = {
-            node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
+        self._functions = {node.name for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
-        self._bind_values(tree)
-        self._graph_functions = self._wrapped_graph_functions(tree)
+        self._bind_values(nodes)
+        self._graph_functions = self._wrapped_graph_functions(nodes)
         self._in_graph_function = False
-        self._settings = self._script_settings(tree)
+        self._settings = self._script_settings(nodes)
+        self._model_fns = self._functions_given_as_model_fn(nodes)
+        self._graph_context_unknown = self._functions_run_elsewhere(nodes)
+        self._function_stack: list[str] = []
 
-    def _bind_values(self, tree: ast.Module) -> None:
+    def _bind_values(self, nodes: Sequence[ast.AST]) -> None:
         """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
         'iterator' (v1), 'graph', 'device_function' (a replica_device_setter), 'ps_cluster' (a cluster with a
         'ps' job), 'shape' (a tensor's shape) and 'foreign' (another library's call)."""
         bound = self._bound
         pairs = []
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 pairs.append((node.targets[0], node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
@@ -121,19 +142,22 @@ class _Checker(ast.NodeVisitor):
                 bound['ps_cluster'].add(key)
             elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
                 bound['shape'].add(key)
+            elif (path := self.names.resolve(value.func) or '').startswith('tensorflow.') and path.endswith('Strategy'):
+                in_process = path.rsplit('.', 1)[-1] in catalogue.IN_PROCESS_STRATEGIES
+                bound['in_process_strategy' if in_process else 'strategy'].add(key)
             else:
                 path = self.names.resolve(value.func)
                 if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
                     bound['foreign'].add(key)
 
-    def _script_settings(self, tree: ast.Module) -> set[str]:
+    def _script_settings(self, nodes: Sequence[ast.AST]) -> set[str]:
         """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
         v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
         `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
         `compat_mts.parameter_server_strategy(...)`."""
         settings = set()
-        first_import = min((node.lineno for node in ast.walk(tree) if _imports_tensorflow(node)), default=None)
-        for node in ast.walk(tree):
+        first_import = min((node.lineno for node in nodes if _imports_tensorflow(node)), default=None)
+        for node in nodes:
             if isinstance(node, ast.Call):
                 found = self.names.rule_for(node.func)
                 if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
@@ -144,15 +168,71 @@ class _Checker(ast.NodeVisitor):
                 settings.add(catalogue.LEGACY_KERAS_SETTING)
         return settings
 
-    def _wrapped_graph_functions(self, tree: ast.Module) -> set[str]:
+    def _wrapped_graph_functions(self, nodes: Sequence[ast.AST]) -> set[str]:
         """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
         functions = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
             if found is not None and found[0] == 'compat_mts.wrap_graph':
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
                 functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
         return functions
+
+    def _is_graph_block(self, node: ast.AST) -> bool:
+        """Whether `node` is `with tf.Graph().as_default():` (or `with graph.as_default():` of a bound graph)."""
+        return isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Attribute)
+            and item.context_expr.func.attr == 'as_default'
+            and self._is_graph(item.context_expr.func.value)
+            for item in node.items
+        )
+
+    def _functions_given_as_model_fn(self, nodes: Sequence[ast.AST]) -> set[str]:
+        """The names of the functions given to an Estimator as its model_fn."""
+        functions = set()
+        for node in nodes:
+            found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
+            if found is not None and found[0] in _ESTIMATORS:
+                model_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'model_fn')]
+                functions.update(arg.id for arg in model_fn if isinstance(arg, ast.Name))
+        return functions
+
+    def _functions_run_elsewhere(self, nodes: Sequence[ast.AST]) -> set[str]:
+        """The functions that may run inside a graph the checker does not see around them: those called in a
+        graph block or a wrap_graph build_fn (and what they call), and those given to another call as a value
+        (a model_fn, an input_fn, a build_fn), which runs them where it will."""
+        definitions: dict[str, list[ast.AST]] = {}
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                definitions.setdefault(node.name, []).append(node)
+
+        def called(root: ast.AST) -> set[str]:
+            names = set()
+            for node in ast.walk(root):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
+                    if name in definitions:
+                        names.add(name)
+            return names
+
+        elsewhere = set(self._graph_functions)
+        for node in nodes:
+            if isinstance(node, ast.Call) and self.names.resolve(node.func) not in _MAIN_RUNNERS:
+                for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+                    if isinstance(value, ast.Name) and value.id in definitions:
+                        elsewhere.add(value.id)
+        pending = set(elsewhere)
+        for node in nodes:
+            if self._is_graph_block(node):
+                pending |= called(node)
+        while pending:
+            name = pending.pop()
+            elsewhere.add(name)
+            for definition in definitions.get(name, ()):
+                pending |= called(definition) - elsewhere
+        return elsewhere
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
         found = self.names.rule_for(call.func)
@@ -251,20 +331,16 @@ class _Checker(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         outer = self._in_graph_function
         self._in_graph_function = outer or node.name in self._graph_functions
+        self._function_stack.append(node.name)
         self.generic_visit(node)
+        self._function_stack.pop()
         self._in_graph_function = outer
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_With(self, node: ast.With) -> None:
         """The body of `with tf.Graph().as_default():` builds the program's own graph, as a wrap_graph build_fn does."""
-        graph_block = any(
-            isinstance(item.context_expr, ast.Call)
-            and isinstance(item.context_expr.func, ast.Attribute)
-            and item.context_expr.func.attr == 'as_default'
-            and self._is_graph(item.context_expr.func.value)
-            for item in node.items
-        )
+        graph_block = self._is_graph_block(node)
         outer = self._in_graph_function
         self._in_graph_function = outer or graph_block
         self.generic_visit(node)
@@ -285,9 +361,21 @@ class _Checker(ast.NodeVisitor):
                 return
             if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
                 rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
+            if construct == 'tf.compat.v1.placeholder' and not self._in_a_graph():
+                self._add(_position(node), f'{construct} outside a graph', catalogue.GRAPH_OUTSIDE_A_GRAPH)
             self._add(_position(node), construct, rule)
-        else:
-            self.generic_visit(node)
+            return
+        path = self.names.resolve(node) if self._model_fns.intersection(self._function_stack) else None
+        if path and _KERAS_LAYERS.fullmatch(path):
+            keras_path = 'tf.keras' + path.split('keras', 1)[1]
+            self._add(_position(node), f'{keras_path} in a model_fn', catalogue.KERAS_LAYERS_IN_MODEL_FN)
+            return
+        self.generic_visit(node)
+
+    def _in_a_graph(self) -> bool:
+        """Whether the code being visited may build a graph of its own: in a graph block, a wrap_graph build_fn,
+        or a function that runs somewhere the checker cannot follow (see `_functions_run_elsewhere`)."""
+        return self._in_graph_function or bool(self._graph_context_unknown.intersection(self._function_stack))
 
     visit_Attribute = _visit_reference
     visit_Name = _visit_reference
@@ -312,6 +400,13 @@ class _Checker(ast.NodeVisitor):
             self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
         elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
             self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
+        elif construct in _RUN_CONFIGS:
+            for keyword in node.keywords:
+                if keyword.arg in ('train_distribute', 'eval_distribute'):
+                    rule = self._strategy_rule(keyword.value)
+                    self._add(_position(keyword), f'{construct}({keyword.arg}=...)', rule)
+        elif construct == 'tf.estimator.tpu.TPUEstimator':
+            self._add_use_tpu(node, construct)
         elif (
             self.names.resolve(node.func) == 'tensorflow.device'
             and node.args
@@ -325,6 +420,35 @@ class _Checker(ast.NodeVisitor):
                 if keyword.arg == 'feed_dict':
                     self._add_feed_dict(keyword, keyword.value)
         self.generic_visit(node)
+
+    def _strategy_rule(self, value: ast.AST) -> catalogue.Rule:
+        """The rule of a strategy given as train_distribute or eval_distribute."""
+        key = ast.unparse(value)
+        path = self.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        if key in self._bound['in_process_strategy'] or (
+            path and path.rsplit('.', 1)[-1] in catalogue.IN_PROCESS_STRATEGIES
+        ):
+            return catalogue.TRAIN_DISTRIBUTE_WORKS
+        if key in self._bound['strategy'] or (path and catalogue.root(path) == 'tensorflow'):
+            return catalogue.TRAIN_DISTRIBUTE_BLOCKS
+        return catalogue.TRAIN_DISTRIBUTE_UNKNOWN
+
+    def _add_use_tpu(self, call: ast.Call, construct: str) -> None:
+        """A finding for TPUEstimator's use_tpu when it is True (v1's default) or not known to be False."""
+        given = [keyword for keyword in call.keywords if keyword.arg == 'use_tpu']
+        if len(call.args) > 4:
+            given.append(call.args[4])  # model_fn, model_dir, config, params, use_tpu
+        if not given:
+            if not any(keyword.arg is None for keyword in call.keywords):  # no **kwargs that might hold it
+                self._add(_position(call), f'{construct}(use_tpu=True, the default)', catalogue.USE_TPU)
+            return
+        value = given[0].value if isinstance(given[0], ast.keyword) else given[0]
+        if isinstance(value, ast.Constant) and value.value is False:
+            return
+        blocks = isinstance(value, ast.Constant) and bool(value.value)
+        self._add(
+            _position(given[0]), f'{construct}(use_tpu=...)', catalogue.USE_TPU if blocks else catalogue.USE_TPU_UNKNOWN
+        )
 
     def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
         rules = {
@@ -351,6 +475,8 @@ class _Checker(ast.NodeVisitor):
                 self._add_feed_dict(call.args[1], call.args[1])
         elif not self.names.uses_tensorflow or self.names.resolve(receiver):
             return
+        elif method == 'export_savedmodel':
+            self._add(_method_position(call), 'Estimator.export_savedmodel(...)', catalogue.EXPORT_SAVEDMODEL)
         elif method == 'as_default' and self._is_graph(receiver):
             self._add(_position(call), f'{ast.unparse(receiver)}.as_default()', catalogue.GRAPH_AS_DEFAULT)
         elif method in ('minimize', 'apply_gradients'):
@@ -387,7 +513,8 @@ def check_source(text: str | bytes, filename: str = '<string>') -> list[report.F
     """The constructs to migrate in the Python source `text`, in line order. The source is parsed, never run.
 
     Raises:
-      CheckError: `text` is not valid Python (the error's line and column say where).
+      CheckError: `text` is not valid Python (the error's line and column say where), or nests deeper than
+        Python's parser or this checker can follow.
     """
     try:
         tree = ast.parse(text, filename=filename)
@@ -396,20 +523,66 @@ def check_source(text: str | bytes, filename: str = '<string>') -> list[report.F
         col = getattr(error, 'offset', None) or 0
         message = getattr(error, 'msg', None) or str(error)
         raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
-    checker = _Checker(filename, tree)
-    checker.visit(tree)
+    except (RecursionError, MemoryError):
+        raise report.CheckError(filename, _TOO_DEEP) from None
+    try:
+        checker = _Checker(filename, tree)
+        checker.visit(tree)
+    except RecursionError:
+        raise report.CheckError(filename, _TOO_DEEP) from None
     return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
 
 
-def check_file(path: str | pathlib.Path) -> list[report.Finding]:
-    """The constructs to migrate in the Python file at `path` (see `check_source`).
+_TOO_DEEP = 'nested too deeply to check (an expression of hundreds of levels, such as a very long chain of calls)'
+MAX_FILE_BYTES = 16 * 2**20
+_FILE_KINDS = {
+    stat.S_IFIFO: 'a FIFO (named pipe)',
+    stat.S_IFCHR: 'a character device',
+    stat.S_IFBLK: 'a block device',
+    stat.S_IFSOCK: 'a socket',
+    stat.S_IFDIR: 'a directory',
+}
+
+
+def read_source(path: str | pathlib.Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at `path`, at most `max_bytes` of them.
+
+    The file is opened without blocking and checked before anything is read, so a FIFO (which would wait for
+    a writer) or a device (`/dev/zero` never ends) is refused at once, as is a file over the cap.
 
     Raises:
-      CheckError: the file cannot be read, or is not valid Python.
+      CheckError: `path` cannot be opened, is not a regular file, or holds more than `max_bytes` bytes.
     """
     filename = str(path)
     try:
-        source = pathlib.Path(path).read_bytes()
+        descriptor = os.open(filename, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
     except OSError as error:
         raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
-    return check_source(source, filename)
+    with os.fdopen(descriptor, 'rb') as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _FILE_KINDS.get(stat.S_IFMT(mode), 'not a regular file')
+            raise report.CheckError(filename, f'not checked: {kind}, not a regular file; check reads Python files only')
+        try:
+            source = file.read(max_bytes + 1)
+        except OSError as error:
+            raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
+    if len(source) > max_bytes:
+        cap = f'{max_bytes // 2**20} MiB ({max_bytes} bytes)' if max_bytes >= 2**20 else f'{max_bytes} bytes'
+        raise report.CheckError(
+            filename,
+            f'not checked: larger than the {cap} that check reads of a file; a training script is far '
+            'smaller, so this is likely generated code or data',
+        )
+    return source
+
+
+def check_file(path: str | pathlib.Path, max_bytes: int = MAX_FILE_BYTES) -> list[report.Finding]:
+    """The constructs to migrate in the Python file at `path` (see `check_source`).
+
+    Only a regular file of at most `max_bytes` bytes is read (see `read_source`).
+
+    Raises:
+      CheckError: the file cannot be read, is not a regular file, is over `max_bytes`, or is not valid Python.
+    """
+    return check_source(read_source(path, max_bytes), str(path))

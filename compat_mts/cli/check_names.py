@@ -6,6 +6,7 @@ Standard library only, as the rest of the checker (`check.py`).
 from __future__ import annotations
 
 import ast
+from typing import Sequence
 
 if __package__:
     from compat_mts.cli import check_catalogue as catalogue
@@ -30,12 +31,15 @@ class Names:
     (`tf1 = tf.compat.v1`), star imports, and whether a bare `tensorflow` is TF 1.x there.
 
     Scopes are ignored: an alias made anywhere in the file counts everywhere, as it does in practice.
+    `nodes` is every node of `tree` (`list(ast.walk(tree))`), when the caller has walked it already: each
+    pass here is then a loop over a list, not another walk of the tree.
     """
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, nodes: Sequence[ast.AST] | None = None):
+        nodes = list(ast.walk(tree)) if nodes is None else nodes
         self.aliases: dict[str, str] = {}
         self.star_modules: list[str] = []
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -55,8 +59,10 @@ class Names:
             catalogue.root(path) in ('tensorflow', 'compat_mts')
             for path in (*self.aliases.values(), *self.star_modules)
         )
-        self._bind_module_aliases(tree)
-        self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(tree)
+        self._bind_module_aliases(nodes)
+        self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(nodes)
+        # The names are all bound now: each node's rule is looked up once, however many passes ask for it.
+        self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
 
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
@@ -65,9 +71,9 @@ class Names:
             return
         self.aliases[name] = path
 
-    def _bind_module_aliases(self, tree: ast.Module) -> None:
+    def _bind_module_aliases(self, nodes: Sequence[ast.AST]) -> None:
         statements = sorted(
-            (node for node in ast.walk(tree) if isinstance(node, ast.Assign)),
+            (node for node in nodes if isinstance(node, ast.Assign)),
             key=lambda node: (node.lineno, node.col_offset),
         )
         for node in statements:
@@ -81,8 +87,8 @@ class Names:
             ):
                 self.aliases[node.targets[0].id] = path
 
-    def _bare_tensorflow_is_v1(self, tree: ast.Module) -> bool:
-        for node in ast.walk(tree):
+    def _bare_tensorflow_is_v1(self, nodes: Sequence[ast.AST]) -> bool:
+        for node in nodes:
             if isinstance(node, (ast.Attribute, ast.Name)):
                 path = self.resolve(node)
                 if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
@@ -110,8 +116,13 @@ class Names:
 
     def rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
         """(canonical construct, rule) when `node` names a catalogued construct."""
+        cached = self._rules.get(id(node))
+        if cached is not None:
+            return cached[1]
         path = self.resolve(node)
-        return catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        found = catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        self._rules[id(node)] = (node, found)  # The node is kept, so its id is not reused meanwhile.
+        return found
 
     def through_gone_module_alias(self, node: ast.AST, rule: catalogue.Rule) -> bool:
         """Whether `node` is a use, through an alias of a module TensorFlow 2.21 no longer has, that the

@@ -50,20 +50,32 @@ class CheckError(Exception):
 
 
 def format_text(findings: Sequence[Finding], files_checked: int | None = None, files_failed: int = 0) -> str:
-    """Findings for people: `file:line:col: stage N: construct -> replacement` (`blocks stage 1:` in place of
-    `stage 1:` for what must change before the script runs), the note indented below, then a one-line count
-    by stage (over `files_checked` files, when given) and, when some findings block stage 1, a line counting
-    them. `files_failed` files could not be read or parsed: a last line says so, and when no file was
-    checked at all there is nothing to summarize (''), only the errors the caller prints."""
+    """Findings for people, one explanation per kind: `file:line:col: stage N: construct -> replacement`
+    (`blocks stage 1:` in place of `stage 1:` for what must change before the script runs) at the first place
+    the construct occurs, its note indented below, and `also at line:col, ...` for every other place (with the
+    file named when it is another). Then a one-line count by stage (over `files_checked` files, when given)
+    and, when some findings block stage 1, a line counting them. `files_failed` files could not be read or
+    parsed: a last line says so, and when no file was checked at all there is nothing to summarize (''), only
+    the errors the caller prints."""
     if files_failed and not files_checked:
         return ''
-    lines = []
+    groups: dict[tuple, list[Finding]] = {}
     for finding in findings:
-        stage = 'blocks stage 1' if finding.blocks else f'stage {finding.stage}'
-        lines.append(
-            f'{finding.file}:{finding.line}:{finding.col}: {stage}: {finding.construct} -> {finding.replacement}'
-        )
-        lines.append(textwrap.fill(finding.note, width=110, initial_indent='    ', subsequent_indent='    '))
+        key = (finding.construct, finding.replacement, finding.stage, finding.note, finding.blocks)
+        groups.setdefault(key, []).append(finding)
+    lines = []
+    for first, *others in groups.values():
+        stage = 'blocks stage 1' if first.blocks else f'stage {first.stage}'
+        lines.append(f'{first.file}:{first.line}:{first.col}: {stage}: {first.construct} -> {first.replacement}')
+        lines.append(textwrap.fill(first.note, width=110, initial_indent='    ', subsequent_indent='    '))
+        if others:
+            places = ', '.join(
+                f'{other.line}:{other.col}' if other.file == first.file else f'{other.file}:{other.line}:{other.col}'
+                for other in others
+            )
+            lines.append(
+                textwrap.fill(f'also at {places}', width=110, initial_indent='    ', subsequent_indent='      ')
+            )
     in_files = ''
     if files_checked is not None:
         files = f'{files_checked} file{"s" if files_checked != 1 else ""}'

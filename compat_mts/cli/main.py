@@ -46,6 +46,9 @@ def _tensorflow_start_up_quiet(verbose: bool) -> Iterator[None]:
     file descriptor 2 goes to /dev/null while TensorFlow is imported; a Python error is shown after it.
     """
     if verbose:
+        from compat_mts import _quiet_start
+
+        _quiet_start.uninstall()  # The library's own quiet start, which `import compat_mts` set up.
         yield
         return
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
@@ -120,11 +123,26 @@ def _run_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """`compat-mts 0.1.0 (TensorFlow 2.21.0, Python 3.11.7)`, read from the installed metadata: no import."""
+    import platform
+    from importlib import metadata
+
+    import compat_mts
+
+    try:
+        tensorflow = f'TensorFlow {metadata.version("tensorflow")}'
+    except metadata.PackageNotFoundError:
+        tensorflow = 'TensorFlow not installed'
+    return f'compat-mts {compat_mts.__version__} ({tensorflow}, Python {platform.python_version()})'
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='compat-mts',
         description='Run tf.compat.v1.train.MonitoredTrainingSession programs eagerly on TensorFlow 2.',
     )
+    parser.add_argument('--version', action='version', version=_version())
     subcommands = parser.add_subparsers(dest='command', metavar='COMMAND')
     subcommands.required = True
 
