@@ -116,12 +116,13 @@ class _StageOneEdits(cst.CSTTransformer):
         super().__init__()
         self._resolver = resolver
         self._mts = mts
-        self._keep_v1_shapes = keep_v1_shapes
+        self.keep_v1_shapes = keep_v1_shapes
         self._ps_program = ps_program
         self.notes: list[Note] = []
         self.uses_mts = False
         self.uses_legacy_layers = False
         self.graph_program = False
+        self.kept_v1_shapes = False
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
@@ -210,8 +211,9 @@ class _StageOneEdits(cst.CSTTransformer):
             return updated
         self.graph_program = True
         spelled = helpers.get_full_name_for_node(call.func)
-        if relative == 'disable_v2_behavior' and self._keep_v1_shapes:
+        if relative == 'disable_v2_behavior' and self.keep_v1_shapes:
             self._done(original, f'{spelled}() -> disable_v2_tensorshape(): the graph code reads Dimension.value')
+            self.kept_v1_shapes = True
             func = call.func.with_changes(attr=cst.Name('disable_v2_tensorshape'))
             return updated.with_changes(body=[updated.body[0].with_changes(value=call.with_changes(func=func))])
         self._done(original, f'{spelled}() removed: compat_mts runs the graph eagerly')
@@ -300,6 +302,11 @@ def _is_ps_program(tree: ast.Module, resolver: _Resolver) -> bool:
     return False
 
 
+def sets_legacy_keras(text: str) -> bool:
+    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it)."""
+    return any(check_checker._sets_legacy_keras(node) for node in ast.walk(ast.parse(text)))  # noqa: SLF001
+
+
 def _reads_dimension_values(text: str) -> bool:
     """Whether the script reads `x.shape[i].value` (check's blocking shape finding)."""
     return any(
@@ -307,8 +314,8 @@ def _reads_dimension_values(text: str) -> bool:
     )
 
 
-def _add_import(module: cst.Module, mts: str) -> cst.Module:
-    """`import compat_mts as <mts>` after the last top-level TensorFlow import (else after the last import)."""
+def _add_after_imports(module: cst.Module, code: str) -> cst.Module:
+    """`code` as a statement after the last top-level TensorFlow import (else after the last import)."""
     body = list(module.body)
     imports = [
         index
@@ -318,7 +325,7 @@ def _add_import(module: cst.Module, mts: str) -> cst.Module:
     ]
     tensorflow = [index for index in imports if 'tensorflow' in module.code_for_node(body[index])]
     position = (tensorflow or imports or [-1])[-1]
-    body.insert(position + 1, cst.parse_statement(f'import compat_mts as {mts}\n'))
+    body.insert(position + 1, cst.parse_statement(code + '\n'))
     return module.with_changes(body=body)
 
 
@@ -362,10 +369,15 @@ def apply_edits(text: str) -> tuple[str, list[Note]]:
     wrapper = MetadataWrapper(module)
     edited = wrapper.visit(edits)
     notes.extend(edits.notes)
+    tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+    if edits.keep_v1_shapes and not edits.kept_v1_shapes and tf_name and 'disable_v2_tensorshape' not in text:
+        v1 = tf_name if resolver.names.aliases[tf_name] == 'tensorflow.compat.v1' else f'{tf_name}.compat.v1'
+        edited = _add_after_imports(edited, f'{v1}.disable_v2_tensorshape()')
+        notes.append(Note(0, f'{v1}.disable_v2_tensorshape() added: the graph code reads Dimension.value', True))
     if edits.uses_mts and resolver.alias_of('compat_mts') is None:
-        edited = _add_import(edited, mts)
+        edited = _add_after_imports(edited, f'import compat_mts as {mts}')
         notes.append(Note(0, f'import compat_mts as {mts} added', True))
-    if edits.uses_legacy_layers and 'TF_USE_LEGACY_KERAS' not in text:
+    if edits.uses_legacy_layers and not sets_legacy_keras(text):
         edited = _add_legacy_keras(edited)
         notes.append(
             Note(0, "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (tf.layers are tf-keras's)", True)
@@ -535,3 +547,37 @@ def _graph_statement(statement: ast.stmt, scan: _GraphScan) -> bool:
             if relative and not relative.startswith(_NOT_GRAPH):
                 return True
     return False
+
+
+class _V1Summaries(cst.CSTTransformer):
+    """`tf.summary.<X>` of a TensorFlow 1.x script -> `tf.compat.v1.summary.<X>`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, resolver: _Resolver):
+        super().__init__()
+        self._resolver = resolver
+        self.notes: list[Note] = []
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        path = self._resolver.path(original) or ''
+        if not path.startswith('tensorflow.summary.') or path.count('.') != 2:
+            return updated
+        spelled = helpers.get_full_name_for_node(original)
+        head = spelled[: -len('.summary.' + original.attr.value)]
+        line = self.get_metadata(PositionProvider, original).start.line
+        self.notes.append(Note(line, f'{spelled} -> {head}.compat.v1.summary.{original.attr.value}', True))
+        return cst.parse_expression(f'{head}.compat.v1.summary.{original.attr.value}')
+
+
+def v1_summaries(text: str) -> tuple[str, list[Note]]:
+    """A TensorFlow 1.x script's `tf.summary.*` calls as `tf.compat.v1.summary.*`, and the notes.
+
+    `tf_upgrade_v2` leaves `tf.summary.scalar` (and the others) as they are, which makes them TensorFlow 2's:
+    without a default writer they record nothing, and `merge_all()` finds none. In a TensorFlow 1.x script they
+    are v1's, so this runs before it.
+    """
+    resolver = _Resolver(ast.parse(text))
+    edits = _V1Summaries(resolver)
+    result = MetadataWrapper(cst.parse_module(text)).visit(edits).code
+    return result, edits.notes
