@@ -145,14 +145,14 @@ def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
         with open(path, encoding='utf-8') as file:
             texts[path] = file.read()
     tf1 = {path: text for path, text in texts.items() if is_tf1_script(text)}
-    summary_notes = {}
+    v1_module_notes = {}
     for path, text in tf1.items():
-        tf1[path], summary_notes[path] = upgrade_edits.v1_summaries(text)
+        tf1[path], v1_module_notes[path] = upgrade_edits.v1_modules(text)
     renamed = tf_upgrade_v2(tf1) if tf1 and renames else {}
     upgrades = []
     for path, text in texts.items():
         upgrade = upgrade_source(text, path, renamed=(renamed or {}).get(path))
-        upgrade.notes[:0] = summary_notes.get(path, []) if renamed else []
+        upgrade.notes[:0] = v1_module_notes.get(path, []) if renamed else []
         if path in tf1 and renamed is None:
             upgrade.notes.insert(
                 0,

@@ -112,8 +112,16 @@ class _StageOneEdits(cst.CSTTransformer):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, resolver: _Resolver, mts: str, keep_v1_shapes: bool, ps_program: bool):
+    def __init__(
+        self,
+        resolver: _Resolver,
+        mts: str,
+        keep_v1_shapes: bool,
+        ps_program: bool,
+        serving_placeholders: frozenset[tuple[int, int]] = frozenset(),
+    ):
         super().__init__()
+        self._serving_placeholders = serving_placeholders
         self._resolver = resolver
         self._mts = mts
         self.keep_v1_shapes = keep_v1_shapes
@@ -160,7 +168,7 @@ class _StageOneEdits(cst.CSTTransformer):
             return updated
         construct, rule = found
         spelled = helpers.get_full_name_for_node(original)
-        if construct != 'tf.' + relative:
+        if construct != 'tf.' + relative or relative == 'estimator.export':
             return updated  # A part of a longer name (`tf.estimator` of `tf.estimator.Estimator`).
         if rule.blocks:
             self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
@@ -174,9 +182,17 @@ class _StageOneEdits(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == 'export_savedmodel':
-            self._done(original, 'export_savedmodel -> export_saved_model')
-            return updated.with_changes(func=func.with_changes(attr=cst.Name('export_saved_model')))
+            # export_saved_model always strips default attributes: it has no strip_default_attrs argument.
+            args = [arg for arg in updated.args if not (arg.keyword and arg.keyword.value == 'strip_default_attrs')]
+            if len(args) < len(updated.args) and args:
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            dropped = ' (strip_default_attrs= dropped: it always strips them)' if len(args) < len(updated.args) else ''
+            self._done(original, f'export_savedmodel -> export_saved_model{dropped}')
+            return updated.with_changes(func=func.with_changes(attr=cst.Name('export_saved_model')), args=args)
         path = self._resolver.path(original.func)
+        position = self.get_metadata(PositionProvider, original).start
+        if (position.line, position.column) in self._serving_placeholders:
+            return self._tensor_spec(original, updated)
         if path == 'tensorflow.device' and updated.args and _string_value(updated.args[0].value) is None:
             # TF2's tf.device takes device strings only; a device function needs v1's.
             tf_name = helpers.get_full_name_for_node(original.func).rsplit('.', 1)[0]
@@ -186,6 +202,25 @@ class _StageOneEdits(cst.CSTTransformer):
         if self._ps_program and relative and relative.rpartition('.')[2] in _SESSIONS:
             return self._drop_master(original, updated)
         return updated
+
+    def _tensor_spec(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        # `placeholder(dtype, shape=None, name=None)` -> `TensorSpec(shape, dtype, name)`: eager code has no
+        # placeholders, and the serving input receiver takes anything with a shape and a dtype.
+        spelled = helpers.get_full_name_for_node(original.func)
+        head = spelled.rsplit('.', 1)[0].removesuffix('.compat.v1')
+        named = {}
+        for index, arg in enumerate(updated.args):
+            key = arg.keyword.value if arg.keyword else ('dtype', 'shape', 'name')[index]
+            named[key] = arg.value
+        args = [
+            cst.Arg(named[key], keyword=cst.Name(key) if key != 'shape' else None)
+            for key in ('shape', 'dtype', 'name')
+            if key in named
+        ]
+        if 'shape' not in named:
+            args.insert(0, cst.Arg(cst.Name('None'), keyword=cst.Name('shape')))
+        self._done(original, f'{spelled}(...) -> {head}.TensorSpec(...): the serving input, described, not fed')
+        return cst.Call(func=cst.parse_expression(f'{head}.TensorSpec'), args=args)
 
     def _drop_master(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         args = [arg for arg in updated.args if not (arg.keyword and arg.keyword.value == 'master')]
@@ -307,6 +342,35 @@ def sets_legacy_keras(text: str) -> bool:
     return any(check_checker._sets_legacy_keras(node) for node in ast.walk(ast.parse(text)))  # noqa: SLF001
 
 
+def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tuple[int, int]]:
+    """(line, column) of each `placeholder(...)` call whose value goes to `build_raw_serving_input_receiver_fn`
+    (directly, or through a name assigned in the same function)."""
+    found = set()
+    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:
+        fed = set()
+        placeholders = []
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == 'build_raw_serving_input_receiver_fn':
+                    for argument in ast.walk(node):
+                        if isinstance(argument, ast.Name):
+                            fed.add(argument.id)
+                        if argument is not node and _is_placeholder(argument, resolver):
+                            found.add((argument.lineno, argument.col_offset))
+            if isinstance(node, ast.Assign) and _is_placeholder(node.value, resolver):
+                placeholders.extend((target.id, node.value) for target in node.targets if isinstance(target, ast.Name))
+        found.update((call.lineno, call.col_offset) for name, call in placeholders if name in fed)
+    return frozenset(found)
+
+
+def _is_placeholder(node: ast.AST, resolver: _Resolver) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    path = resolver.names.resolve(node.func) or ''
+    return path in ('tensorflow.compat.v1.placeholder', 'tensorflow.placeholder')
+
+
 def _reads_dimension_values(text: str) -> bool:
     """Whether the script reads `x.shape[i].value` (check's blocking shape finding)."""
     return any(
@@ -364,7 +428,11 @@ def apply_edits(text: str) -> tuple[str, list[Note]]:
     mts = resolver.alias_of('compat_mts') or 'mts'
     module = cst.parse_module(text)
     edits = _StageOneEdits(
-        resolver, mts, keep_v1_shapes=_reads_dimension_values(text), ps_program=_is_ps_program(tree, resolver)
+        resolver,
+        mts,
+        keep_v1_shapes=_reads_dimension_values(text),
+        ps_program=_is_ps_program(tree, resolver),
+        serving_placeholders=_serving_placeholders(tree, resolver),
     )
     wrapper = MetadataWrapper(module)
     edited = wrapper.visit(edits)
@@ -549,8 +617,14 @@ def _graph_statement(statement: ast.stmt, scan: _GraphScan) -> bool:
     return False
 
 
-class _V1Summaries(cst.CSTTransformer):
-    """`tf.summary.<X>` of a TensorFlow 1.x script -> `tf.compat.v1.summary.<X>`."""
+# TensorFlow 1.x modules that `tf_upgrade_v2` leaves under their 1.x names, which TensorFlow 2 gave to other code:
+# `tf.summary.scalar` becomes TF2's summary (no default writer: nothing recorded, nothing for `merge_all()`), and
+# `tf.layers.dense` is gone (a manual edit, its report says).
+_KEPT_BY_TF_UPGRADE_V2 = ('summary', 'layers', 'nn.rnn_cell')
+
+
+class _V1Modules(cst.CSTTransformer):
+    """`tf.summary.<X>`, `tf.layers.<X>`, `tf.nn.rnn_cell.<X>` of a TensorFlow 1.x script -> `tf.compat.v1.*`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -561,23 +635,25 @@ class _V1Summaries(cst.CSTTransformer):
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         path = self._resolver.path(original) or ''
-        if not path.startswith('tensorflow.summary.') or path.count('.') != 2:
+        module = next((m for m in _KEPT_BY_TF_UPGRADE_V2 if path == f'tensorflow.{m}.{original.attr.value}'), None)
+        if module is None:
             return updated
         spelled = helpers.get_full_name_for_node(original)
-        head = spelled[: -len('.summary.' + original.attr.value)]
+        head = spelled[: -len(f'.{module}.{original.attr.value}')]
+        replacement = f'{head}.compat.v1.{module}.{original.attr.value}'
         line = self.get_metadata(PositionProvider, original).start.line
-        self.notes.append(Note(line, f'{spelled} -> {head}.compat.v1.summary.{original.attr.value}', True))
-        return cst.parse_expression(f'{head}.compat.v1.summary.{original.attr.value}')
+        self.notes.append(Note(line, f'{spelled} -> {replacement}', True))
+        return cst.parse_expression(replacement)
 
 
-def v1_summaries(text: str) -> tuple[str, list[Note]]:
-    """A TensorFlow 1.x script's `tf.summary.*` calls as `tf.compat.v1.summary.*`, and the notes.
+def v1_modules(text: str) -> tuple[str, list[Note]]:
+    """A TensorFlow 1.x script's `tf.summary.*`, `tf.layers.*` and `tf.nn.rnn_cell.*` as `tf.compat.v1.*`.
 
-    `tf_upgrade_v2` leaves `tf.summary.scalar` (and the others) as they are, which makes them TensorFlow 2's:
-    without a default writer they record nothing, and `merge_all()` finds none. In a TensorFlow 1.x script they
-    are v1's, so this runs before it.
+    Runs before `tf_upgrade_v2`, which leaves those names as they are (see `_KEPT_BY_TF_UPGRADE_V2`).
+
+    Returns:
+      The new text and the notes of the edits.
     """
-    resolver = _Resolver(ast.parse(text))
-    edits = _V1Summaries(resolver)
+    edits = _V1Modules(_Resolver(ast.parse(text)))
     result = MetadataWrapper(cst.parse_module(text)).visit(edits).code
     return result, edits.notes

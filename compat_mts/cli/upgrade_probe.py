@@ -40,16 +40,24 @@ def main(argv):
 
     original_compute_gradients = v1.train.Optimizer.compute_gradients
 
+    new_losses = []  # Recorded since the last session began.
+
     def compute_gradients(self, loss, *args, **kwargs):
         if not callable(loss):
             losses_by_graph[loss.graph] = loss
+            new_losses.append(loss)
         return original_compute_gradients(self, loss, *args, **kwargs)
 
     v1.train.Optimizer.compute_gradients = compute_gradients
 
     class LossProbe(v1.train.SessionRunHook):
         def begin(self):
+            # The session's graph is the default one in v1; compat_mts's Estimator may begin its hooks
+            # outside the graph it built, so the loss recorded since the last session began is that graph's.
             self._loss = losses_by_graph.get(v1.get_default_graph())
+            if self._loss is None and new_losses:
+                self._loss = new_losses[-1]
+            new_losses.clear()
             self._runs = 0
             if self._loss is not None:
                 record['sessions'] += 1

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -164,7 +165,10 @@ def _summary_tags(run_dir: str) -> set[str]:
 
 def _env(python: str, tf1: bool, legacy_keras: bool) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-    if os.path.realpath(python) != os.path.realpath(sys.executable):
+    # oneDNN's kernels round differently from one TensorFlow release to the next (TF 2.15's v1 side against TF
+    # 2.21's): without them both sides run the same arithmetic, and what is compared is the program.
+    env.setdefault('TF_ENABLE_ONEDNN_OPTS', '0')
+    if os.path.abspath(python) != os.path.abspath(sys.executable):
         for name in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV'):
             env.pop(name, None)  # Another installation's interpreter: its own packages only.
     elif legacy_keras:
@@ -193,8 +197,8 @@ def verify(
       steps: training steps per side (each side also stops where the script itself stops).
       script_args: the script's arguments; `{dir}` in one stands for the side's own fresh directory.
       v1_python: the interpreter of the v1 side (one with `tf.estimator` for an Estimator script).
-      report_dir: where each side's directory, the upgraded script and its logs go (default: a new temporary
-        directory, kept).
+      report_dir: where each side's directory (`v1/`, `upgraded/`, emptied first), the upgraded script and the
+        logs go (default: a new temporary directory, kept).
       tf1: the original is written for TensorFlow 1.x (`import tensorflow` means `tf.compat.v1` there).
       timeout: seconds each side may take.
 
@@ -214,7 +218,8 @@ def verify(
         ('upgraded', sys.executable, upgraded_path),
     ):
         run_dir = os.path.join(report_dir, name)
-        os.makedirs(run_dir, exist_ok=True)
+        shutil.rmtree(run_dir, ignore_errors=True)  # A fresh directory per run: nothing to resume from.
+        os.makedirs(run_dir)
         out = os.path.join(report_dir, f'{name}.json')
         if os.path.exists(out):
             os.remove(out)
