@@ -180,6 +180,25 @@ class _StageOneEdits(cst.CSTTransformer):
         return cst.parse_expression(f'{self._mts}.{relative}')
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        result = self._edit_call(original, updated)
+        if not isinstance(result, cst.Call) or isinstance(result.whitespace_before_args, cst.ParenthesizedWhitespace):
+            return result
+        # Arguments after the opening parenthesis, on its line: the next lines align with it.
+        wrapped = [
+            index
+            for index, arg in enumerate(original.args[:-1])
+            if isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace)
+        ]
+        if not wrapped:
+            return result
+        current = self.get_metadata(PositionProvider, original.args[wrapped[0] + 1]).start.column
+        column = self.get_metadata(PositionProvider, original).start.column
+        shift = column + len(cst.Module([]).code_for_node(result.func)) + 1 - current
+        if shift:
+            result = result.with_changes(args=[arg.visit(_Shift(shift)) for arg in result.args])
+        return result
+
+    def _edit_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == 'export_savedmodel':
             # export_saved_model always strips default attributes: it has no strip_default_attrs argument.
@@ -212,13 +231,10 @@ class _StageOneEdits(cst.CSTTransformer):
         for index, arg in enumerate(updated.args):
             key = arg.keyword.value if arg.keyword else ('dtype', 'shape', 'name')[index]
             named[key] = arg.value
-        args = [
-            cst.Arg(named[key], keyword=cst.Name(key) if key != 'shape' else None)
-            for key in ('shape', 'dtype', 'name')
-            if key in named
-        ]
-        if 'shape' not in named:
-            args.insert(0, cst.Arg(cst.Name('None'), keyword=cst.Name('shape')))
+        equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(''), whitespace_after=cst.SimpleWhitespace(''))
+        args = [cst.Arg(named.get('shape', cst.Name('None'))), cst.Arg(named['dtype'])]
+        if 'name' in named:
+            args.append(cst.Arg(named['name'], keyword=cst.Name('name'), equal=equal))
         self._done(original, f'{spelled}(...) -> {head}.TensorSpec(...): the serving input, described, not fed')
         return cst.Call(func=cst.parse_expression(f'{head}.TensorSpec'), args=args)
 
@@ -286,6 +302,15 @@ class _StageOneEdits(cst.CSTTransformer):
                 self.notes.append(
                     Note(0, 'the ps and worker tasks serve and join(); the chief calls parameter_server_strategy', True)
                 )
+                self.notes.append(
+                    Note(
+                        0,
+                        f"the cluster ({cluster}) needs a 'chief' job: the task that runs the session loop. Add it "
+                        'where the cluster is described, and start that task (migration_guide/distributed.md, '
+                        '"Parameter-server clusters")',
+                        False,
+                    )
+                )
                 return [
                     *body[:index],
                     *body[index + 1 : later],
@@ -294,6 +319,20 @@ class _StageOneEdits(cst.CSTTransformer):
                     *body[later + 1 :],
                 ]
         return body
+
+
+class _Shift(cst.CSTTransformer):
+    """Moves every continuation line of a node right (or left) by `columns`."""
+
+    def __init__(self, columns: int):
+        super().__init__()
+        self._columns = columns
+
+    def leave_ParenthesizedWhitespace(
+        self, original: cst.ParenthesizedWhitespace, updated: cst.ParenthesizedWhitespace
+    ) -> cst.ParenthesizedWhitespace:
+        width = max(0, len(updated.last_line.value) + self._columns)
+        return updated.with_changes(last_line=cst.SimpleWhitespace(' ' * width))
 
 
 def _server_assignment(statement: cst.CSTNode) -> tuple[str, cst.Call] | None:
@@ -531,11 +570,18 @@ def _is_as_default(node: ast.AST) -> bool:
 
 
 def _own_nodes(statement: ast.stmt):
-    """The nodes of `statement` outside the functions and classes it defines."""
+    """The nodes of `statement` outside the functions and classes it defines; of a dotted name (`tf.train.X`),
+    only the whole name."""
     stack = [statement]
     while stack:
         node = stack.pop()
         yield node
+        if isinstance(node, ast.Attribute):
+            inner = node
+            while isinstance(inner.value, ast.Attribute):
+                inner = inner.value
+            if isinstance(inner.value, ast.Name):
+                continue
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 stack.append(child)
