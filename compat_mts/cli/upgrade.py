@@ -21,11 +21,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from compat_mts.cli import check_checker, check_names, upgrade_edits
+from compat_mts.cli import check_checker, check_names
 
-Note = upgrade_edits.Note
+if TYPE_CHECKING:
+    from compat_mts.cli.upgrade_edits import Note
+
+
+def _edits():
+    """The edits module, imported when a script is upgraded: libcst loads in a second or two, which `--help` and
+    the other subcommands do not wait for."""
+    from compat_mts.cli import upgrade_edits
+
+    return upgrade_edits
 
 
 @dataclasses.dataclass
@@ -119,17 +128,18 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
     start = text
     if renamed is not None and renamed != text:
         start = renamed
-        notes.append(Note(0, "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)", True))
-    upgraded, edit_notes = upgrade_edits.apply_edits(start)
+        renames = "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)"
+        notes.append(_edits().Note(0, renames, True))
+    upgraded, edit_notes = _edits().apply_edits(start)
     notes.extend(edit_notes)
     finding_notes = [
-        Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
+        _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
         for finding in check_checker.check_source(upgraded, path)
         if finding.blocks
     ]
     if finding_notes:
         notes.extend(finding_notes)
-        notes.append(Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
+        notes.append(_edits().Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
     return Upgrade(path, text, upgraded, notes)
 
 
@@ -147,7 +157,7 @@ def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
     tf1 = {path: text for path, text in texts.items() if is_tf1_script(text)}
     v1_module_notes = {}
     for path, text in tf1.items():
-        tf1[path], v1_module_notes[path] = upgrade_edits.v1_modules(text)
+        tf1[path], v1_module_notes[path] = _edits().v1_modules(text)
     renamed = tf_upgrade_v2(tf1) if tf1 and renames else {}
     upgrades = []
     for path, text in texts.items():
@@ -156,7 +166,7 @@ def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
         if path in tf1 and renamed is None:
             upgrade.notes.insert(
                 0,
-                Note(0, f'a TensorFlow 1.x script: run `tf_upgrade_v2 --infile {path} --inplace` first', False),
+                _edits().Note(0, f'TensorFlow 1.x: run `tf_upgrade_v2 --infile {path} --inplace` first', False),
             )
         upgrades.append(upgrade)
     return upgrades
