@@ -367,7 +367,8 @@ def _joins_on_ps(statement: cst.CSTNode, server: str) -> str | None:
     return cst.Module([]).code_for_node(test.left)
 
 
-def _is_ps_program(tree: ast.Module, resolver: _Resolver) -> bool:
+def _is_ps_program(tree: ast.Module) -> bool:
+    """Whether the script describes a cluster with a 'ps' job, or places variables with a replica_device_setter."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps' for key in node.keys):
             return True
@@ -470,7 +471,7 @@ def apply_edits(text: str) -> tuple[str, list[Note]]:
         resolver,
         mts,
         keep_v1_shapes=_reads_dimension_values(text),
-        ps_program=_is_ps_program(tree, resolver),
+        ps_program=_is_ps_program(tree),
         serving_placeholders=_serving_placeholders(tree, resolver),
     )
     wrapper = MetadataWrapper(module)
@@ -595,7 +596,7 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
     """
     tree = ast.parse(text)
     scan = _GraphScan(tree)
-    tf_name = scan.names.aliases and next(
+    tf_name = next(
         (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
     )
     if scan.uses_wrap_graph or not tf_name:
