@@ -300,3 +300,11 @@ def test_verify_takes_one_file(tmp_path):
     (tmp_path / 'b.py').write_text(V2_STYLE)
     result = _cli('a.py', 'b.py', '--verify', '3', cwd=str(tmp_path))
     assert result.returncode == 2 and '--verify takes one FILE' in result.stderr
+
+
+def test_without_renames_a_tensorflow_1_script_is_told_the_tf_upgrade_v2_command(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text('import tensorflow as tf\n\nx = tf.placeholder(tf.float32)\n')
+    [result] = upgrade.upgrade_files([str(script)], renames=False)
+    assert f'TensorFlow 1.x: run `tf_upgrade_v2 --infile {script} --inplace` first' in result.report()
+    assert 'tf.placeholder' in result.upgraded

@@ -78,34 +78,42 @@ def is_tf1_script(text: str) -> bool:
         return False
 
 
-def tf_upgrade_v2(texts: dict[str, str]) -> dict[str, str] | None:
-    """TensorFlow's `tf_upgrade_v2` renames of each text (by name), in one run over a temporary tree.
+class TfUpgradeV2:
+    """TensorFlow's `tf_upgrade_v2` renames of some texts (by name), in one run over a temporary tree.
 
-    Returns:
-      The renamed texts, or None when `tf_upgrade_v2` is not installed with TensorFlow.
+    The run starts at once, in a process of its own; `result()` waits for it. In between, the caller upgrades the
+    scripts that need no renames: the two take about as long, and a machine has two cores.
     """
-    command = [sys.executable, '-m', 'tensorflow.tools.compatibility.tf_upgrade_v2_main']
-    with tempfile.TemporaryDirectory(prefix='compat-mts-upgrade-') as scratch:
-        source, target = os.path.join(scratch, 'in'), os.path.join(scratch, 'out')
+
+    def __init__(self, texts: dict[str, str]):
+        self._names = list(texts)
+        self._scratch = tempfile.TemporaryDirectory(prefix='compat-mts-upgrade-')  # noqa: SIM115
+        source, self._target = os.path.join(self._scratch.name, 'in'), os.path.join(self._scratch.name, 'out')
         os.makedirs(source)
         for index, text in enumerate(texts.values()):
             with open(os.path.join(source, f'script_{index}.py'), 'w', encoding='utf-8') as file:
                 file.write(text)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-        result = subprocess.run(
-            [*command, '--intree', source, '--outtree', target, '--reportfile', os.path.join(scratch, 'report.txt')],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
+        report = os.path.join(self._scratch.name, 'report.txt')
+        self._process = subprocess.Popen(
+            [sys.executable, '-m', 'tensorflow.tools.compatibility.tf_upgrade_v2_main']
+            + ['--intree', source, '--outtree', self._target, '--reportfile', report],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
         )
-        if result.returncode != 0 or not os.path.isdir(target):
-            return None
-        renamed = {}
-        for index, name in enumerate(texts):
-            with open(os.path.join(target, f'script_{index}.py'), encoding='utf-8') as file:
-                renamed[name] = file.read()
-        return renamed
+
+    def result(self) -> dict[str, str] | None:
+        """The renamed texts, or None when `tf_upgrade_v2` could not run (TensorFlow without it)."""
+        try:
+            if self._process.wait() != 0 or not os.path.isdir(self._target):
+                return None
+            renamed = {}
+            for index, name in enumerate(self._names):
+                with open(os.path.join(self._target, f'script_{index}.py'), encoding='utf-8') as file:
+                    renamed[name] = file.read()
+            return renamed
+        finally:
+            self._scratch.cleanup()
 
 
 def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = None) -> Upgrade:
@@ -156,20 +164,20 @@ def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
             texts[path] = file.read()
     tf1 = {path: text for path, text in texts.items() if is_tf1_script(text)}
     v1_module_notes = {}
-    for path, text in tf1.items():
+    for path, text in tf1.items() if renames else ():
         tf1[path], v1_module_notes[path] = _edits().v1_modules(text)
-    renamed = tf_upgrade_v2(tf1) if tf1 and renames else {}
-    upgrades = []
-    for path, text in texts.items():
-        upgrade = upgrade_source(text, path, renamed=(renamed or {}).get(path))
-        upgrade.notes[:0] = v1_module_notes.get(path, []) if renamed else []
-        if path in tf1 and renamed is None:
-            upgrade.notes.insert(
-                0,
-                _edits().Note(0, f'TensorFlow 1.x: run `tf_upgrade_v2 --infile {path} --inplace` first', False),
-            )
-        upgrades.append(upgrade)
-    return upgrades
+    renames_run = TfUpgradeV2(tf1) if tf1 and renames else None
+    upgrades = {path: upgrade_source(text, path) for path, text in texts.items() if path not in tf1}
+    renamed = renames_run.result() if renames_run else None
+    for path in tf1:
+        upgrade = upgrade_source(texts[path], path, renamed=renamed.get(path) if renamed else None)
+        if renamed:
+            upgrade.notes[:0] = v1_module_notes[path]
+        else:
+            command = f'tf_upgrade_v2 --infile {path} --inplace'
+            upgrade.notes.insert(0, _edits().Note(0, f'TensorFlow 1.x: run `{command}` first', False))
+        upgrades[path] = upgrade
+    return [upgrades[path] for path in texts]
 
 
 def add_upgrade_command(subcommands: argparse._SubParsersAction) -> None:

@@ -386,6 +386,11 @@ def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tu
     """(line, column) of each `placeholder(...)` call whose value goes to `build_raw_serving_input_receiver_fn`
     (directly, or through a name assigned in the same function)."""
     found = set()
+    if not any(
+        isinstance(node, ast.Attribute) and node.attr == 'build_raw_serving_input_receiver_fn'
+        for node in ast.walk(tree)
+    ):
+        return frozenset()
     scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for scope in scopes:
         fed = set()
@@ -413,6 +418,8 @@ def _is_placeholder(node: ast.AST, resolver: _Resolver) -> bool:
 
 def _reads_dimension_values(text: str) -> bool:
     """Whether the script reads `x.shape[i].value` (check's blocking shape finding)."""
+    if '.value' not in text:
+        return False
     return any(
         finding.replacement.startswith('tf.compat.v1.dimension_value(') for finding in check_checker.check_source(text)
     )
@@ -474,7 +481,7 @@ def apply_edits(text: str) -> tuple[str, list[Note]]:
         ps_program=_is_ps_program(tree),
         serving_placeholders=_serving_placeholders(tree, resolver),
     )
-    wrapper = MetadataWrapper(module)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # The module is ours: no copy.
     edited = wrapper.visit(edits)
     notes.extend(edits.notes)
     tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
@@ -530,24 +537,28 @@ class _GraphScan:
         )
 
     def _tensorflow_functions(self, tree: ast.Module) -> set[str]:
+        """The module's functions that build graph ops, themselves or through the module's other functions."""
         functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        found = {name for name, node in functions.items() if self._builds_graph(node, set())}
-        while True:
-            more = {name for name, node in functions.items() if name not in found and self._builds_graph(node, found)}
-            if not more:
-                return found
+        direct, calls = set(), {}
+        for name, function in functions.items():
+            calls[name] = set()
+            for child in ast.walk(function):
+                if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in functions:
+                    calls[name].add(child.func.id)
+                elif isinstance(child, ast.Attribute) and name not in direct and self._is_graph_name(child):
+                    direct.add(name)
+        found = set(direct)
+        changed = True
+        while changed:  # Through calls: at most one round per function.
+            more = {name for name in functions if name not in found and calls[name] & found}
             found |= more
+            changed = bool(more)
+        return found
 
-    def _builds_graph(self, node: ast.AST, functions: set[str]) -> bool:
-        for child in ast.walk(node):
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in functions:
-                return True
-            if isinstance(child, (ast.Attribute, ast.Name)):
-                path = self.names.resolve(child)
-                relative = _relative(path) if path else None
-                if relative and not path.startswith('compat_mts') and not relative.startswith(_NOT_GRAPH):
-                    return True
-        return False
+    def _is_graph_name(self, node: ast.AST) -> bool:
+        path = self.names.resolve(node)
+        relative = _relative(path) if path else None
+        return bool(relative) and not relative.startswith(_NOT_GRAPH)
 
     def is_session(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Call):
@@ -702,5 +713,5 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
       The new text and the notes of the edits.
     """
     edits = _V1Modules(_Resolver(ast.parse(text)))
-    result = MetadataWrapper(cst.parse_module(text)).visit(edits).code
+    result = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True).visit(edits).code
     return result, edits.notes
