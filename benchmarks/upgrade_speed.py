@@ -7,7 +7,8 @@ fresh process, wall clock and the child's CPU time:
 - `compat-mts upgrade -o OUT FILE...`: the whole command, the TensorFlow 1.x scripts' `tf_upgrade_v2` renames
   included (one `tf_upgrade_v2` run over all of them);
 - `compat-mts upgrade --no-renames -o OUT FILE...`: the stage-1 edits alone;
-- `tf_upgrade_v2 --intree IN --outtree OUT`: TensorFlow's renames alone, over the same 100 files.
+- `tf_upgrade_v2 --intree IN --outtree OUT`: TensorFlow's renames alone, over the same 100 files;
+- `tf_upgrade_v2 --infile F --outfile G`: the same on one file, as it is usually run.
 
 `PYTHONPATH=. python benchmarks/upgrade_speed.py [--files 100] [--out results.json]`
 """
@@ -85,6 +86,20 @@ def main(argv: list[str] | None = None) -> dict:
                     os.path.join(scratch, 'out_tf'),
                     '--reportfile',
                     os.path.join(scratch, 'report.txt'),
+                ],
+                env,
+            ),
+            'tf_upgrade_v2 --infile (one file)': _timed(
+                [
+                    sys.executable,
+                    '-m',
+                    'tensorflow.tools.compatibility.tf_upgrade_v2_main',
+                    '--infile',
+                    files[0],
+                    '--outfile',
+                    os.path.join(scratch, 'one.py'),
+                    '--reportfile',
+                    os.path.join(scratch, 'report_one.txt'),
                 ],
                 env,
             ),
