@@ -308,3 +308,19 @@ def test_without_renames_a_tensorflow_1_script_is_told_the_tf_upgrade_v2_command
     [result] = upgrade.upgrade_files([str(script)], renames=False)
     assert f'TensorFlow 1.x: run `tf_upgrade_v2 --infile {script} --inplace` first' in result.report()
     assert 'tf.placeholder' in result.upgraded
+
+
+def test_continuation_lines_follow_a_renamed_call_and_no_other():
+    text, _ = _edited("""
+        import tensorflow as tf
+
+        with tf.Graph().as_default():
+            loss = tf.add(1.0,
+                  2.0)  # not aligned with its parenthesis, and not renamed: kept
+            with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir='/tmp/x',
+                                                             hooks=[]) as sess:
+                pass
+        """)
+    assert '    loss = tf.add(1.0,\n          2.0)  # not aligned' in text
+    aligned = '\n' + ' ' * 38 + 'hooks=[])'
+    assert "    with mts.MonitoredTrainingSession(checkpoint_dir='/tmp/x'," + aligned in text

@@ -183,6 +183,9 @@ class _StageOneEdits(cst.CSTTransformer):
         result = self._edit_call(original, updated)
         if not isinstance(result, cst.Call) or isinstance(result.whitespace_before_args, cst.ParenthesizedWhitespace):
             return result
+        new_func = cst.Module([]).code_for_node(result.func)
+        if new_func == cst.Module([]).code_for_node(original.func):
+            return result  # A call whose name did not change keeps its lines as they are.
         # Arguments after the opening parenthesis, on its line: the next lines align with it.
         wrapped = [
             index
@@ -193,7 +196,7 @@ class _StageOneEdits(cst.CSTTransformer):
             return result
         current = self.get_metadata(PositionProvider, original.args[wrapped[0] + 1]).start.column
         column = self.get_metadata(PositionProvider, original).start.column
-        shift = column + len(cst.Module([]).code_for_node(result.func)) + 1 - current
+        shift = column + len(new_func) + 1 - current
         if shift:
             result = result.with_changes(args=[arg.visit(_Shift(shift)) for arg in result.args])
         return result
