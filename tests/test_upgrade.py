@@ -324,3 +324,20 @@ def test_continuation_lines_follow_a_renamed_call_and_no_other():
     assert '    loss = tf.add(1.0,\n          2.0)  # not aligned' in text
     aligned = '\n' + ' ' * 38 + 'hooks=[])'
     assert "    with mts.MonitoredTrainingSession(checkpoint_dir='/tmp/x'," + aligned in text
+
+
+def test_session_names_imported_from_v1s_train_module_come_from_compat_mts():
+    text, notes = _edited("""
+        import tensorflow as tf
+        from tensorflow.compat.v1.train import MonitoredTrainingSession, StopAtStepHook
+
+        with tf.Graph().as_default():
+            loss = tf.compat.v1.placeholder(tf.float32)
+            with MonitoredTrainingSession(hooks=[StopAtStepHook(last_step=1)]) as sess:
+                pass
+        """)
+    assert 'from compat_mts import MonitoredTrainingSession, StopAtStepHook\n' in text
+    assert 'import compat_mts as mts' not in text
+    mixed, notes = _edited('from tensorflow.compat.v1.train import MonitoredSession, Saver\n')
+    assert mixed == 'from tensorflow.compat.v1.train import MonitoredSession, Saver\n'
+    assert [(note.line, note.done) for note in notes] == [(1, False)] and 'split the import' in notes[0].text

@@ -162,6 +162,23 @@ class _StageOneEdits(cst.CSTTransformer):
             return self._estimator(original, updated, relative)
         return updated
 
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        module = helpers.get_full_name_for_node(original.module) if original.module else None
+        if module not in ('tensorflow.compat.v1.train', 'tensorflow.train') or isinstance(
+            original.names, cst.ImportStar
+        ):
+            return updated
+        names = [alias.name.value for alias in original.names if isinstance(alias.name, cst.Name)]
+        moved = [name for name in names if name in SESSION_AND_HOOK_NAMES]
+        if not moved:
+            return updated
+        if len(moved) < len(names):
+            kept = ', '.join(name for name in names if name not in moved)
+            self._left(original, f'split the import: {", ".join(moved)} from compat_mts, {kept} from {module}')
+            return updated
+        self._done(original, f'from {module} import ... -> from compat_mts import ...')
+        return updated.with_changes(module=cst.Name('compat_mts'))
+
     def _estimator(self, original: cst.Attribute, updated: cst.Attribute, relative: str) -> cst.BaseExpression:
         found = catalogue.lookup('tensorflow.' + relative, v1_style=True)
         if found is None:
