@@ -341,3 +341,18 @@ def test_session_names_imported_from_v1s_train_module_come_from_compat_mts():
     mixed, notes = _edited('from tensorflow.compat.v1.train import MonitoredSession, Saver\n')
     assert mixed == 'from tensorflow.compat.v1.train import MonitoredSession, Saver\n'
     assert [(note.line, note.done) for note in notes] == [(1, False)] and 'split the import' in notes[0].text
+
+
+def test_upgrade_runs_without_importing_tensorflow(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text(V2_STYLE)
+    probe = (
+        'import sys; from compat_mts import cli\n'
+        f'code = cli.main(["upgrade", {str(script)!r}])\n'
+        'assert "tensorflow" not in sys.modules, "compat-mts upgrade imported TensorFlow"\n'
+        'sys.exit(code)'
+    )
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT)
+    result = subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert '+import compat_mts as mts' in result.stdout
