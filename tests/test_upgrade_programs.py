@@ -202,3 +202,14 @@ def test_the_upgraded_ps_worker_trainer_runs_on_a_chief_ps_worker_cluster_with_v
     assert len(v1_losses) == len(compat_losses) == STEPS
     np.testing.assert_allclose(compat_losses, v1_losses, rtol=1e-5, atol=1e-6)
     assert compat_losses[-1] < compat_losses[0]
+
+
+@pytest.mark.slow
+def test_verify_of_an_estimator_program_without_tf_estimator_says_which_interpreter_to_give(tmp_path):
+    script = os.path.join(SAMPLES, 'mnist_estimator.py')
+    [result] = upgrade.upgrade_files([script])
+    comparison = upgrade_verify.verify(
+        script, result.upgraded, 2, ['{dir}/model', '2'], report_dir=str(tmp_path / 'report'), tf1=True
+    )
+    assert comparison.v1.returncode != 0 and not comparison.equal
+    assert '--v1-python PYTHON' in comparison.format()

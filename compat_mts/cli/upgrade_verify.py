@@ -89,6 +89,11 @@ class Comparison:
             if side.returncode != 0:
                 lines.append(f'{side.name} run failed (exit status {side.returncode}): {side.error or ""}')
                 lines.extend('    ' + line for line in side.log.strip().splitlines()[-15:])
+        if self.v1.error and "has no attribute 'estimator'" in self.v1.error:
+            lines.append(
+                'the v1 side needs tf.estimator, which left TensorFlow in 2.16: --v1-python PYTHON of an environment '
+                "with 'tensorflow==2.15.*' and 'tensorflow-estimator==2.15.*' (migration_guide/upgrade.md)"
+            )
         lines.append('verdict: ' + ('the same training' if self.equal else 'NOT the same training'))
         return '\n'.join(lines) + '\n'
 
