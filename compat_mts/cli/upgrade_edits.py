@@ -732,6 +732,8 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
     Returns:
       The new text and the notes of the edits.
     """
+    if not any(f'{module}.' in text for module in _KEPT_BY_TF_UPGRADE_V2):
+        return text, []  # Nothing to rename: no tree to build.
     edits = _V1Modules(_Resolver(ast.parse(text)))
     result = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True).visit(edits).code
     return result, edits.notes
