@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Iterator, Sequence
 
-from compat_mts.cli import check
+from compat_mts.cli import check, upgrade
 
 DEFAULT_DEMO_DIRECTORY = 'compat-mts-demo'
 DEFAULT_DEMO_STEPS = 400
@@ -188,6 +188,7 @@ def _build_parser() -> argparse.ArgumentParser:
     convert_parser.add_argument('--verbose', action='store_true', help="also show TensorFlow's start-up lines")
     convert_parser.set_defaults(run=_run_convert)
     check.add_check_command(subcommands)
+    upgrade.add_upgrade_command(subcommands)
     return parser
 
 

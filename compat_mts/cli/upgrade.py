@@ -1,0 +1,288 @@
+"""`compat-mts upgrade`: makes the stage-1 edits of a v1 training script, and proves them with `--verify`.
+
+`compat-mts check` lists what a script's migration needs; `upgrade` makes the stage-1 part of it: the edits of
+migration_guide/legacy.md ("The stage-1 edits"), distributed.md ("Parameter-server clusters") and estimator.md,
+in the script's own formatting (`upgrade_edits`). A script still written for TensorFlow 1.x (`import tensorflow as
+tf` with 1.x names) first gets TensorFlow's own `tf_upgrade_v2` renames. Then the script's blocking `check`
+findings that no edit removed are listed for a person, with their lines. `--verify N` runs the original in v1 graph
+mode and the upgraded script eagerly, N steps each, and compares them (`upgrade_verify`).
+
+Without `--in-place` or `-o DIR` nothing is written: the command prints the diff and the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Sequence
+
+from compat_mts.cli import check_checker, check_names
+
+if TYPE_CHECKING:
+    from compat_mts.cli.upgrade_edits import Note
+
+
+def _edits():
+    """The edits module, imported when a script is upgraded: libcst loads in a second or two, which `--help` and
+    the other subcommands do not wait for."""
+    from compat_mts.cli import upgrade_edits
+
+    return upgrade_edits
+
+
+@dataclasses.dataclass
+class Upgrade:
+    """One script's upgrade: its text before and after, and the report's notes (lines of the input)."""
+
+    path: str
+    original: str
+    upgraded: str
+    notes: list[Note]
+
+    @property
+    def changed(self) -> bool:
+        return self.upgraded != self.original
+
+    def diff(self) -> str:
+        return ''.join(
+            difflib.unified_diff(
+                self.original.splitlines(keepends=True),
+                self.upgraded.splitlines(keepends=True),
+                fromfile=f'a/{self.path}',
+                tofile=f'b/{self.path}',
+            )
+        )
+
+    def report(self) -> str:
+        lines = [f'{self.path}: ' + ('upgraded' if self.changed else 'nothing to change')]
+        for title, done in (('changed', True), ('left for you', False)):
+            notes = [note for note in self.notes if note.done is done]
+            if notes:
+                lines.append(f'  {title}:')
+                lines.extend(f'    {f"line {note.line}: " if note.line else ""}{note.text}' for note in notes)
+        return '\n'.join(lines) + '\n'
+
+
+def is_tf1_script(text: str) -> bool:
+    """Whether `text` is written for TensorFlow 1.x: a bare `tensorflow` used with names TF2 moved or removed."""
+    try:
+        return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
+    except SyntaxError:
+        return False
+
+
+class TfUpgradeV2:
+    """TensorFlow's `tf_upgrade_v2` renames of some texts (by name), in one run over a temporary tree.
+
+    The run starts at once, in a process of its own; `result()` waits for it. In between, the caller upgrades the
+    scripts that need no renames: the two take about as long, and a machine has two cores.
+    """
+
+    def __init__(self, texts: dict[str, str]):
+        self._names = list(texts)
+        self._scratch = tempfile.TemporaryDirectory(prefix='compat-mts-upgrade-')  # noqa: SIM115
+        source, self._target = os.path.join(self._scratch.name, 'in'), os.path.join(self._scratch.name, 'out')
+        os.makedirs(source)
+        for index, text in enumerate(texts.values()):
+            with open(os.path.join(source, f'script_{index}.py'), 'w', encoding='utf-8') as file:
+                file.write(text)
+        report = os.path.join(self._scratch.name, 'report.txt')
+        self._process = subprocess.Popen(
+            [sys.executable, '-m', 'tensorflow.tools.compatibility.tf_upgrade_v2_main']
+            + ['--intree', source, '--outtree', self._target, '--reportfile', report],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+        )
+
+    def result(self) -> dict[str, str] | None:
+        """The renamed texts, or None when `tf_upgrade_v2` could not run (TensorFlow without it)."""
+        try:
+            if self._process.wait() != 0 or not os.path.isdir(self._target):
+                return None
+            renamed = {}
+            for index, name in enumerate(self._names):
+                with open(os.path.join(self._target, f'script_{index}.py'), encoding='utf-8') as file:
+                    renamed[name] = file.read()
+            return renamed
+        finally:
+            self._scratch.cleanup()
+
+
+def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = None) -> Upgrade:
+    """The stage-1 upgrade of one script's `text`.
+
+    Args:
+      text: the script.
+      path: its name, for the diff and the report.
+      renamed: `text` after `tf_upgrade_v2`, for a TensorFlow 1.x script (see `upgrade_files`); the edits start
+        from it.
+
+    Returns:
+      The `Upgrade`.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    ast.parse(text, filename=path)
+    notes = []
+    start = text
+    if renamed is not None and renamed != text:
+        start = renamed
+        renames = "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)"
+        notes.append(_edits().Note(0, renames, True))
+    upgraded, edit_notes = _edits().apply_edits(start)
+    notes.extend(edit_notes)
+    finding_notes = [
+        _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
+        for finding in check_checker.check_source(upgraded, path)
+        if finding.blocks
+    ]
+    if finding_notes:
+        notes.extend(finding_notes)
+        notes.append(_edits().Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
+    return Upgrade(path, text, upgraded, notes)
+
+
+def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
+    """The stage-1 upgrade of each file; TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames first, in one run.
+
+    Raises:
+      OSError: a file cannot be read.
+      SyntaxError: a file is not valid Python.
+    """
+    texts = {}
+    for path in paths:
+        with open(path, encoding='utf-8') as file:
+            texts[path] = file.read()
+    tf1 = {path: text for path, text in texts.items() if is_tf1_script(text)}
+    v1_module_notes = {}
+    for path, text in tf1.items() if renames else ():
+        tf1[path], v1_module_notes[path] = _edits().v1_modules(text)
+    renames_run = TfUpgradeV2(tf1) if tf1 and renames else None
+    upgrades = {path: upgrade_source(text, path) for path, text in texts.items() if path not in tf1}
+    renamed = renames_run.result() if renames_run else None
+    for path in tf1:
+        upgrade = upgrade_source(texts[path], path, renamed=renamed.get(path) if renamed else None)
+        if renamed:
+            upgrade.notes[:0] = v1_module_notes[path]
+        else:
+            command = f'tf_upgrade_v2 --infile {path} --inplace'
+            upgrade.notes.insert(0, _edits().Note(0, f'TensorFlow 1.x: run `{command}` first', False))
+        upgrades[path] = upgrade
+    return [upgrades[path] for path in texts]
+
+
+def add_upgrade_command(subcommands: argparse._SubParsersAction) -> None:
+    """Adds `compat-mts upgrade` to the command line's subcommands."""
+    parser = subcommands.add_parser(
+        'upgrade',
+        help="make a v1 script's stage-1 edits (prints the diff); --verify N compares it with v1 graph mode",
+        description=(
+            'Make the stage-1 edits of migration_guide/legacy.md to each FILE, keeping its formatting and '
+            'comments, and print a unified diff and a report of what changed and what is left to do. Nothing is '
+            'written without --in-place or -o DIR. With --verify N (one FILE), run the original in v1 graph mode '
+            'and the upgraded script, N steps each in fresh processes, and compare their losses, checkpoints '
+            'and summaries.'
+        ),
+    )
+    parser.add_argument('files', nargs='+', metavar='FILE', help='Python scripts to upgrade')
+    parser.add_argument('--stage', type=int, choices=(1,), default=1, help='the stage to upgrade to (only 1)')
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument('--in-place', action='store_true', help='rewrite each FILE')
+    where.add_argument('-o', '--output-dir', metavar='DIR', help='write the upgraded files to DIR, by base name')
+    parser.add_argument('--diff', action='store_true', help='print the diff also when writing files')
+    parser.add_argument('--no-renames', action='store_true', help="do not run tf_upgrade_v2's renames first")
+    parser.add_argument(
+        '--verify',
+        type=_positive_int,
+        metavar='N',
+        help='run the original (v1 graph mode) and the upgraded script N steps each and compare them',
+    )
+    parser.add_argument(
+        '--args',
+        default='',
+        metavar='ARGS',
+        help='with --verify: the script\'s arguments, split as a shell would; "{dir}" stands for a fresh '
+        'directory per run (e.g. --args "{dir}/ckpt 100")',
+    )
+    parser.add_argument(
+        '--v1-python',
+        default=sys.executable,
+        metavar='PYTHON',
+        help='with --verify: the interpreter that runs the original (one with tf.estimator, TensorFlow <= 2.15, '
+        'for an Estimator script; default: this one)',
+    )
+    parser.add_argument(
+        '--report-dir', metavar='DIR', help='with --verify: where the runs, the comparison and loss.png go'
+    )
+    parser.set_defaults(run=run_upgrade)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be a positive integer, got {text!r}')
+    return value
+
+
+def _write(upgrade: Upgrade, args: argparse.Namespace) -> str | None:
+    if args.in_place:
+        target = upgrade.path
+    elif args.output_dir:
+        os.makedirs(args.output_dir, exist_ok=True)
+        target = os.path.join(args.output_dir, os.path.basename(upgrade.path))
+        if os.path.abspath(target) == os.path.abspath(upgrade.path):
+            raise ValueError(f'-o {args.output_dir} is the directory of {upgrade.path}: use --in-place to rewrite it')
+    else:
+        return None
+    if upgrade.changed or target != upgrade.path:
+        if target == upgrade.path:
+            shutil.copymode(upgrade.path, upgrade.path)
+        with open(target, 'w', encoding='utf-8') as file:
+            file.write(upgrade.upgraded)
+    return target
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    """`compat-mts upgrade`: 0 when done (or nothing to do), 2 on a bad file or argument.
+
+    Raises:
+      Nothing: every error is printed with the file it concerns, and the exit status says it.
+    """
+    if args.verify and len(args.files) != 1:
+        print('compat-mts upgrade: --verify takes one FILE', file=sys.stderr)
+        return 2
+    try:
+        upgrades = upgrade_files(args.files, renames=not args.no_renames)
+    except (OSError, UnicodeDecodeError) as error:
+        print(f'compat-mts upgrade: {error}', file=sys.stderr)
+        return 2
+    except SyntaxError as error:
+        print(f'compat-mts upgrade: {error.filename}:{error.lineno}: {error.msg}', file=sys.stderr)
+        return 2
+    for upgrade in upgrades:
+        try:
+            target = _write(upgrade, args)
+        except ValueError as error:
+            print(f'compat-mts upgrade: {error}', file=sys.stderr)
+            return 2
+        if target is None or args.diff:
+            sys.stdout.write(upgrade.diff())
+        sys.stdout.write(upgrade.report() + (f'  written to {target}\n' if target else ''))
+    if not args.verify:
+        return 0
+    from compat_mts.cli import upgrade_verify  # Starts TensorFlow processes: only when asked.
+
+    upgrade = upgrades[0]
+    return upgrade_verify.verify_command(upgrade, args)

@@ -1,0 +1,292 @@
+"""`compat-mts upgrade --verify N`: the original in v1 graph mode beside the upgraded script, N steps each.
+
+Each side runs in a fresh process through `upgrade_probe.py` (which records the loss of every training step), in
+a fresh directory of its own: `{dir}` in the script's arguments stands for it, and it is the working directory,
+so relative paths land there too. Compared: the loss of every step, the variables of the last checkpoint
+(names, shapes, values) and the summary tags, of every checkpoint and events directory under the run's
+directory. A plot of both loss curves is written as `loss.png` when matplotlib is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Sequence
+
+import numpy as np
+
+from compat_mts.cli import upgrade_edits
+
+RTOL, ATOL = 1e-5, 1e-6
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'upgrade_probe.py')
+
+
+@dataclasses.dataclass
+class Side:
+    """What one run left: its losses per step, last checkpoints' variables, summary tags, and how it ended."""
+
+    name: str
+    losses: list[float]
+    variables: dict[str, np.ndarray]
+    tags: set[str]
+    returncode: int
+    error: str | None
+    log: str
+
+
+@dataclasses.dataclass
+class Comparison:
+    """The two sides of a `--verify` run, and whether they agree."""
+
+    v1: Side
+    upgraded: Side
+
+    @property
+    def losses_equal(self) -> bool:
+        a, b = self.v1.losses, self.upgraded.losses
+        return bool(a) and len(a) == len(b) and np.allclose(a, b, rtol=RTOL, atol=ATOL)
+
+    @property
+    def variables_equal(self) -> bool:
+        a, b = self.v1.variables, self.upgraded.variables
+        return sorted(a) == sorted(b) and all(
+            np.shape(a[name]) == np.shape(b[name]) and np.allclose(a[name], b[name], rtol=RTOL, atol=ATOL) for name in a
+        )
+
+    @property
+    def equal(self) -> bool:
+        return (
+            self.v1.returncode == 0
+            and self.upgraded.returncode == 0
+            and self.losses_equal
+            and self.variables_equal
+            and self.v1.tags == self.upgraded.tags
+        )
+
+    def format(self) -> str:
+        lines = [f'{"step":>6}  {"v1 graph mode":>16}  {"upgraded":>16}  {"difference":>12}']
+        for index in range(max(len(self.v1.losses), len(self.upgraded.losses))):
+            values = [side.losses[index] if index < len(side.losses) else None for side in (self.v1, self.upgraded)]
+            cells = [f'{value:>16.8g}' if value is not None else f'{"-":>16}' for value in values]
+            difference = f'{abs(values[0] - values[1]):>12.3g}' if None not in values else f'{"-":>12}'
+            lines.append(f'{index + 1:>6}  {cells[0]}  {cells[1]}  {difference}')
+        lines.append('losses: ' + ('equal at every step' if self.losses_equal else 'DIFFER') + f' (rtol {RTOL})')
+        lines.extend(self._variables_lines())
+        only_v1, only_upgraded = self.v1.tags - self.upgraded.tags, self.upgraded.tags - self.v1.tags
+        lines.append(
+            f'summary tags: {len(self.v1.tags & self.upgraded.tags)} in both'
+            + (f'; only in v1: {sorted(only_v1)}' if only_v1 else '')
+            + (f'; only upgraded: {sorted(only_upgraded)}' if only_upgraded else '')
+        )
+        for side in (self.v1, self.upgraded):
+            if side.returncode != 0:
+                lines.append(f'{side.name} run failed (exit status {side.returncode}): {side.error or ""}')
+                lines.extend('    ' + line for line in side.log.strip().splitlines()[-15:])
+        if self.v1.error and "has no attribute 'estimator'" in self.v1.error:
+            lines.append(
+                'the v1 side needs tf.estimator, which left TensorFlow in 2.16: --v1-python PYTHON of an environment '
+                "with 'tensorflow==2.15.*' and 'tensorflow-estimator==2.15.*' (migration_guide/upgrade.md)"
+            )
+        lines.append('verdict: ' + ('the same training' if self.equal else 'NOT the same training'))
+        return '\n'.join(lines) + '\n'
+
+    def _variables_lines(self) -> list[str]:
+        a, b = self.v1.variables, self.upgraded.variables
+        common = sorted(set(a) & set(b))
+        lines = [f'checkpoint variables: {len(common)} in both']
+        differing = [
+            name
+            for name in common
+            if np.shape(a[name]) != np.shape(b[name]) or not np.allclose(a[name], b[name], rtol=RTOL, atol=ATOL)
+        ]
+        if differing:
+            lines.append(f'    values differ: {differing}')
+        elif common:
+            lines[0] += ', same shapes and values'
+        if set(a) - set(b):
+            lines.append(f'    only in v1: {sorted(set(a) - set(b))}')
+        if set(b) - set(a):
+            lines.append(f'    only upgraded: {sorted(set(b) - set(a))}')
+        return lines
+
+    def plot(self, path: str) -> str | None:
+        """Writes both loss curves to `path` (PNG); the reason when it cannot (matplotlib missing)."""
+        try:
+            import matplotlib
+
+            matplotlib.use('Agg')
+            from matplotlib import pyplot
+        except ImportError:
+            return 'no plot: matplotlib is not installed (pip install matplotlib)'
+        figure, axes = pyplot.subplots(figsize=(7, 4))
+        axes.plot(range(1, len(self.v1.losses) + 1), self.v1.losses, label='v1 graph mode', linewidth=3, alpha=0.5)
+        axes.plot(range(1, len(self.upgraded.losses) + 1), self.upgraded.losses, label='upgraded', linestyle='--')
+        axes.set_xlabel('step')
+        axes.set_ylabel('loss')
+        axes.legend()
+        figure.savefig(path, dpi=100)
+        pyplot.close(figure)
+        return None
+
+
+def _checkpoint_variables(run_dir: str) -> dict[str, np.ndarray]:
+    import tensorflow as tf
+
+    variables = {}
+    for directory, _, files in sorted(os.walk(run_dir)):
+        if 'checkpoint' not in files:
+            continue
+        latest = tf.train.latest_checkpoint(directory)
+        if latest is None:
+            continue
+        prefix = os.path.relpath(directory, run_dir)
+        for name, _ in tf.train.list_variables(latest):
+            key = name if prefix == '.' else f'{prefix}/{name}'
+            variables[key] = np.asarray(tf.train.load_variable(latest, name))
+    return variables
+
+
+def _summary_tags(run_dir: str) -> set[str]:
+    import tensorflow as tf
+
+    tags = set()
+    for directory, _, files in os.walk(run_dir):
+        prefix = os.path.relpath(directory, run_dir)
+        for file in files:
+            if 'tfevents' not in file:
+                continue
+            for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, file)):
+                for value in event.summary.value:
+                    tags.add(value.tag if prefix == '.' else f'{prefix}: {value.tag}')
+    return tags
+
+
+def _env(python: str, tf1: bool, legacy_keras: bool) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+    # oneDNN's kernels round differently from one TensorFlow release to the next (TF 2.15's v1 side against TF
+    # 2.21's): without them both sides run the same arithmetic, and what is compared is the program.
+    env.setdefault('TF_ENABLE_ONEDNN_OPTS', '0')
+    if os.path.abspath(python) != os.path.abspath(sys.executable):
+        for name in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV'):
+            env.pop(name, None)  # Another installation's interpreter: its own packages only.
+    elif legacy_keras:
+        env['TF_USE_LEGACY_KERAS'] = '1'  # As the upgraded script sets it, before TensorFlow is imported.
+    if tf1:
+        env['COMPAT_MTS_PROBE_TF1'] = '1'
+    return env
+
+
+def verify(
+    original: str,
+    upgraded_text: str,
+    steps: int,
+    script_args: Sequence[str] = (),
+    *,
+    v1_python: str = sys.executable,
+    report_dir: str | None = None,
+    tf1: bool = False,
+    timeout: float = 3600,
+) -> Comparison:
+    """Runs `original` in v1 graph mode and `upgraded_text` eagerly, `steps` steps each, and compares them.
+
+    Args:
+      original: the path of the v1 script.
+      upgraded_text: the upgraded script.
+      steps: training steps per side (each side also stops where the script itself stops).
+      script_args: the script's arguments; `{dir}` in one stands for the side's own fresh directory.
+      v1_python: the interpreter of the v1 side (one with `tf.estimator` for an Estimator script).
+      report_dir: where each side's directory (`v1/`, `upgraded/`, emptied first), the upgraded script and the
+        logs go (default: a new temporary directory, kept).
+      tf1: the original is written for TensorFlow 1.x (`import tensorflow` means `tf.compat.v1` there).
+      timeout: seconds each side may take.
+
+    Returns:
+      The `Comparison`.
+    """
+    report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix='compat-mts-verify-'))
+    os.makedirs(report_dir, exist_ok=True)
+    upgraded_path = os.path.join(report_dir, 'upgraded_' + os.path.basename(original))
+    with open(upgraded_path, 'w', encoding='utf-8') as file:
+        file.write(upgraded_text)
+    script_dir = os.path.dirname(os.path.abspath(original))
+    legacy_keras = upgrade_edits.sets_legacy_keras(upgraded_text)
+    runs = {}
+    for name, python, script in (
+        ('v1', v1_python, os.path.abspath(original)),
+        ('upgraded', sys.executable, upgraded_path),
+    ):
+        run_dir = os.path.join(report_dir, name)
+        shutil.rmtree(run_dir, ignore_errors=True)  # A fresh directory per run: nothing to resume from.
+        os.makedirs(run_dir)
+        out = os.path.join(report_dir, f'{name}.json')
+        if os.path.exists(out):
+            os.remove(out)
+        args = [arg.replace('{dir}', run_dir) for arg in script_args]
+        log = open(os.path.join(report_dir, f'{name}.log'), 'w', encoding='utf-8')  # noqa: SIM115
+        process = subprocess.Popen(
+            [python, PROBE, name, out, str(steps), script_dir, script, *args],
+            cwd=run_dir,
+            env=_env(python, tf1 and name == 'v1', legacy_keras),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        runs[name] = (process, log, out, run_dir)
+    sides = {}
+    for name, (process, log, out, run_dir) in runs.items():
+        try:
+            returncode = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            returncode = process.wait()
+        log.close()
+        record = {'losses': [], 'error': f'no record (exit status {returncode})'}
+        if os.path.exists(out):
+            with open(out, encoding='utf-8') as file:
+                record = json.load(file)
+        with open(log.name, encoding='utf-8', errors='replace') as file:
+            text = file.read()
+        sides[name] = Side(
+            name,
+            record['losses'],
+            _checkpoint_variables(run_dir),
+            _summary_tags(run_dir),
+            returncode,
+            record.get('error'),
+            text,
+        )
+    return Comparison(sides['v1'], sides['upgraded'])
+
+
+def verify_command(upgrade, args: argparse.Namespace) -> int:
+    """`--verify N` of `compat-mts upgrade`: prints the comparison; 0 when both sides agree, 1 when not."""
+    from compat_mts.cli import upgrade as upgrade_lib
+
+    from compat_mts.cli.main import _tensorflow_start_up_quiet
+
+    with _tensorflow_start_up_quiet(False):
+        import tensorflow as tf  # Read the checkpoints and events here, without TensorFlow's start-up lines.
+    tf.get_logger().setLevel('ERROR')
+    report_dir = os.path.abspath(args.report_dir or tempfile.mkdtemp(prefix='compat-mts-verify-'))
+    print(f'\nverifying {args.verify} steps: v1 graph mode ({args.v1_python}) beside the upgraded script')
+    comparison = verify(
+        upgrade.path,
+        upgrade.upgraded,
+        args.verify,
+        shlex.split(args.args),
+        v1_python=args.v1_python,
+        report_dir=report_dir,
+        tf1=upgrade_lib.is_tf1_script(upgrade.original),
+    )
+    sys.stdout.write(comparison.format())
+    plot = os.path.join(report_dir, 'loss.png')
+    problem = comparison.plot(plot)
+    print(problem or f'plot: {plot}')
+    print(f'runs, logs and checkpoints: {report_dir}')
+    return 0 if comparison.equal else 1

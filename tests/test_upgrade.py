@@ -1,0 +1,358 @@
+"""`compat-mts upgrade`'s edits, in process: what each stage-1 edit turns a v1 script into, that the rest of the
+script stays as written, that a second run changes nothing, and the command line around them.
+
+The runs of the upgraded programs, and `--verify`, are in tests/test_upgrade_programs.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from compat_mts.cli import check, upgrade, upgrade_edits
+from tests import support
+
+SAMPLES = os.path.join(support.TESTS_DIR, 'upgrade_samples')
+V1_PROGRAMS = os.path.join(support.TESTS_DIR, 'v1_programs')
+# Every v1 script of the suite: the upgrade samples, the hand-ported v1 programs, the checker's samples.
+ALL_SCRIPTS = sorted(
+    glob.glob(os.path.join(SAMPLES, '*.py'))
+    + glob.glob(os.path.join(V1_PROGRAMS, '*_v1.py'))
+    + glob.glob(os.path.join(support.TESTS_DIR, 'check_samples', '*.py'))
+)
+ALL_SCRIPTS = [path for path in ALL_SCRIPTS if not path.endswith('__init__.py')]
+
+
+def _edited(source: str) -> tuple[str, list[upgrade_edits.Note]]:
+    return upgrade_edits.apply_edits(textwrap.dedent(source))
+
+
+def _read(path: str) -> str:
+    with open(path, encoding='utf-8') as file:
+        return file.read()
+
+
+def test_session_and_hook_names_become_compat_mts_and_the_graph_code_keeps_its_v1_names():
+    text, notes = _edited("""
+        import tensorflow as tf
+
+        def train(loss, train_op):
+            with tf.Graph().as_default():
+                step = tf.compat.v1.train.get_or_create_global_step()
+                hooks = [tf.compat.v1.train.StopAtStepHook(last_step=10), tf.compat.v1.train.NanTensorHook(loss)]
+                with tf.compat.v1.train.MonitoredTrainingSession(hooks=hooks) as sess:  # the loop
+                    while not sess.should_stop():
+                        sess.run(train_op)
+        """)
+    assert 'import tensorflow as tf\nimport compat_mts as mts\n' in text
+    assert '[mts.StopAtStepHook(last_step=10), mts.NanTensorHook(loss)]' in text
+    assert 'with mts.MonitoredTrainingSession(hooks=hooks) as sess:  # the loop' in text
+    assert 'tf.compat.v1.train.get_or_create_global_step()' in text  # Graph code: as written.
+    assert [note.line for note in notes if note.done and 'StopAtStepHook' in note.text] == [
+        7
+    ]  # The source's first line is empty.
+
+
+def test_an_existing_compat_mts_import_is_used_under_its_own_name():
+    text, _ = _edited("""
+        import tensorflow as tf
+        import compat_mts as cm
+
+        with tf.Graph().as_default():
+            with tf.compat.v1.train.MonitoredSession() as sess:
+                pass
+        """)
+    assert 'with cm.MonitoredSession() as sess:' in text
+    assert text.count('import compat_mts') == 1
+
+
+def test_disable_v2_behavior_goes_and_a_graph_built_at_the_top_of_main_goes_under_a_graph_block():
+    text, notes = _edited("""
+        import tensorflow.compat.v1 as tf
+
+        tf.disable_v2_behavior()
+
+
+        def main():
+            steps = 3
+            x = tf.placeholder(tf.float32, [None, 1], name='x')
+            loss = tf.reduce_mean(tf.layers.dense(x, 1))
+            train_op = tf.train.AdamOptimizer().minimize(loss)
+            with tf.train.MonitoredTrainingSession(hooks=[tf.train.StopAtStepHook(last_step=steps)]) as sess:
+                while not sess.should_stop():
+                    sess.run(train_op, feed_dict={x: [[1.0]]})
+            print('done')
+        """)
+    assert 'disable_v2_behavior' not in text
+    assert (
+        textwrap.dedent("""
+        def main():
+            steps = 3
+            with tf.Graph().as_default():
+                x = tf.placeholder(tf.float32, [None, 1], name='x')
+        """)
+        in text
+    )
+    assert "\n        print('done')\n" in text  # The rest of main() goes in the block too.
+    assert "os.environ['TF_USE_LEGACY_KERAS'] = '1'" in text.split('import tensorflow')[0]
+    assert any('top level of main()' in note.text for note in notes)
+    compile(text, '<upgraded>', 'exec')
+
+
+def test_disable_v2_behavior_becomes_disable_v2_tensorshape_where_the_graph_reads_dimension_values():
+    text, _ = _edited("""
+        import tensorflow as tf
+
+        tf.compat.v1.disable_v2_behavior()
+
+        with tf.Graph().as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None, 3])
+            width = x.shape[1].value
+        """)
+    assert 'tf.compat.v1.disable_v2_tensorshape()\n' in text
+    assert 'disable_v2_behavior' not in text
+    assert not [finding for finding in check.check_source(text) if finding.blocks]
+
+
+def test_disable_eager_execution_alone_in_a_block_leaves_a_pass():
+    text, _ = _edited("""
+        import tensorflow as tf
+
+        if True:
+            tf.compat.v1.disable_eager_execution()
+        """)
+    assert 'disable_eager_execution' not in text
+    assert 'if True:\n    pass\n' in text
+
+
+def test_estimator_names_become_compat_mts_estimator_and_export_savedmodel_export_saved_model():
+    text, notes = _edited("""
+        import tensorflow as tf
+
+        def model_fn(features, labels, mode):
+            if mode == tf.estimator.ModeKeys.PREDICT:
+                return tf.estimator.EstimatorSpec(mode, predictions=features)
+
+        estimator = tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(tf_random_seed=1))
+        image = tf.compat.v1.placeholder(tf.float32, [None, 28, 28], name='image')
+        receiver = tf.estimator.export.build_raw_serving_input_receiver_fn({'image': image})
+        estimator.export_savedmodel('/tmp/export', receiver, strip_default_attrs=True)
+        """)
+    assert 'mode == mts.estimator.ModeKeys.PREDICT' in text
+    assert 'mts.estimator.Estimator(model_fn, config=mts.estimator.RunConfig(tf_random_seed=1))' in text
+    assert 'mts.estimator.export.build_raw_serving_input_receiver_fn(' in text
+    assert "estimator.export_saved_model('/tmp/export', receiver)" in text
+    assert "image = tf.TensorSpec([None, 28, 28], tf.float32, name='image')" in text
+    assert 'tf.estimator' not in text
+    assert sum('estimator.export ->' in note.text for note in notes) == 0  # Whole names only, once each.
+
+
+def test_a_premade_estimator_is_left_for_a_person_with_its_keras_successor():
+    text, notes = _edited("""
+        import tensorflow as tf
+
+        classifier = tf.estimator.DNNClassifier(hidden_units=[10], feature_columns=[])
+        """)
+    assert 'tf.estimator.DNNClassifier' in text
+    left = [note for note in notes if not note.done]
+    assert [note.line for note in left] == [4] and 'Keras' in left[0].text
+
+
+def test_a_ps_program_gets_the_four_parameter_server_edits_of_the_guide():
+    text, notes = upgrade_edits.apply_edits(_read(os.path.join(SAMPLES, 'mnist_ps.py')))
+    # 1. (left for a person: the cluster comes from CLUSTER) 2. the ps and worker tasks serve.
+    assert textwrap.dedent("""\
+            if job_name in ('ps', 'worker'):
+                server = tf.train.Server(cluster, job_name=job_name, task_index=task_index)
+                server.join()
+            mts.parameter_server_strategy(cluster)
+        """).replace('\n', '\n    ').rstrip() in text.replace('\n', '\n')
+    # 3. the strategy before the graph, which goes under a graph block, its device function under v1's tf.device.
+    assert text.index('mts.parameter_server_strategy(cluster)') < text.index('with tf.Graph().as_default():')
+    assert 'with tf.Graph().as_default():\n        with tf.compat.v1.device(tf.train.replica_device_setter(' in text
+    # 4. no master=.
+    keywords = {
+        keyword.arg for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call) for keyword in node.keywords
+    }
+    assert 'master' not in keywords and 'mts.MonitoredTrainingSession(is_chief=(task_index == 0),' in text
+    assert [note for note in notes if not note.done and "'chief' job" in note.text]
+    assert not [finding for finding in check.check_source(text) if finding.blocks and 'ps' in finding.note]
+
+
+def test_the_horovod_shaped_trainer_comes_out_as_its_hand_port():
+    upgraded, _ = upgrade_edits.apply_edits(_read(os.path.join(V1_PROGRAMS, 'mnist_layers_v1.py')))
+    hand_port = _read(os.path.join(V1_PROGRAMS, 'mnist_layers_compat.py'))
+
+    def definitions(text):
+        return [ast.dump(node) for node in ast.parse(text).body if not isinstance(node, (ast.Expr, ast.Import))]
+
+    assert definitions(upgraded) == definitions(hand_port)
+    imports = {ast.dump(node) for node in ast.parse(hand_port).body if isinstance(node, ast.Import)}
+    assert imports == {ast.dump(node) for node in ast.parse(upgraded).body if isinstance(node, ast.Import)}
+
+
+def test_lines_no_edit_touches_stay_byte_for_byte():
+    original = _read(os.path.join(SAMPLES, 'cifar10_train.py')).replace('tf.train.', 'tf.compat.v1.train.')
+    upgraded, _ = upgrade_edits.apply_edits(original)
+    removed = [line for line in difflib.ndiff(original.splitlines(), upgraded.splitlines()) if line[:2] == '- ']
+    added = [line for line in difflib.ndiff(original.splitlines(), upgraded.splitlines()) if line[:2] == '+ ']
+    assert removed and all('tf.compat.v1.train.' in line for line in removed)
+    assert all('mts.' in line or 'import compat_mts' in line or 'disable_v2_tensorshape' in line for line in added)
+    assert '# Asks for loss value.' in upgraded
+
+
+@pytest.mark.parametrize('path', ALL_SCRIPTS, ids=os.path.basename)
+def test_a_second_upgrade_changes_nothing(path):
+    once, _ = upgrade_edits.apply_edits(_read(path))
+    twice, notes = upgrade_edits.apply_edits(once)
+    assert twice == once
+    assert not [note for note in notes if note.done]
+    compile(once, path, 'exec')
+
+
+def test_a_script_without_tensorflow_is_left_alone():
+    source = 'import os\n\nprint(os.getcwd())  # nothing to do\n'
+    assert upgrade_edits.apply_edits(source) == (source, [])
+
+
+def test_tensorflow_1_scripts_are_told_apart_from_tensorflow_2_ones():
+    assert upgrade.is_tf1_script('import tensorflow as tf\nx = tf.placeholder(tf.float32)\n')
+    assert not upgrade.is_tf1_script('import tensorflow as tf\nx = tf.compat.v1.placeholder(tf.float32)\n')
+    assert not upgrade.is_tf1_script('import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\n')
+
+
+def test_tensorflow_1_summaries_and_layers_become_v1_names_before_tf_upgrade_v2():
+    text, notes = upgrade_edits.v1_modules(
+        'import tensorflow as tf\n\ntf.summary.scalar("loss", loss)\ny = tf.layers.dense(x, 1)\n'
+    )
+    assert 'tf.compat.v1.summary.scalar("loss", loss)' in text and 'tf.compat.v1.layers.dense(x, 1)' in text
+    assert [note.line for note in notes] == [3, 4]
+
+
+def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    return subprocess.run(
+        [sys.executable, '-m', 'compat_mts', 'upgrade', *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+V2_STYLE = """\
+import tensorflow as tf
+
+
+def main():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 1])
+    loss = tf.reduce_mean(x)  # the loss
+    with tf.compat.v1.train.MonitoredTrainingSession() as sess:
+        sess.run(loss, feed_dict={x: [[1.0]]})
+"""
+
+
+def test_the_command_prints_a_diff_and_a_report_and_writes_nothing_by_default(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text(V2_STYLE)
+    result = _cli('train.py', cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert '--- a/train.py\n+++ b/train.py\n' in result.stdout
+    assert '+    with tf.Graph().as_default():\n' in result.stdout
+    assert 'line 7: tf.compat.v1.train.MonitoredTrainingSession -> mts.MonitoredTrainingSession' in result.stdout
+    assert script.read_text() == V2_STYLE
+
+
+def test_the_command_writes_in_place_or_to_a_directory_and_a_second_run_has_nothing_to_change(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text(V2_STYLE)
+    out = tmp_path / 'out'
+    assert _cli('train.py', '-o', str(out), cwd=str(tmp_path)).returncode == 0
+    assert script.read_text() == V2_STYLE
+    written = (out / 'train.py').read_text()
+    assert 'mts.MonitoredTrainingSession' in written
+    result = _cli('train.py', '--in-place', cwd=str(tmp_path))
+    assert result.returncode == 0 and '--- a/' not in result.stdout
+    assert script.read_text() == written
+    again = _cli('train.py', '--in-place', '--diff', cwd=str(tmp_path))
+    assert again.returncode == 0 and 'train.py: nothing to change' in again.stdout and '--- a/' not in again.stdout
+
+
+def test_the_command_refuses_a_file_that_is_not_python_naming_it(tmp_path):
+    (tmp_path / 'broken.py').write_text('def main(:\n')
+    result = _cli('broken.py', cwd=str(tmp_path))
+    assert result.returncode == 2
+    assert 'compat-mts upgrade: broken.py:1:' in result.stderr
+    missing = _cli('missing.py', cwd=str(tmp_path))
+    assert missing.returncode == 2 and 'missing.py' in missing.stderr
+
+
+def test_verify_takes_one_file(tmp_path):
+    (tmp_path / 'a.py').write_text(V2_STYLE)
+    (tmp_path / 'b.py').write_text(V2_STYLE)
+    result = _cli('a.py', 'b.py', '--verify', '3', cwd=str(tmp_path))
+    assert result.returncode == 2 and '--verify takes one FILE' in result.stderr
+
+
+def test_without_renames_a_tensorflow_1_script_is_told_the_tf_upgrade_v2_command(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text('import tensorflow as tf\n\nx = tf.placeholder(tf.float32)\n')
+    [result] = upgrade.upgrade_files([str(script)], renames=False)
+    assert f'TensorFlow 1.x: run `tf_upgrade_v2 --infile {script} --inplace` first' in result.report()
+    assert 'tf.placeholder' in result.upgraded
+
+
+def test_continuation_lines_follow_a_renamed_call_and_no_other():
+    text, _ = _edited("""
+        import tensorflow as tf
+
+        with tf.Graph().as_default():
+            loss = tf.add(1.0,
+                  2.0)  # not aligned with its parenthesis, and not renamed: kept
+            with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir='/tmp/x',
+                                                             hooks=[]) as sess:
+                pass
+        """)
+    assert '    loss = tf.add(1.0,\n          2.0)  # not aligned' in text
+    aligned = '\n' + ' ' * 38 + 'hooks=[])'
+    assert "    with mts.MonitoredTrainingSession(checkpoint_dir='/tmp/x'," + aligned in text
+
+
+def test_session_names_imported_from_v1s_train_module_come_from_compat_mts():
+    text, notes = _edited("""
+        import tensorflow as tf
+        from tensorflow.compat.v1.train import MonitoredTrainingSession, StopAtStepHook
+
+        with tf.Graph().as_default():
+            loss = tf.compat.v1.placeholder(tf.float32)
+            with MonitoredTrainingSession(hooks=[StopAtStepHook(last_step=1)]) as sess:
+                pass
+        """)
+    assert 'from compat_mts import MonitoredTrainingSession, StopAtStepHook\n' in text
+    assert 'import compat_mts as mts' not in text
+    mixed, notes = _edited('from tensorflow.compat.v1.train import MonitoredSession, Saver\n')
+    assert mixed == 'from tensorflow.compat.v1.train import MonitoredSession, Saver\n'
+    assert [(note.line, note.done) for note in notes] == [(1, False)] and 'split the import' in notes[0].text
+
+
+def test_upgrade_runs_without_importing_tensorflow(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text(V2_STYLE)
+    probe = (
+        'import sys; from compat_mts import cli\n'
+        f'code = cli.main(["upgrade", {str(script)!r}])\n'
+        'assert "tensorflow" not in sys.modules, "compat-mts upgrade imported TensorFlow"\n'
+        'sys.exit(code)'
+    )
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT)
+    result = subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert '+import compat_mts as mts' in result.stdout

@@ -1,0 +1,215 @@
+"""`compat-mts upgrade` on four public v1 trainers, run: the upgraded programs train with no further edit, and
+`--verify` shows them equal to v1 graph mode step by step.
+
+The trainers: the tensorflow/models CIFAR-10 tutorial (`tests/upgrade_samples/cifar10_train.py`, TensorFlow 1.x
+names, so `tf_upgrade_v2` runs first), Horovod's `tensorflow_mnist.py` shape (`tests/v1_programs/mnist_layers_v1.py`,
+`tf.layers` on tf-keras), an official/r1 mnist Estimator program (`tests/upgrade_samples/mnist_estimator.py`, whose
+v1 side runs on TensorFlow 2.15, the last with `tf.estimator`), and a ps/worker trainer
+(`tests/upgrade_samples/mnist_ps.py`), run as two real clusters on localhost: v1's (ps, worker) in graph mode and
+the upgraded one (chief, ps, worker). Each `--verify` starts two processes; the clusters five.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from compat_mts.cli import upgrade, upgrade_verify
+from tests import support, tf215
+from tests.test_distribute_cluster import free_ports
+
+SAMPLES = os.path.join(support.TESTS_DIR, 'upgrade_samples')
+V1_PROGRAMS = os.path.join(support.TESTS_DIR, 'v1_programs')
+STEPS = 10
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+def _verify(tmp_path, script: str, args: str, *extra: str) -> tuple[subprocess.CompletedProcess, str]:
+    report_dir = str(tmp_path / 'report')
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    result = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'compat_mts',
+            'upgrade',
+            script,
+            '--verify',
+            str(STEPS),
+            '--args',
+            args,
+            '--report-dir',
+            report_dir,
+            *extra,
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    return result, report_dir
+
+
+def _side(report_dir: str, name: str) -> dict:
+    with open(os.path.join(report_dir, f'{name}.json'), encoding='utf-8') as file:
+        return json.load(file)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    'script, args',
+    [
+        (os.path.join(SAMPLES, 'cifar10_train.py'), '{dir}/train 30'),
+        (os.path.join(V1_PROGRAMS, 'mnist_layers_v1.py'), '{dir}/checkpoints 30'),
+        (os.path.join(SAMPLES, 'mnist_estimator.py'), '{dir}/model 20'),
+    ],
+    ids=['cifar10_tutorial', 'horovod_mnist', 'r1_mnist_estimator'],
+)
+def test_verify_shows_the_upgraded_trainer_equal_to_v1_graph_mode_step_by_step(tmp_path, script, args):
+    extra = ('--v1-python', tf215.python()) if 'estimator' in script else ()
+    result, report_dir = _verify(tmp_path, script, args, *extra)
+    assert result.returncode == 0, f'{result.stdout[-6000:]}\n{result.stderr[-3000:]}'
+    assert 'verdict: the same training' in result.stdout
+    assert 'losses: equal at every step' in result.stdout
+    v1, upgraded = _side(report_dir, 'v1'), _side(report_dir, 'upgraded')
+    assert v1['error'] is None and upgraded['error'] is None
+    assert len(v1['losses']) == len(upgraded['losses']) == STEPS
+    np.testing.assert_allclose(upgraded['losses'], v1['losses'], rtol=upgrade_verify.RTOL, atol=upgrade_verify.ATOL)
+    assert len(set(v1['losses'])) > 1, 'the loss moves: the steps trained'
+    table = [line.split() for line in result.stdout.splitlines() if line.split()[:1] == ['1'] or 'v1 graph' in line]
+    assert table, result.stdout
+    assert 'checkpoint variables: ' in result.stdout and ', same shapes and values' in result.stdout
+    with open(os.path.join(report_dir, 'loss.png'), 'rb') as file:
+        assert file.read(8) == PNG_SIGNATURE
+    upgraded_script = os.path.join(report_dir, 'upgraded_' + os.path.basename(script))
+    with open(upgraded_script, encoding='utf-8') as file:
+        assert upgrade.upgrade_source(file.read()).changed is False  # What ran is a fixed point of the upgrade.
+
+
+LEARNING_PROGRAM = """\
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+
+with tf.Graph().as_default():
+    x = tf.constant(np.linspace(-1, 1, 32, dtype=np.float32).reshape(32, 1))
+    w = tf.compat.v1.get_variable('w', [1, 1], initializer=tf.compat.v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 3 * x), name='loss')
+    step = tf.compat.v1.train.get_or_create_global_step()
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(LEARNING_RATE).minimize(loss, global_step=step)
+    with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as sess:
+        while not sess.should_stop():
+            sess.run(train_op)
+"""
+
+
+@pytest.mark.slow
+def test_verify_says_so_when_the_upgraded_program_trains_differently(tmp_path):
+    original = tmp_path / 'regression.py'
+    original.write_text(LEARNING_PROGRAM.replace('LEARNING_RATE', '0.1'))
+    upgraded = upgrade.upgrade_source(original.read_text(), str(original)).upgraded
+    assert 'mts.MonitoredTrainingSession' in upgraded
+    comparison = upgrade_verify.verify(
+        str(original), upgraded.replace('0.1', '0.2'), 5, ['{dir}/ckpt'], report_dir=str(tmp_path / 'report')
+    )
+    assert len(comparison.v1.losses) == len(comparison.upgraded.losses) == 5
+    assert comparison.v1.losses[0] == pytest.approx(comparison.upgraded.losses[0])  # Same start, then apart.
+    assert not comparison.losses_equal and not comparison.variables_equal and not comparison.equal
+    text = comparison.format()
+    assert 'losses: DIFFER' in text and "values differ: ['ckpt/w']" in text
+    assert text.rstrip().endswith('verdict: NOT the same training')
+
+
+def _start(command: list[str], env: dict, log) -> subprocess.Popen:
+    return subprocess.Popen(command, env=env, cwd=support.REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def _cluster_run(tmp_path, name: str, jobs: dict, script: list[str], runner: str, tf1: bool) -> list[float]:
+    """Starts the cluster's serving tasks, then its training task (the last job), and returns its losses."""
+    ports = iter(free_ports(sum(len(tasks) for tasks in jobs.values())))
+    cluster = {job: [f'localhost:{next(ports)}' for _ in tasks] for job, tasks in jobs.items()}
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', CLUSTER=json.dumps(cluster), TF_ENABLE_ONEDNN_OPTS='0')
+    env['PYTHONPATH'] = support.REPO_ROOT
+    if tf1:
+        env['COMPAT_MTS_PROBE_TF1'] = '1'
+    checkpoint_dir = str(tmp_path / name / 'checkpoints')
+    out = str(tmp_path / name / 'losses.json')
+    os.makedirs(os.path.dirname(out))
+    *serving, (train_job, train_index) = [(job, index) for job, tasks in jobs.items() for index in tasks]
+    log = open(tmp_path / name / 'tasks.log', 'w', encoding='utf-8')  # noqa: SIM115
+    servers = [
+        _start([sys.executable, *script, job, str(index), checkpoint_dir, str(STEPS)], env, log)
+        for job, index in serving
+    ]
+    try:
+        trainer = subprocess.run(
+            [
+                sys.executable,
+                upgrade_verify.PROBE,
+                runner,
+                out,
+                str(STEPS),
+                SAMPLES,
+                script[-1],
+                train_job,
+                str(train_index),
+                checkpoint_dir,
+                str(STEPS),
+            ],
+            env=env,
+            cwd=support.REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()
+        log.close()
+    assert trainer.returncode == 0, trainer.stderr[-5000:]
+    assert support.latest_checkpoint_step(checkpoint_dir) == STEPS
+    return json.loads(trainer.stdout.splitlines()[-1])['losses']
+
+
+@pytest.mark.slow
+def test_the_upgraded_ps_worker_trainer_runs_on_a_chief_ps_worker_cluster_with_v1s_losses(tmp_path):
+    original = os.path.join(SAMPLES, 'mnist_ps.py')
+    [result] = upgrade.upgrade_files([original])
+    upgraded = tmp_path / 'upgraded_mnist_ps.py'
+    upgraded.write_text(result.upgraded)
+    assert [note.text for note in result.notes if not note.done and "'chief' job" in note.text]
+    v1_losses = _cluster_run(
+        tmp_path,
+        'v1',
+        {'ps': [0], 'worker': [0]},
+        [upgrade_verify.PROBE, 'v1', os.devnull, '0', SAMPLES, original],
+        'v1',
+        tf1=True,
+    )
+    compat_losses = _cluster_run(
+        tmp_path, 'upgraded', {'ps': [0], 'worker': [0], 'chief': [0]}, [str(upgraded)], 'upgraded', tf1=False
+    )
+    assert len(v1_losses) == len(compat_losses) == STEPS
+    np.testing.assert_allclose(compat_losses, v1_losses, rtol=1e-5, atol=1e-6)
+    assert compat_losses[-1] < compat_losses[0]
+
+
+@pytest.mark.slow
+def test_verify_of_an_estimator_program_without_tf_estimator_says_which_interpreter_to_give(tmp_path):
+    script = os.path.join(SAMPLES, 'mnist_estimator.py')
+    [result] = upgrade.upgrade_files([script])
+    comparison = upgrade_verify.verify(
+        script, result.upgraded, 2, ['{dir}/model', '2'], report_dir=str(tmp_path / 'report'), tf1=True
+    )
+    assert comparison.v1.returncode != 0 and not comparison.equal
+    assert '--v1-python PYTHON' in comparison.format()
