@@ -109,8 +109,7 @@ _ROUND_3 = [
         "MonitoredSession.run-feed_dict={'unknown': 1}",
         lambda d: _feed({'unknown': 1}),
         TypeError,
-        r"`feed_dict` has the key\(s\) \['unknown'\], which the step '<lambda>' takes no argument for \(its "
-        r'arguments: none\)',
+        r"`feed_dict` does not fit the step `<lambda>`, whose keyword arguments are none: 'unknown' is not among them",
     ),
     (
         'MonitoredTrainingSession-checkpoint_dir-NUL',
