@@ -1415,6 +1415,7 @@ def test_the_global_step_of_a_graph_block_stays_until_stage_2_as_in_a_wrap_graph
 # What check reads: regular files only, up to a cap, in time linear in their length.
 
 
+@pytest.mark.slow
 def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / 'train.py'
     os.mkfifo(fifo)
@@ -1428,6 +1429,7 @@ def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(tmp_path):
     assert result.stdout == ''
 
 
+@pytest.mark.slow
 def test_a_device_is_refused_instead_of_read_forever(tmp_path):
     result = run_standalone('/dev/zero', str(SAMPLES / 'regression.py'), cwd=tmp_path)
     assert result.returncode == 2
@@ -1455,6 +1457,7 @@ def test_the_default_cap_is_named_in_mebibytes(tmp_path):
         check.check_file(script)
 
 
+@pytest.mark.slow
 def test_an_expression_nested_beyond_the_parser_is_a_check_error_not_a_traceback(tmp_path):
     script = tmp_path / 'chain.py'
     script.write_text('import tensorflow as tf\nd = (tf.data.Dataset.range(10)\n' + '    .map(f)\n' * 5000 + ')\n')

@@ -135,6 +135,7 @@ def test_check_runs_without_importing_tensorflow(tmp_path):
     assert 'train.py:2:9: stage 2: tf.compat.v1.train.Saver' in result.stdout, result.stdout
 
 
+@pytest.mark.slow
 def test_version_prints_the_versions_without_importing_tensorflow(tmp_path):
     from importlib import metadata
 

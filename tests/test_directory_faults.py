@@ -147,6 +147,7 @@ def _big_program():
     return global_step, weights, step, mts.Scaffold(saver=tf.train.Checkpoint(weights=weights))
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_clear_error_that_leaves_no_partial_files_and_keeps_the_last_checkpoint(tmp_path, tf_logs):
     with mounts.small_file_system(str(tmp_path / 'small'), 120) as directory:
         _, _, step, scaffold = _big_program()
