@@ -1,4 +1,4 @@
-"""The premade Estimators and heads of `tf.estimator`, each with its Keras successor.
+"""The premade Estimators and heads of `tf.estimator`: their Keras successors, and those compat_mts lacks.
 
 One table for two readers: `compat_mts.estimator` names the successor when a program asks for one of these, and
 `compat-mts check` (`compat_mts.cli.check_catalogue`) when it finds one in a script. Standard library only, below
@@ -24,6 +24,30 @@ PREMADE_ESTIMATORS = {
     'LinearClassifier': 'tf.keras.Sequential([tf.keras.layers.Dense(n_classes)]) and model.fit',
     'LinearEstimator': 'tf.keras.Sequential([tf.keras.layers.Dense(units)]) and model.fit',
     'LinearRegressor': 'tf.keras.Sequential([tf.keras.layers.Dense(1)]) with loss="mse" and model.fit',
+    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
+    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
+    'MultiHead': 'a Keras model with several outputs and losses',
+    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
+    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
+    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
+    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
+    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
+}
+
+# What tf.estimator had and compat_mts.estimator does not, with the successor to use instead.
+_BOOSTED_TREES = (
+    'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel): TF 2.21 still has the boosted-trees '
+    'kernels, but not the quantile and ensemble resources tf.estimator trained them with'
+)
+NOT_PROVIDED = {
+    'BoostedTreesClassifier': _BOOSTED_TREES,
+    'BoostedTreesEstimator': _BOOSTED_TREES,
+    'BoostedTreesRegressor': _BOOSTED_TREES,
+    'BaselineEstimator': 'BaselineClassifier or BaselineRegressor, or a Keras model with one bias',
+    'DNNEstimator': 'DNNClassifier or DNNRegressor, or a tf.keras.Sequential of Dense layers',
+    'DNNLinearCombinedEstimator': 'DNNLinearCombinedClassifier or DNNLinearCombinedRegressor, or a Keras '
+    'functional model adding a linear and a deep branch',
+    'LinearEstimator': 'LinearClassifier or LinearRegressor, or tf.keras.Sequential([tf.keras.layers.Dense(units)])',
     'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
     'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
     'MultiHead': 'a Keras model with several outputs and losses',

@@ -1097,28 +1097,7 @@ PREMADE_PROVIDED = frozenset(
         'LinearRegressor',
     }
 )
-_BOOSTED_TREES = (
-    'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel): TF 2.21 still has the boosted-trees '
-    'kernels, but not the quantile and ensemble resources tf.estimator trained them with'
-)
-PREMADE_NOT_PROVIDED = {
-    'BoostedTreesClassifier': _BOOSTED_TREES,
-    'BoostedTreesEstimator': _BOOSTED_TREES,
-    'BoostedTreesRegressor': _BOOSTED_TREES,
-    'BaselineEstimator': 'BaselineClassifier or BaselineRegressor, or a Keras model with one bias',
-    'DNNEstimator': 'DNNClassifier or DNNRegressor, or a tf.keras.Sequential of Dense layers',
-    'DNNLinearCombinedEstimator': 'DNNLinearCombinedClassifier or DNNLinearCombinedRegressor, or a Keras '
-    'functional model adding a linear and a deep branch',
-    'LinearEstimator': 'LinearClassifier or LinearRegressor, or tf.keras.Sequential([tf.keras.layers.Dense(units)])',
-    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
-    'MultiHead': 'a Keras model with several outputs and losses',
-    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
-    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
-    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
-    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
-}
+PREMADE_NOT_PROVIDED = premade_estimators.NOT_PROVIDED  # compat_mts.estimator refuses the same names.
 
 
 def premade_rule(name: str) -> Rule:
