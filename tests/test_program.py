@@ -78,17 +78,21 @@ def _fill_program_tables(tmp_path, monkeypatch, tf_logs):
     with evaluation.collecting():
         _evaluation._writer(str(tmp_path / 'eval'), tf.compat.v1.GraphDef())
     evaluation.release()
+    # The caller holds the step until the tables are measured: its cached direct caller is weakly keyed, so
+    # the entry goes whenever the garbage collector frees the step (at any moment once nothing holds it).
+    return step
 
 
 def test_reset_clears_every_program_table_and_keeps_the_process_tables(tmp_path, monkeypatch, tf_logs):
     mts.reset()
-    _fill_program_tables(tmp_path, monkeypatch, tf_logs)
+    step = _fill_program_tables(tmp_path, monkeypatch, tf_logs)
     # Process tables: a writer a hook took outside any session, and a checkpoint directory's lock.
     profiler = mts.ProfilerHook(save_steps=1, output_dir=str(tmp_path / 'profile'))
     (tmp_path / 'locked').mkdir()
     checkpoints.lock_directory(str(tmp_path / 'locked'))
 
     filled = sizes()
+    del step
     kinds = {table.name: table.kind for table in program_lib.PROGRAM.tables()}
     empty_before = sorted(name for name, size in filled.items() if kinds[name] == 'program' and not size)
     assert not empty_before, f'not filled by the program: {empty_before}'
