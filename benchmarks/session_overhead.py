@@ -28,6 +28,10 @@ The ratio of the median single steps (p50) is printed too: on a shared machine, 
 processes disturbs it less, but it leaves out the every-100-steps work that the means include.
 
 Run: `PYTHONPATH=. python benchmarks/session_overhead.py [--steps 2000] [--repeats 15] [--out results.json]`
+
+`--feed-dict` times a fed step instead (the features an argument of the step, the same NumPy batch fed on
+every step): the bare loop `train_step(features=batch)` against compat_mts's `session.run(train_step,
+feed_dict={'features': batch})`, whose feed keys are checked against the step's arguments on every run.
 """
 
 from __future__ import annotations
@@ -84,8 +88,7 @@ class Model:
         variables = self.variables
         trainable = list(variables.values())
 
-        @tf.function
-        def train_step():
+        def one_step(features):
             with tf.GradientTape() as tape:
                 hidden = tf.nn.relu(tf.matmul(features, variables['kernel_1']) + variables['bias_1'])
                 predictions = tf.matmul(hidden, variables['kernel_2']) + variables['bias_2']
@@ -94,7 +97,16 @@ class Model:
             global_step.assign_add(1)
             tf.summary.scalar('loss', loss)
 
+        @tf.function
+        def train_step():
+            one_step(features)
+
+        @tf.function
+        def fed_train_step(features):
+            one_step(features)
+
         self.train_step = train_step
+        self.fed_train_step = fed_train_step
 
     def checkpoint(self, **extra) -> tf.train.Checkpoint:
         return tf.train.Checkpoint(variables=self.variables, optimizer=self.optimizer, **extra)
@@ -327,6 +339,112 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
     }
 
 
+FED_VARIANTS = ('bare_loop_fed', 'compat_mts_fed')
+FED_LABELS = {
+    'bare_loop_fed': 'bare loop, `train_step(features=batch)`',
+    'compat_mts_fed': "compat_mts, `session.run(train_step, feed_dict={'features': batch})`",
+}
+
+
+class BareFedLoop:
+    """`--feed-dict`, the baseline: the fed step called in a loop with the NumPy batch."""
+
+    def __init__(self, workdir: str):
+        del workdir
+        self.model = Model(_new_global_step())
+        self.batch = workload.synthetic_batch()[0]
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        run_one = functools.partial(self.model.fed_train_step, features=self.batch)
+        for _ in range(warmup_steps):
+            run_one()
+        return workload.time_steps_with_cpu(run_one, steps)
+
+
+class CompatMTSFed(CompatMTS):
+    """`--feed-dict`: compat_mts's session with its v1 default hooks, the batch fed by `feed_dict`."""
+
+    def __init__(self, workdir: str):
+        super().__init__(workdir)
+        self.feed_dict = {'features': workload.synthetic_batch()[0]}
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        with self.session() as session:
+            run_one = functools.partial(session.run, self.model.fed_train_step, feed_dict=self.feed_dict)
+            for _ in range(warmup_steps):
+                run_one()
+            return workload.time_steps_with_cpu(run_one, steps)
+
+
+def run_feed_benchmark(steps: int, repeats: int, warmup_steps: int) -> dict:
+    """The `--feed-dict` benchmark: the two fed variants, interleaved as `run_benchmark`'s."""
+    workdir = tempfile.mkdtemp(prefix='session_overhead_fed_')
+    try:
+        variants = {'bare_loop_fed': BareFedLoop(workdir), 'compat_mts_fed': CompatMTSFed(workdir)}
+        load_before = os.getloadavg()
+        means: dict[str, list[float]] = {name: [] for name in FED_VARIANTS}
+        cpu_means: dict[str, list[float]] = {name: [] for name in FED_VARIANTS}
+        step_times: dict[str, list[np.ndarray]] = {name: [] for name in FED_VARIANTS}
+        for round_index in range(repeats):
+            order = FED_VARIANTS if round_index % 2 == 0 else FED_VARIANTS[::-1]
+            for name in order:
+                gc.collect()
+                timing = variants[name].run_repeat(warmup_steps, steps)
+                means[name].append(timing['mean_step_s'])
+                cpu_means[name].append(timing['cpu_step_s'])
+                step_times[name].append(timing['step_times_s'])
+            print(
+                f'round {round_index + 1}/{repeats}: '
+                + ', '.join(f'{name} {means[name][-1] * 1e6:.0f} us' for name in FED_VARIANTS),
+                file=sys.stderr,
+            )
+        load_after = os.getloadavg()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    results = {
+        name: workload.summarize_step_times(means[name], np.concatenate(step_times[name]), cpu_means[name])
+        for name in FED_VARIANTS
+    }
+    return {
+        'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+        'command': ' '.join([os.path.basename(sys.executable)] + sys.argv),
+        'tensorflow': tf.__version__,
+        'python': platform.python_version(),
+        'machine': f'{platform.machine()}, {os.cpu_count()} CPUs',
+        'load_average_before': load_before,
+        'load_average_after': load_after,
+        'steps': steps,
+        'repeats': repeats,
+        'warmup_steps': warmup_steps,
+        'variants': results,
+        'compat_mts_fed_over_bare_loop_fed': {
+            'mean': float(np.median(np.asarray(means['compat_mts_fed']) / np.asarray(means['bare_loop_fed']))),
+            'p50': results['compat_mts_fed']['p50_step_s'] / results['bare_loop_fed']['p50_step_s'],
+            'cpu': float(np.median(np.asarray(cpu_means['compat_mts_fed']) / np.asarray(cpu_means['bare_loop_fed']))),
+        },
+    }
+
+
+def format_feed_table(report: dict) -> str:
+    """The `--feed-dict` results as a Markdown table, and compat_mts's ratio to the bare fed loop."""
+    lines = [
+        '| variant | per-step µs (median of repeat means) | p50 µs | p99 µs | CPU µs/step |',
+        '|---|---:|---:|---:|---:|',
+    ]
+    for name in FED_VARIANTS:
+        result = report['variants'][name]
+        lines.append(
+            f'| {FED_LABELS[name]} | {result["median_of_repeat_means_s"] * 1e6:.1f} | {result["p50_step_s"] * 1e6:.1f} '
+            f'| {result["p99_step_s"] * 1e6:.1f} | {result["median_cpu_per_step_s"] * 1e6:.1f} |'
+        )
+    ratios = report['compat_mts_fed_over_bare_loop_fed']
+    lines += [
+        '',
+        f'compat_mts fed / bare loop fed: {ratios["mean"]:.3f}   (p50: {ratios["p50"]:.3f}, CPU: {ratios["cpu"]:.3f})',
+    ]
+    return '\n'.join(lines)
+
+
 def format_table(report: dict) -> str:
     """The results as a Markdown table, followed by the compat_mts ratios and the step-read count."""
     lines = [
@@ -391,10 +509,25 @@ def main(argv: list[str] | None = None) -> None:
         default=300,
         help="runs over which compat_mts's TensorFlow executions are counted, 0 to skip (default: %(default)s)",
     )
+    parser.add_argument('--feed-dict', action='store_true', help='time the fed step (bare loop and compat_mts) instead')
     parser.add_argument('--out', help='write the full results (every repeat, the environment) to this JSON file')
     args = parser.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0 or args.count_steps < 0:
         parser.error('--steps and --repeats must be positive, --warmup and --count-steps non-negative.')
+    if args.feed_dict:
+        report = run_feed_benchmark(args.steps, args.repeats, args.warmup)
+        workload.publish(
+            report,
+            [
+                f'{report["date"]}  TensorFlow {report["tensorflow"]}  Python {report["python"]}  {report["machine"]}',
+                f'--feed-dict: {args.repeats} interleaved repeats x {args.steps} timed steps (+{args.warmup} warm-up); '
+                f'load average {report["load_average_before"][0]:.2f} before, {report["load_average_after"][0]:.2f} '
+                'after',
+            ],
+            format_feed_table(report),
+            args.out,
+        )
+        return
 
     report = run_benchmark(args.steps, args.repeats, args.warmup, args.count_steps)
     _check_finite(report)

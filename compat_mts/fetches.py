@@ -139,14 +139,17 @@ class SessionState:
         its global step), asked first for names and given the feeds no fetch claims; None without one.
       last_step: the callable the session ran last as its step (see `Run`'s `session_step`), or None.
       last_step_kwargs: the keyword arguments it was called with.
+      step_at_eager_fetch: the global step at the session's last run that fetched eager tensors alone, while no
+        run since has run a callable or a graph fetch; else None (see `_refuse_outputs_of_a_called_step`).
     """
 
-    __slots__ = ('graph_runner', 'last_step', 'last_step_kwargs')
+    __slots__ = ('graph_runner', 'last_step', 'last_step_kwargs', 'step_at_eager_fetch')
 
     def __init__(self, graph_runner: GraphRunner | None = None):
         self.graph_runner = graph_runner
         self.last_step: Any = None
         self.last_step_kwargs: dict | None = None
+        self.step_at_eager_fetch: int | None = None
 
     def forget_last_step(self) -> None:
         """Called when the session is (re)created: its graph is that of the steps it runs from now on."""
@@ -215,34 +218,6 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
     return kwargs, graph_feeds
 
 
-def _raise_for_unknown_feeds(step: Any, kwargs: dict, error: TypeError) -> None:
-    """Raises a TypeError naming the `feed_dict` keys that `step` has no argument for, if there are any.
-
-    Called when calling `step(**kwargs)` raised `error`; returns when every key is an argument of the step
-    (or its arguments cannot be known), so that `error` is the step's own.
-    """
-    function = getattr(step, 'step_fn', step)  # A `repeat_steps` callable passes its feeds to the step.
-    function = getattr(function, 'python_function', function)  # A tf.function.
-    try:
-        parameters = list(inspect.signature(function).parameters.values())
-    except (TypeError, ValueError):
-        return
-    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
-        return
-    names = [
-        parameter.name
-        for parameter in parameters
-        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-    ]
-    unknown = sorted(set(kwargs) - set(names))
-    if unknown:
-        raise TypeError(
-            f'`feed_dict` has the key(s) {unknown}, which the step {getattr(function, "__name__", step)!r} takes '
-            f'no argument for (its arguments: {names or "none"}). A string key of `feed_dict` is a keyword '
-            "argument of the step callable, or the name of a tensor of a wrap_graph graph ('x:0')."
-        ) from error
-
-
 _PYTHON_SCALARS = (bool, int, float)
 
 
@@ -258,10 +233,21 @@ def _as_feeds(kwargs: dict) -> dict:
 
 
 # step -> (its parameter names, the required ones, whether it takes **kwargs), or None when it has no signature.
-_step_parameters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Process-wide as `_direct_steps` is: a property of the step alone, dropped with it (weakly keyed). Without it,
+# `inspect.signature` would cost every fed run (benchmarks/RESULTS.md, `--feed-dict`).
+_step_parameters: weakref.WeakKeyDictionary = program_lib.PROGRAM.table(
+    'fetches.step_parameters',
+    weakref.WeakKeyDictionary(),
+    "the keyword arguments of each step run with feeds, which `feed_dict`'s keys are checked against (weakly keyed)",
+)
 
 
 def _parameters_of(step: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool] | None:
+    """The keyword arguments `feed_dict` can give `step`: `(names, required names, takes **kwargs)`, or None.
+
+    A `tf.function`'s are its Python function's; a callable object's are its `__signature__` if it has one (a
+    `repeat_steps` callable gives its one-step function's, to which it passes its feeds), else its `__call__`'s.
+    """
     try:
         return _step_parameters[step]
     except (KeyError, TypeError):
@@ -295,14 +281,21 @@ def _step_name(step: Any) -> str:
 def _check_step_arguments(request: Any, kwargs: dict) -> None:
     """Raises a TypeError naming the keys a step accepts when `feed_dict`'s string keys do not fit it.
 
-    Without this, a key such as 'x:0' (a graph tensor's name) reaches the `tf.function`, which renames it
-    'x_0' and fails with a binding error and a dump of the fed array.
+    The one check of `feed_dict`'s string keys, made before anything runs, for every callable of the caller's
+    fetches (each is given every key). Without it, a key such as 'x:0' (a graph tensor's name) reaches the
+    `tf.function`, which renames it 'x_0' and fails with a binding error and a dump of the fed array. A step
+    whose arguments cannot be known (`inspect.signature` fails) is called as it is.
     """
-    leaves = tf.nest.flatten(request) if isinstance(request, _STRUCTURES) else [request]
-    steps = [leaf for leaf in leaves if _is_callable_fetch(leaf)]
-    if len(steps) != 1:
-        return  # None: `_call_callables` says so; several: each takes what it takes.
-    step = steps[0]
+    if _is_callable_fetch(request):
+        _check_arguments_of(request, kwargs)
+    elif isinstance(request, _STRUCTURES):
+        for leaf in tf.nest.flatten(request):
+            if _is_callable_fetch(leaf):
+                _check_arguments_of(leaf, kwargs)
+    # No callable: `_call_callables` says the string keys have no step to go to.
+
+
+def _check_arguments_of(step: Any, kwargs: dict) -> None:
     parameters = _parameters_of(step)
     if parameters is None:
         return
@@ -333,15 +326,46 @@ def _check_step_arguments(request: Any, kwargs: dict) -> None:
     raise TypeError(message)
 
 
-def _refuse_outputs_of_a_called_step(request: dict) -> None:
-    """Raises when the session's run gets a dict of eager tensors only: a step's outputs, from calling it."""
-    leaves = tf.nest.flatten(request)
-    if not leaves or not all(type(leaf) is _EAGER_TENSOR for leaf in leaves):  # pylint: disable=unidiomatic-typecheck
+def _refuse_outputs_of_a_called_step(request: Any, global_step: tf.Variable | None, state: SessionState) -> None:
+    """Raises when the session's run is given a step's outputs, from calling the step instead of passing it.
+
+    `sess.run(train_step())` runs the step outside the session, before the run, and gives the run eager tensors
+    only: the run itself runs nothing, and hooks that fetch the step's outputs by name fail later. v1 allowed
+    fetching a tensor, and an eager tensor fetched is its value, so eager tensors alone are not refused as such:
+
+    - a dict of eager tensors only is (a step's named outputs; a program fetches values by name from the step);
+    - a lone eager tensor, or a list or tuple of them, is when the global step moved since the session's previous
+      run, which ran nothing either (no callable, no graph fetch of this session ran in between): something
+      outside the session ran a step, and this run fetches what it returned. The first such run of a session
+      cannot be told from a fetch of a tensor (the step before it is not read on the usual run, which would cost
+      every step), so it is the second that raises. A program without a registered global step is not checked.
+    """
+    if type(request) is dict:
+        leaves = tf.nest.flatten(request)
+        if leaves and all(type(leaf) is _EAGER_TENSOR for leaf in leaves):
+            raise TypeError(
+                f'sess.run got the outputs of a step that already ran (a dict of values: {sorted(request)}), so '
+                'this run would run nothing and the global step would not move. Pass the step, do not call it: '
+                "sess.run(train_step), with its arguments in feed_dict={'x': batch}, not sess.run(train_step(...))."
+            )
         return
+    leaves = tf.nest.flatten(request) if isinstance(request, (list, tuple)) else [request]
+    if not leaves or not all(type(leaf) is _EAGER_TENSOR for leaf in leaves):
+        return
+    if global_step is None:
+        global_step = global_step_lib.get_global_step()
+    if type(global_step) not in _PLAIN_VARIABLES:
+        return  # None, or a distributed global step, which other workers move.
+    now = int(global_step_lib.read_value(global_step))
+    before, state.step_at_eager_fetch = state.step_at_eager_fetch, now
+    if before is None or before == now:
+        return
+    what = 'an eager tensor' if len(leaves) == 1 and leaves[0] is request else f'{len(leaves)} eager tensors'
     raise TypeError(
-        f'sess.run got the outputs of a step that already ran (a dict of values: {sorted(request)}), so this '
-        'run would run nothing and the global step would not move. Pass the step, do not call it: '
-        "sess.run(train_step), with its arguments in feed_dict={'x': batch}, not sess.run(train_step(...))."
+        f'sess.run got the outputs of a step that already ran ({what}): the global step moved from {before} to '
+        f'{now} since the previous run of this session, which ran nothing either, so a step ran outside the '
+        'session, and this run would run nothing. Pass the step, do not call it: sess.run(train_step), with its '
+        "arguments in feed_dict={'x': batch}, not sess.run(train_step(...))."
     )
 
 
@@ -397,8 +421,8 @@ class Run:
         results = self._execute_step_only()
         if results is not None:
             return results
-        if self._session_step and isinstance(self._requests[0], dict):
-            _refuse_outputs_of_a_called_step(self._requests[0])
+        if self._session_step and not self._kwargs and not _is_callable_fetch(self._requests[0]):
+            _refuse_outputs_of_a_called_step(self._requests[0], self._global_step, self._state)
         if _graph_runners and not self._kwargs:
             results = self._execute_graph_only()
             if results is not None:
@@ -467,6 +491,7 @@ class Run:
             _graph_only_plans[key] = _NO_PLAN if plan is None else plan
             if plan is None:
                 return None
+        self._state.step_at_eager_fetch = None  # The graph's fetches may move the global step.
         stale = None
         if plan.needs_stale:
             global_step = self._global_step
@@ -481,17 +506,12 @@ class Run:
         self._record_step(step)
         if global_step is None:
             return direct.call()
-        if not self._kwargs:
-            return direct.call_after_read(global_step, {})
-        try:
-            return direct.call_after_read(global_step, _as_feeds(self._kwargs))
-        except TypeError as error:
-            _raise_for_unknown_feeds(step, self._kwargs, error)
-            raise
+        return direct.call_after_read(global_step, _as_feeds(self._kwargs) if self._kwargs else {})
 
     def _record_step(self, step: Any) -> None:
         """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
         state = self._state
+        state.step_at_eager_fetch = None  # The step may move the global step.
         if self._session_step or state.last_step is None:
             state.last_step = step
             state.last_step_kwargs = self._kwargs
@@ -526,12 +546,9 @@ class Run:
                     output = self._call_direct(leaf, direct)
                 elif index == 0:
                     self._record_step(leaf)
-                    try:
-                        output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
-                    except TypeError as error:
-                        _raise_for_unknown_feeds(leaf, self._kwargs, error)
-                        raise
+                    output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
                 else:
+                    self._state.step_at_eager_fetch = None  # A hook's callable may move the global step.
                     output = leaf()
                 self._outputs[id(leaf)] = output
                 if isinstance(output, dict):
@@ -555,6 +572,8 @@ class Run:
         if self._graph_feeds and not by_runner and _graph_runners:
             runner = self._state.runners()[0]
             by_runner[id(runner)] = (runner, [])
+        if by_runner:
+            self._state.step_at_eager_fetch = None  # The graph's fetches may move the global step.
         for runner, fetches in by_runner.values():
             values = runner.run(fetches, self._graph_feeds)
             for fetch, value in zip(fetches, values):

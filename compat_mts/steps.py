@@ -10,6 +10,7 @@ that it stops exactly at a `StopAtStepHook`'s `last_step`, as v1's `_MultiStepSt
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
@@ -37,6 +38,8 @@ class RepeatedStep:
     def __init__(self, step_fn: Callable, steps_per_run: int):
         self._step_fn = step_fn
         self._steps_per_run = steps_per_run
+        # What messages call it (a `feed_dict` that does not fit it names the step).
+        self.__name__ = f'repeat_steps({getattr(step_fn, "__name__", type(step_fn).__name__)}, {steps_per_run})'
         self._stop_at = self._stop_at_in_variable = _NO_STOP
         with tf.init_scope():
             # A variable rather than an argument: it changes about once a session, and an argument would
@@ -57,6 +60,13 @@ class RepeatedStep:
     def step_fn(self) -> Callable:
         """The one-step function this repeats."""
         return self._step_fn
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The arguments of `step_fn`, which a call passes on to it (what a session checks `feed_dict`'s keys
+        against)."""
+        step_fn = self._step_fn
+        return inspect.signature(getattr(step_fn, 'python_function', step_fn))
 
     def __call__(self, *args, **kwargs) -> Any:
         stop_at, self._stop_at = self._stop_at, _NO_STOP  # A limit holds for one run.

@@ -107,6 +107,23 @@ def test_a_feed_key_a_plain_step_does_not_take_is_named_with_the_ones_it_does():
         assert session.run(step, feed_dict={'features': np.ones(3)})['n'] == 3
 
 
+def test_every_callable_of_a_run_is_given_every_feed_and_one_that_does_not_take_it_is_named():
+    model = Regression()
+    seen = []
+
+    def scaled(scale):
+        seen.append(scale)
+        return {'scaled': scale * 2}
+
+    with mts.MonitoredSession() as session:
+        with pytest.raises(
+            TypeError, match=r'^`feed_dict` does not fit the step `_step`, whose keyword arguments are none'
+        ):
+            session.run([scaled, model.step], feed_dict={'scale': 3.0})
+        assert seen == [] and int(model.global_step.numpy()) == 0  # Refused before either ran.
+        assert session.run([scaled], feed_dict={'scale': 3.0}) == [{'scaled': 6.0}]
+
+
 def test_a_step_taking_any_keywords_takes_any_feed_key():
     @tf.function
     def step(**inputs):
@@ -128,6 +145,52 @@ def test_the_outputs_of_a_called_step_are_refused_saying_to_pass_the_step():
         'run nothing and the global step would not move. Pass the step, do not call it: sess.run(train_step)'
     )
     assert int(model.global_step.numpy()) == 2
+
+
+def _counting_step(outputs):
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step():
+        global_step.assign_add(1)
+        return outputs(tf.cast(global_step, tf.float32))
+
+    return global_step, train_step
+
+
+@pytest.mark.parametrize(
+    'outputs, what',
+    [(lambda loss: loss, 'an eager tensor'), (lambda loss: (loss, 2.0 * loss), '2 eager tensors')],
+    ids=['a_lone_tensor', 'a_tuple'],
+)
+def test_the_tensors_of_a_called_step_are_refused_once_the_step_moved_outside_the_session(outputs, what):
+    global_step, train_step = _counting_step(outputs)
+    with mts.MonitoredTrainingSession(hooks=[mts.StopAtStepHook(last_step=5)]) as session:
+        session.run(train_step())  # The first cannot be told from a fetch of a tensor.
+        with pytest.raises(TypeError) as error:
+            session.run(train_step())
+        while not session.should_stop():
+            session.run(train_step)
+    assert str(error.value).startswith(
+        f'sess.run got the outputs of a step that already ran ({what}): the global step moved from 1 to 2 since '
+        'the previous run of this session, which ran nothing either, so a step ran outside the session'
+    )
+    assert 'Pass the step, do not call it: sess.run(train_step)' in str(error.value)
+    assert int(global_step.numpy()) == 5
+
+
+def test_eager_tensors_fetched_between_the_sessions_own_steps_are_their_values():
+    global_step, train_step = _counting_step(lambda loss: loss)
+    constant = tf.constant([1.0, 2.0])
+    with mts.MonitoredTrainingSession() as session:
+        for expected in range(1, 4):
+            assert session.run(constant).tolist() == [1.0, 2.0]
+            assert session.run((constant, constant))[1].tolist() == [1.0, 2.0]
+            assert session.run(train_step) == expected  # The session's own step moves the global step.
+            assert session.run([constant])[0].tolist() == [1.0, 2.0]
+        computed = constant * float(session.run(global_step))  # An eager tensor made between runs.
+        assert session.run(computed).tolist() == [3.0, 6.0]
+    assert int(global_step.numpy()) == 3
 
 
 def test_hook_fetches_resolve_from_the_same_run():

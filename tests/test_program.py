@@ -43,7 +43,7 @@ def sizes() -> dict[str, int]:
 def test_the_tables_are_those_architecture_md_lists():
     registered = {table.name: table.kind for table in program_lib.PROGRAM.tables()}
     assert registered == documented_tables()
-    assert len(registered) == 18
+    assert len(registered) == 19
     assert all(table.holds for table in program_lib.PROGRAM.tables())
 
 
@@ -58,9 +58,15 @@ def _fill_program_tables(tmp_path, monkeypatch, tf_logs):
     # The global step and a tf.function step that runs twice (its direct call is cached from the second run).
     global_step = mts.get_or_create_global_step()
     step = tf.function(lambda: global_step.assign_add(1))
+
+    # A step fed by `feed_dict` (the keyword arguments it takes are cached).
+    def fed_step(x):
+        return {'x': x}
+
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'run')) as session:
         session.run(step)
         session.run(step)
+        assert session.run(fed_step, feed_dict={'x': 1.0})['x'] == 1.0
     assert any('checkpoints hold the global step only' in m for m in tf_logs.messages())
     # A wrap_graph graph, run with graph fetches alone (a prepared plan). The session above is closed: its
     # writers and lock are released.
@@ -78,21 +84,22 @@ def _fill_program_tables(tmp_path, monkeypatch, tf_logs):
     with evaluation.collecting():
         _evaluation._writer(str(tmp_path / 'eval'), tf.compat.v1.GraphDef())
     evaluation.release()
-    # The caller holds the step until the tables are measured: its cached direct caller is weakly keyed, so
-    # the entry goes whenever the garbage collector frees the step (at any moment once nothing holds it).
-    return step
+    # The caller holds the steps until the tables are measured: their cached direct caller and arguments are
+    # weakly keyed, so an entry goes whenever the garbage collector frees its step (at any moment once nothing
+    # holds it).
+    return step, fed_step
 
 
 def test_reset_clears_every_program_table_and_keeps_the_process_tables(tmp_path, monkeypatch, tf_logs):
     mts.reset()
-    step = _fill_program_tables(tmp_path, monkeypatch, tf_logs)
+    steps = _fill_program_tables(tmp_path, monkeypatch, tf_logs)
     # Process tables: a writer a hook took outside any session, and a checkpoint directory's lock.
     profiler = mts.ProfilerHook(save_steps=1, output_dir=str(tmp_path / 'profile'))
     (tmp_path / 'locked').mkdir()
     checkpoints.lock_directory(str(tmp_path / 'locked'))
 
     filled = sizes()
-    del step
+    del steps
     kinds = {table.name: table.kind for table in program_lib.PROGRAM.tables()}
     empty_before = sorted(name for name, size in filled.items() if kinds[name] == 'program' and not size)
     assert not empty_before, f'not filled by the program: {empty_before}'

@@ -136,6 +136,29 @@ def test_keyword_arguments_go_to_every_step():
     assert float(total.numpy()) == 10.0
 
 
+def test_a_feed_key_a_repeated_step_does_not_take_names_the_arguments_of_its_step_fn():
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step(x):
+        global_step.assign_add(1)
+        return {'loss': tf.reduce_mean(x)}
+
+    batch = np.ones([4, 3], np.float32)
+    with mts.MonitoredSession() as session:
+        with pytest.raises(TypeError) as error:
+            session.run(repeat_steps(train_step, 3), feed_dict={'x:0': batch})
+        assert int(global_step.numpy()) == 0  # Refused before anything ran.
+        assert session.run(repeat_steps(train_step, 3), feed_dict={'x': batch})['loss'] == 1.0
+    assert int(global_step.numpy()) == 3
+    message = str(error.value)
+    assert message.startswith(
+        "`feed_dict` does not fit the step `repeat_steps(train_step, 3)`, whose keyword arguments are 'x': 'x:0' is "
+        "not among them; 'x' is required and not given."
+    )
+    assert 'x_0' not in message and '[[' not in message  # neither tf.function's renamed key nor the array
+
+
 def test_a_tf_data_iterator_read_in_the_step_gives_each_step_its_batch_and_ends_the_session():
     global_step = mts.get_or_create_global_step()
     batches = iter(tf.data.Dataset.range(1, 251))
