@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import re
 import weakref
 from typing import Any, Sequence
 
@@ -369,6 +371,39 @@ def _refuse_outputs_of_a_called_step(request: Any, global_step: tf.Variable | No
     )
 
 
+_EVENTS_FILE = re.compile(r'([^\s{}]*events\.out\.tfevents\.[^\s;]*)[;:]? *([^\n]*)')
+
+
+def events_file_error(error: tf.errors.OpError) -> tuple[str, str] | None:
+    """`(events file, the system's reason)` when `error` is a summary writer's failure to write an events file."""
+    message = error.message or ''
+    match = _EVENTS_FILE.search(message) if 'events.out.tfevents' in message else None
+    if match is None:
+        return None
+    return match.group(1), match.group(2).strip() or type(error).__name__
+
+
+def _raise_for_an_events_file(error: tf.errors.OpError) -> None:
+    """Raises an error of `error`'s class naming the summary directory when a summary op of the step failed to
+    write its events file (a full disk, a read-only file system); returns for any other error.
+
+    TensorFlow's message is a graph error pointing into `tf.summary`, with the events file deep inside it.
+    """
+    found = events_file_error(error)
+    if found is None:
+        return
+    events_file, reason = found
+    directory = os.path.dirname(events_file)
+    raise type(error)(
+        None,
+        None,
+        f'The summaries of this run could not be written into {directory}: {reason} ({events_file}). The step '
+        'stopped at its summary op, so this run may be partly done; checkpoints are not affected, the last one is '
+        'kept. Free some space, or give the summaries another directory (summary_dir=...), and run again to '
+        'resume from the last checkpoint.',
+    ) from error
+
+
 def _is_tf_function(value: Any) -> bool:
     return isinstance(value, tf.types.experimental.PolymorphicFunction)
 
@@ -415,6 +450,19 @@ class Run:
         self._graph_values: dict[int, Any] = {}
 
     def execute(self) -> list:
+        """Runs the callables, then resolves every request; returns one result per request.
+
+        Raises:
+          tf.errors.OpError: what the run raised; a summary op's failure to write its events file in words that
+            name the summary directory (`_raise_for_an_events_file`).
+        """
+        try:
+            return self._execute()
+        except tf.errors.OpError as error:
+            _raise_for_an_events_file(error)
+            raise
+
+    def _execute(self) -> list:
         """Runs the callables, then resolves every request; returns one result per request."""
         if self._kwargs:
             _check_step_arguments(self._requests[0], self._kwargs)

@@ -29,6 +29,7 @@ import weakref
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import fetches as fetches_lib
@@ -185,6 +186,21 @@ def keep_writer_open(directory: str) -> None:
 
 def _take_writer(directory: str) -> tuple[str, tf.summary.SummaryWriter]:
     key = os.path.abspath(os.path.expanduser(os.fspath(directory)))
+    try:
+        return _take_writer_of(key)
+    except tf.errors.OpError as error:  # The events file cannot be made: a full disk, a read-only file system.
+        problem = events_directory_problem(key) or 'cannot take an events file'
+        found = fetches_lib.events_file_error(error)
+        detail = f'{found[0]}: {found[1]}' if found else error.message.strip()
+        raise type(error)(
+            None,
+            None,
+            f'Summary directory {key} {problem}: its events file could not be created ({detail}). Free some '
+            'space, or give the summaries another directory (summary_dir=...).',
+        ) from error
+
+
+def _take_writer_of(key: str) -> tuple[str, tf.summary.SummaryWriter]:
     with _writers_lock, global_step_lib.outside_graph_mode():
         writer = _writers.get(key)
         if writer is None:
@@ -208,16 +224,72 @@ def _take_writer(directory: str) -> tuple[str, tf.summary.SummaryWriter]:
 
 
 def release_writers(directories: list[str]) -> None:
-    """Releases writers taken by `summary_writer_for`; closes the events file of those no session uses any more."""
+    """Releases writers taken by `summary_writer_for`; closes the events file of those no session uses any more.
+
+    Never raises for an events file that could not be written (a full disk, a read-only or removed directory):
+    it warns, naming the directory, so that a session's close goes on (its lock released, its last checkpoint
+    kept as it is).
+    """
+    warned = set()  # A writer a session took twice (two hooks) is warned about once.
     with _writers_lock, global_step_lib.outside_graph_mode():
         for key in directories:
             _users[key] -= 1
             writer = _writers[key]
-            writer.flush()  # Readable once the session is done with it, also when the file stays open.
-            if not _users[key]:
-                resource = tf_internals.summary_writer_resource(writer)
-                if resource is not None:  # Else the file stays open until the process ends.
-                    tf.raw_ops.CloseSummaryWriter(writer=resource)
+            try:
+                writer.flush()  # Readable once the session is done with it, also when the file stays open.
+                if not _users[key]:
+                    resource = tf_internals.summary_writer_resource(writer)
+                    if resource is not None:  # Else the file stays open until the process ends.
+                        tf.raw_ops.CloseSummaryWriter(writer=resource)
+            except tf.errors.OpError as error:
+                problem = f'could not be written ({error.message.strip()})'
+            else:
+                problem = events_directory_problem(key)
+            if problem and key not in warned:
+                warned.add(key)
+                _warn_events_lost(key, problem, None)
+
+
+def events_directory_problem(directory: str) -> str | None:
+    """Why events written into `directory` now would be lost, in words that follow its name, or None.
+
+    TensorFlow's summary writer does not raise when it cannot write its events file: on a full disk, a
+    read-only file system or a removed directory the summaries are dropped. This looks at the directory's
+    file system instead (one `statvfs`): no space left for an unprivileged write, read-only, gone.
+    """
+    if '://' in directory:
+        return None
+    try:
+        status = os.statvfs(directory)
+    except FileNotFoundError:
+        return 'no longer exists'
+    except OSError as error:
+        return f'cannot be reached ({error.strerror})'
+    if status.f_flag & os.ST_RDONLY:
+        return 'is on a read-only file system'
+    if status.f_bavail == 0:
+        return 'has no space left on its device'
+    return None
+
+
+def _warn_events_lost(directory: str, problem: str, step: int | None) -> None:
+    if step is None:  # At a session's close: what the writer could not write is lost.
+        logging.warning(
+            'Summary directory %s %s: its events file may lack the last summaries, which TensorFlow dropped '
+            'without an error. Checkpoints are not affected.',
+            directory,
+            problem,
+        )
+        return
+    logging.warning(
+        'Summary directory %s %s: summaries are not recorded from step %d on, until it can take events again '
+        '(looked at every %d steps). Training and checkpoints go on. Free some space, or give the summaries '
+        'another directory (summary_dir=...).',
+        directory,
+        problem,
+        step,
+        _CHECK_EVERY_STEPS,
+    )
 
 
 def flush_all() -> None:
@@ -240,14 +312,29 @@ def write_serialized(writer: tf.summary.SummaryWriter, serialized, step: int) ->
     The op `tf.summary.experimental.write_raw_pb` runs, on the writer's resource directly when it can be
     reached: that function's default-writer and recording checks (always true here) cost more than the write
     on every `global_step/sec` trigger.
+
+    A write that fails because the events file cannot be written (a full disk) is warned about, naming the
+    file: the run it belongs to is over, and training goes on.
     """
     resource = tf_internals.summary_writer_resource(writer)
-    if resource is None:
-        with writer.as_default(), tf.summary.record_if(True):
-            tf.summary.experimental.write_raw_pb(serialized, step=step)
-        return
-    with tf.device('cpu:0'):
-        tf.raw_ops.WriteRawProtoSummary(writer=resource, step=step, tensor=serialized)
+    try:
+        if resource is None:
+            with writer.as_default(), tf.summary.record_if(True):
+                tf.summary.experimental.write_raw_pb(serialized, step=step)
+            return
+        with tf.device('cpu:0'):
+            tf.raw_ops.WriteRawProtoSummary(writer=resource, step=step, tensor=serialized)
+    except tf.errors.OpError as error:
+        found = fetches_lib.events_file_error(error)
+        if found is None:
+            raise
+        logging.warning(
+            'The summaries of step %d could not be written into %s (%s: %s); training goes on without them.',
+            step,
+            os.path.dirname(found[0]),
+            found[0],
+            found[1],
+        )
 
 
 def write_graph(writer: tf.summary.SummaryWriter, graph_def) -> None:
@@ -299,6 +386,11 @@ class Recorder:
             )
         self._recording_now = False
         self._contexts: list = []
+        # The writer's directory, looked at every `_CHECK_EVERY_STEPS` global steps of recording runs (see
+        # `events_directory_problem`), and the problem last warned about.
+        self._directory = next((key for key, known in _writers.items() if known is writer), None)
+        self._next_check_step = 0
+        self._problem: str | None = None
 
     def activate(self) -> None:
         """Installs the writer, its step and the recording condition as the defaults of this thread."""
@@ -315,19 +407,48 @@ class Recorder:
         self.record_next_run(None)
         while self._contexts:
             self._contexts.pop().__exit__(None, None, None)
-        self.writer.flush()
+        try:
+            self.writer.flush()
+        except tf.errors.OpError as error:  # The session's close goes on: `release_writers` warns.
+            logging.debug('Flushing the summaries of %s failed: %s', self._directory, error)
 
     @property
     def active(self) -> bool:
         return bool(self._contexts)
 
     def record_next_run(self, step: int | None) -> None:
-        """Records the next run's summaries at `step`, or records nothing when `step` is None."""
+        """Records the next run's summaries at `step`, or records nothing when `step` is None.
+
+        Nothing is recorded either while the writer's directory cannot take events (a full disk, a read-only file
+        system, a removed directory: `events_directory_problem`, looked at every `_CHECK_EVERY_STEPS` steps): a
+        summary op that fails to write its events file fails the step, which v1's writer thread did not do. A
+        warning names the directory; recording resumes when it can take events again.
+        """
         if step is not None:
-            _assign(self._step, step)
+            if step >= self._next_check_step and self._directory is not None:
+                self._check_directory(step)
+            if self._problem is not None:
+                step = None
+            else:
+                _assign(self._step, step)
         if (step is not None) != self._recording_now:
             self._recording_now = step is not None
             _assign(self._recording, self._recording_now)
+
+    def _check_directory(self, step: int) -> None:
+        """Warns once, naming the directory, when the events of the runs it records from `step` would be lost."""
+        self._next_check_step = step + _CHECK_EVERY_STEPS
+        problem = events_directory_problem(self._directory)
+        if problem and problem != self._problem:
+            _warn_events_lost(self._directory, problem, step)
+        elif self._problem and not problem:
+            logging.info(
+                'Summary directory %s takes events again: summaries are recorded from step %d.', self._directory, step
+            )
+        self._problem = problem
+
+
+_CHECK_EVERY_STEPS = 100  # A `statvfs` costs a few microseconds: once per 100 steps of a run recording every step.
 
 
 def _assign(variable: tf.Variable, value) -> None:

@@ -14,7 +14,14 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests import mounts
-from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
+from tests.support import (
+    REPO_ROOT,
+    checkpoint_steps,
+    latest_checkpoint_step,
+    read_events,
+    run_python,
+    state_file_steps,
+)
 from tests.v1_programs.directory_legs import build
 
 _LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
@@ -198,3 +205,130 @@ def test_the_legacy_tools_and_the_demo_read_an_unreadable_state_file_from_the_ch
     (tmp_path / 'demo' / 'checkpoint').write_bytes(garbage)
     second = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
     assert second['resumed'] and second['start_step'] == first['final_step'] == 3
+
+
+# Summary directories on a full disk. TensorFlow's summary writer fails a step whose summary op cannot write its
+# events file, drops what it cannot flush from the host without an error, and fails to create an events file on a
+# full disk with a raw error. compat_mts names the directory in each case and keeps the checkpoints.
+
+
+def _fill(directory: str) -> None:
+    """Writes a file into `directory` until its file system is full."""
+    descriptor = os.open(os.path.join(directory, 'filler'), os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError, match='No space left on device'):
+            for _ in range(1024):
+                os.write(descriptor, b'x' * 4096)
+    finally:
+        os.close(descriptor)
+    assert os.statvfs(directory).f_bavail == 0
+
+
+def _summarized_program(summary):
+    global_step = mts.get_or_create_global_step()
+    weights = tf.Variable(tf.zeros([8]))
+
+    @tf.function
+    def step():
+        weights.assign_add(tf.ones([8]))
+        global_step.assign_add(1)
+        summary(tf.cast(global_step, tf.float32))
+        return {'loss': tf.reduce_sum(weights)}
+
+    return global_step, step, mts.Scaffold(saver=tf.train.Checkpoint(weights=weights))
+
+
+def _big_text(value):
+    tf.summary.text('blob', tf.strings.as_string(tf.fill([600], value)))
+
+
+@pytest.mark.slow
+def test_a_summary_directory_on_a_full_disk_is_a_clear_error_naming_it_before_anything_is_written(tmp_path):
+    with mounts.small_file_system(str(tmp_path / 'small'), 64) as directory:
+        _fill(directory)
+        _, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+        with pytest.raises(tf.errors.ResourceExhaustedError) as full:
+            mts.MonitoredTrainingSession(
+                checkpoint_dir=str(tmp_path / 'run'), summary_dir=directory, scaffold=scaffold, save_summaries_steps=1
+            )
+        message = str(full.value)
+        assert message.startswith(
+            f'Summary directory {directory} has no space left on its device: its events file could not be created '
+            f'({directory}/events.out.tfevents.'
+        )
+        assert message.endswith(
+            ': No space left on device). Free some space, or give the summaries another directory (summary_dir=...).'
+        )
+        assert 'function_node' not in message
+        assert not (tmp_path / 'run').exists() or not checkpoint_steps(str(tmp_path / 'run'))
+
+
+@pytest.mark.slow
+def test_a_summary_op_that_cannot_write_its_events_file_is_one_clear_error_and_the_checkpoints_are_kept(tmp_path):
+    run = str(tmp_path / 'run')
+    with mounts.small_file_system(str(tmp_path / 'small'), 64) as directory:
+        global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+        with pytest.raises(tf.errors.ResourceExhaustedError) as full:
+            with mts.MonitoredTrainingSession(
+                checkpoint_dir=run,
+                summary_dir=directory,
+                scaffold=scaffold,
+                save_checkpoint_steps=2,
+                save_summaries_steps=1,
+                hooks=[mts.StopAtStepHook(last_step=100)],
+            ) as session:
+                while not session.should_stop():
+                    session.run(step)
+                    if int(session.run(global_step)) == 1:
+                        _fill(directory)  # The events file's last page takes a few dozen more events.
+        message = str(full.value)
+    assert message.startswith(
+        f'The summaries of this run could not be written into {directory}: No space left on device '
+        f'({directory}/events.out.tfevents.'
+    )
+    assert 'checkpoints are not affected' in message and 'summary_dir=' in message
+    assert 'function_node' not in message and 'Detected at node' not in message
+    listed = state_file_steps(run)
+    assert listed and listed[-1] < 100
+    assert checkpoint_steps(run) == listed  # Every listed checkpoint whole, no partial ones.
+    mts.reset()
+    global_step, step, scaffold = _summarized_program(_big_text)
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=run, summary_dir=str(tmp_path / 'summaries'), scaffold=scaffold, **_RESTORE_ONLY
+    ) as session:
+        assert int(session.run(global_step)) == listed[-1]  # Resumes from the last checkpoint.
+        assert session.run(step)['loss'] == 8.0 * (listed[-1] + 1)
+
+
+@pytest.mark.slow
+def test_a_disk_full_between_recordings_stops_recording_with_a_warning_naming_it_and_training_goes_on(
+    tmp_path, tf_logs
+):
+    run = str(tmp_path / 'run')
+    with mounts.small_file_system(str(tmp_path / 'small'), 64) as directory:
+        global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=run,
+            summary_dir=directory,
+            scaffold=scaffold,
+            save_summaries_steps=1,
+            log_step_count_steps=None,
+            hooks=[mts.StopAtStepHook(last_step=250)],
+        ) as session:
+            while not session.should_stop():
+                session.run(step)
+                if int(global_step.numpy()) == 100:  # Read outside the session: a run of it would record.
+                    _fill(directory)
+        warnings = [m for m in tf_logs.messages() if m.startswith(f'Summary directory {directory} ')]
+        recorded = read_events(directory).get('loss', [])
+    assert int(global_step.numpy()) == 250 and latest_checkpoint_step(run) == 250  # Trained and saved to the end.
+    assert warnings[0] == (
+        f'Summary directory {directory} has no space left on its device: summaries are not recorded from step 101 '
+        'on, until it can take events again (looked at every 100 steps). Training and checkpoints go on. Free some '
+        'space, or give the summaries another directory (summary_dir=...).'
+    )
+    assert warnings[-1].startswith(f'Summary directory {directory} has no space left on its device: its events file')
+    steps = [recorded_step for recorded_step, _ in recorded]
+    assert (
+        steps == list(range(1, len(steps) + 1)) and 80 <= len(steps) <= 100
+    )  # What was flushed before the disk filled.
