@@ -234,7 +234,7 @@ def _as_feeds(kwargs: dict) -> dict:
     return {key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value for key, value in kwargs.items()}
 
 
-# step -> (its parameter names, the required ones, whether it takes **kwargs), or None when it has no signature.
+# step -> `_parameters_of(step)`: the keyword arguments it takes, or None when it has no signature.
 # Process-wide as `_direct_steps` is: a property of the step alone, dropped with it (weakly keyed). Without it,
 # `inspect.signature` would cost every fed run (benchmarks/RESULTS.md, `--feed-dict`).
 _step_parameters: weakref.WeakKeyDictionary = program_lib.PROGRAM.table(
@@ -244,8 +244,10 @@ _step_parameters: weakref.WeakKeyDictionary = program_lib.PROGRAM.table(
 )
 
 
-def _parameters_of(step: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool] | None:
-    """The keyword arguments `feed_dict` can give `step`: `(names, required names, takes **kwargs)`, or None.
+def _parameters_of(step: Any) -> tuple[tuple[str, ...], frozenset, frozenset, bool] | None:
+    """The keyword arguments `feed_dict` can give `step`, or None when they cannot be known.
+
+    `(names in order, the same as a set, the required ones, whether it takes **kwargs)`.
 
     A `tf.function`'s are its Python function's; a callable object's are its `__signature__` if it has one (a
     `repeat_steps` callable gives its one-step function's, to which it passes its feeds), else its `__call__`'s.
@@ -266,7 +268,8 @@ def _parameters_of(step: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool] |
         ]
         parameters = (
             tuple(p.name for p in named),
-            tuple(p.name for p in named if p.default is kinds.empty),
+            frozenset(p.name for p in named),
+            frozenset(p.name for p in named if p.default is kinds.empty),
             any(p.kind is kinds.VAR_KEYWORD for p in signature.parameters.values()),
         )
     try:
@@ -301,11 +304,11 @@ def _check_arguments_of(step: Any, kwargs: dict) -> None:
     parameters = _parameters_of(step)
     if parameters is None:
         return
-    names, required, takes_any = parameters
-    unknown = [key for key in kwargs if key not in names and not takes_any]
-    missing = [name for name in required if name not in kwargs]
-    if not unknown and not missing:
-        return
+    names, accepted, required, takes_any = parameters
+    if required <= kwargs.keys() and (takes_any or kwargs.keys() <= accepted):
+        return  # Every run's case, in two set comparisons.
+    unknown = [key for key in kwargs if key not in accepted and not takes_any]
+    missing = [name for name in names if name in required and name not in kwargs]
     accepted = ', '.join(repr(name) for name in names) or 'none'
     problems = []
     if unknown:
