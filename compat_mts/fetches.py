@@ -345,7 +345,7 @@ def _refuse_outputs_of_a_called_step(request: Any, global_step: tf.Variable | No
       cannot be told from a fetch of a tensor (the step before it is not read on the usual run, which would cost
       every step), so it is the second that raises. A program without a registered global step is not checked.
     """
-    if type(request) is dict:
+    if isinstance(request, dict):
         leaves = tf.nest.flatten(request)
         if leaves and all(type(leaf) is _EAGER_TENSOR for leaf in leaves):
             raise TypeError(
@@ -354,7 +354,9 @@ def _refuse_outputs_of_a_called_step(request: Any, global_step: tf.Variable | No
                 "sess.run(train_step), with its arguments in feed_dict={'x': batch}, not sess.run(train_step(...))."
             )
         return
-    leaves = tf.nest.flatten(request) if isinstance(request, (list, tuple)) else [request]
+    # The top level only: a list of fetches (`[train_op, 'loss']`) is told apart at its first leaf, without a
+    # flatten on every run.
+    leaves = request if isinstance(request, (list, tuple)) else [request]
     if not leaves or not all(type(leaf) is _EAGER_TENSOR for leaf in leaves):
         return
     if global_step is None:
@@ -365,7 +367,7 @@ def _refuse_outputs_of_a_called_step(request: Any, global_step: tf.Variable | No
     before, state.step_at_eager_fetch = state.step_at_eager_fetch, now
     if before is None or before == now:
         return
-    what = 'an eager tensor' if len(leaves) == 1 and leaves[0] is request else f'{len(leaves)} eager tensors'
+    what = 'an eager tensor' if leaves[0] is request else f'{len(leaves)} eager tensor{"s" if len(leaves) > 1 else ""}'
     raise TypeError(
         f'sess.run got the outputs of a step that already ran ({what}): the global step moved from {before} to '
         f'{now} since the previous run of this session, which ran nothing either, so a step ran outside the '
