@@ -283,13 +283,20 @@ def _warn_events_lost(directory: str, problem: str, step: int | None) -> None:
         return
     logging.warning(
         'Summary directory %s %s: summaries are not recorded from step %d on, until it can take events again '
-        '(looked at every %d steps). Training and checkpoints go on. Free some space, or give the summaries '
-        'another directory (summary_dir=...).',
+        '(looked at every %d steps). Training and checkpoints go on. %s',
         directory,
         problem,
         step,
         _CHECK_EVERY_STEPS,
+        _ADVICE.get(problem, _ADVICE[None]),
     )
+
+
+_ADVICE = {
+    'no longer exists': 'The next session makes it again, with a new events file.',
+    'is on a read-only file system': 'Give the summaries a writable directory (summary_dir=...).',
+    None: 'Free some space, or give the summaries another directory (summary_dir=...).',
+}
 
 
 def flush_all() -> None:

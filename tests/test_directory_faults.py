@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 import tensorflow as tf
@@ -332,3 +333,28 @@ def test_a_disk_full_between_recordings_stops_recording_with_a_warning_naming_it
     assert (
         steps == list(range(1, len(steps) + 1)) and 80 <= len(steps) <= 100
     )  # What was flushed before the disk filled.
+
+
+def test_a_summary_directory_removed_during_training_stops_recording_with_a_warning_naming_it(tmp_path, tf_logs):
+    run, summaries = str(tmp_path / 'run'), str(tmp_path / 'summaries')
+    global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=run,
+        summary_dir=summaries,
+        scaffold=scaffold,
+        save_summaries_steps=1,
+        log_step_count_steps=None,
+        hooks=[mts.StopAtStepHook(last_step=120)],
+    ) as session:
+        while not session.should_stop():
+            session.run(step)
+            if int(global_step.numpy()) == 50:
+                shutil.rmtree(summaries)
+    assert latest_checkpoint_step(run) == 120
+    assert [m for m in tf_logs.messages() if m.startswith(f'Summary directory {summaries} ')] == [
+        f'Summary directory {summaries} no longer exists: summaries are not recorded from step 101 on, until it can '
+        'take events again (looked at every 100 steps). Training and checkpoints go on. The next session makes it '
+        'again, with a new events file.',
+        f'Summary directory {summaries} no longer exists: its events file may lack the last summaries, which '
+        'TensorFlow dropped without an error. Checkpoints are not affected.',
+    ]
