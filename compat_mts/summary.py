@@ -403,6 +403,7 @@ class Recorder:
         """Installs the writer, its step and the recording condition as the defaults of this thread."""
         if self._contexts:
             return
+        self._next_check_step, self._problem = 0, None  # Each session looks at the directory at its first recording.
         recording = self._recording
         contexts = [self.writer.as_default(step=self._step), tf.summary.record_if(lambda: recording)]
         for context in contexts:

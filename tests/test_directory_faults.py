@@ -358,3 +358,12 @@ def test_a_summary_directory_removed_during_training_stops_recording_with_a_warn
         f'Summary directory {summaries} no longer exists: its events file may lack the last summaries, which '
         'TensorFlow dropped without an error. Checkpoints are not affected.',
     ]
+    # The next session (a new program, its global step from 0) makes the directory again and records from its start.
+    mts.reset()
+    global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+    with mts.MonitoredTrainingSession(
+        summary_dir=summaries, save_summaries_steps=1, log_step_count_steps=None, scaffold=scaffold
+    ) as session:
+        for _ in range(5):
+            session.run(step)
+    assert [recorded_step for recorded_step, _ in read_events(summaries)['loss']] == [1, 2, 3, 4, 5]
