@@ -84,6 +84,44 @@ def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
 TRAINERS_SCRIPT = REPO / 'benchmarks' / 'trainers_overhead.py'
 
 
+def test_session_overhead_feed_dict_reports_the_fed_variants_with_finite_numbers(tmp_path):
+    out = tmp_path / 'results.json'
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
+    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            '--feed-dict',
+            '--steps',
+            '20',
+            '--repeats',
+            '2',
+            '--warmup',
+            '3',
+            '--out',
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+    )
+
+    assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
+    assert 'compat_mts fed / bare loop fed:' in result.stdout
+    report = json.loads(out.read_text())
+    assert set(report['variants']) == {'bare_loop_fed', 'compat_mts_fed'}
+    for name, variant in report['variants'].items():
+        assert variant['steps_timed'] == 40
+        for key in ('median_of_repeat_means_s', 'p50_step_s', 'p99_step_s', 'median_cpu_per_step_s'):
+            assert math.isfinite(variant[key]) and variant[key] > 0, (name, key)
+    assert all(math.isfinite(ratio) and ratio > 0 for ratio in report['compat_mts_fed_over_bare_loop_fed'].values())
+
+
 def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_path):
     """The CIFAR-10 trainer only: each side is a process of its own, and the MNIST one adds two more."""
     out = tmp_path / 'trainers.json'
