@@ -404,3 +404,39 @@ def test_the_in_process_renames_and_the_process_pool_give_the_tf_upgrade_v2_comm
         assert notes == [[note.line, note.text, note.done] for note in expected.notes], path
     renamed = [upgrade for upgrade in with_the_command if upgrade.path in tf1]
     assert all("tf_upgrade_v2's renames" in upgrade.report() for upgrade in renamed)
+
+
+def test_a_horovod_program_swaps_one_import_and_the_report_says_how_to_start_its_workers():
+    [result] = upgrade.upgrade_files([os.path.join(SAMPLES, 'horovod_mnist.py')])
+    text = result.upgraded
+    assert 'from compat_mts.legacy import horovod as hvd\n' in text and '\nimport horovod' not in text
+    for call in ('hvd.init()', 'hvd.DistributedOptimizer(opt)', 'hvd.BroadcastGlobalVariablesHook(0)'):
+        assert call in text  # The Horovod calls stay as written.
+    assert 'mts.StopAtStepHook(last_step=last_step // hvd.size())' in text
+    assert text.index('hvd.init()') < text.index('with tf.Graph().as_default():')
+    done = {note.text: note.line for note in result.notes if note.done}
+    assert done['import horovod.tensorflow as hvd -> from compat_mts.legacy import horovod as hvd'] == 22
+    assert done['tf.layers -> tf.compat.v1.layers'] == 24
+    assert any(text.startswith('Horovod on MultiWorkerMirroredStrategy: start one process per worker') for text in done)
+    assert not [note for note in result.notes if not note.done]
+    assert not [finding for finding in check.check_source(text) if finding.blocks]
+    assert upgrade.upgrade_source(text).changed is False
+
+
+def test_horovod_names_compat_mts_does_not_provide_are_left_for_a_person_with_the_import_line():
+    text, notes = _edited("""
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+
+        hvd.init()
+        total = hvd.allreduce(tf.constant(1.0))
+        """)
+    assert 'from compat_mts.legacy import horovod as hvd' in text
+    [left] = [note for note in notes if not note.done]
+    assert left.line == 3 and left.text.startswith('hvd.allreduce: not in compat_mts.legacy.horovod')
+
+
+def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
+    from compat_mts.legacy import horovod
+
+    assert sorted(upgrade_edits.HOROVOD_NAMES) == sorted(horovod.__all__)

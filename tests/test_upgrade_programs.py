@@ -213,3 +213,66 @@ def test_verify_of_an_estimator_program_without_tf_estimator_says_which_interpre
     )
     assert comparison.v1.returncode != 0 and not comparison.equal
     assert '--v1-python PYTHON' in comparison.format()
+
+
+HOROVOD_STEPS = 12
+
+
+def _horovod_workers(tmp_path, script: str, workers: int) -> list[dict]:
+    """Runs `script CHECKPOINT_DIR HOROVOD_STEPS` once per worker (one process each; with TF_CONFIG when several)
+    and returns each worker's JSON line."""
+    ports = free_ports(workers)
+    cluster = {'worker': [f'localhost:{port}' for port in ports]}
+    processes = []
+    for index in range(workers):
+        env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+        env.pop('TF_CONFIG', None)
+        if workers > 1:
+            env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
+        log = open(tmp_path / f'worker_{index}.log', 'w', encoding='utf-8')  # noqa: SIM115
+        command = [sys.executable, script, str(tmp_path / f'checkpoints_{index}'), str(HOROVOD_STEPS)]
+        processes.append((subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True), log))
+    outputs = []
+    try:
+        for process, log in processes:
+            stdout, _ = process.communicate(timeout=600)
+            log.close()
+            assert process.returncode == 0, (tmp_path / log.name).read_text(encoding='utf-8')[-5000:]
+            outputs.append(json.loads(stdout.splitlines()[-1]))
+    finally:
+        for process, _ in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return outputs
+
+
+@pytest.fixture(scope='module')
+def upgraded_horovod_mnist(tmp_path_factory) -> str:
+    [result] = upgrade.upgrade_files([os.path.join(SAMPLES, 'horovod_mnist.py')])
+    path = tmp_path_factory.mktemp('horovod') / 'horovod_mnist.py'
+    path.write_text(result.upgraded, encoding='utf-8')
+    return str(path)
+
+
+@pytest.mark.slow
+def test_the_upgraded_horovod_trainer_runs_as_one_worker_without_tf_config(tmp_path, upgraded_horovod_mnist):
+    [worker] = _horovod_workers(tmp_path, upgraded_horovod_mnist, 1)
+    assert (worker['rank'], worker['size']) == (0, 1)
+    assert len(worker['losses']) == HOROVOD_STEPS
+    assert np.mean(worker['losses'][-3:]) < np.mean(worker['losses'][:3])
+    assert support.latest_checkpoint_step(str(tmp_path / 'checkpoints_0')) == HOROVOD_STEPS
+
+
+@pytest.mark.slow
+def test_the_upgraded_horovod_trainer_trains_one_model_on_two_workers_with_tf_config(tmp_path, upgraded_horovod_mnist):
+    """Two processes on loopback ports: Horovod's rank, size and step count, one set of weights from the first
+    step on (rank 0's, broadcast; the initializers are unseeded), different batches, checkpoints on rank 0 only."""
+    first, second = _horovod_workers(tmp_path, upgraded_horovod_mnist, 2)
+    assert [(first['rank'], first['size']), (second['rank'], second['size'])] == [(0, 2), (1, 2)]
+    assert len(first['losses']) == len(second['losses']) == HOROVOD_STEPS // 2
+    np.testing.assert_allclose(first['weight_sums'], second['weight_sums'], rtol=1e-5, atol=1e-5)
+    assert len(set(first['weight_sums'])) == HOROVOD_STEPS // 2, 'the weights move at every step'
+    assert first['losses'] != second['losses'], 'each worker trains on batches of its own'
+    assert support.latest_checkpoint_step(str(tmp_path / 'checkpoints_0')) == HOROVOD_STEPS // 2
+    assert not os.path.exists(tmp_path / 'checkpoints_1')

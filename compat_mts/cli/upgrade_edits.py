@@ -57,6 +57,24 @@ _V1_GRAPH_NAMES = re.compile(
 )
 
 
+# What compat_mts.legacy.horovod provides of horovod.tensorflow (its __all__; this module imports no TensorFlow).
+HOROVOD_NAMES = (
+    'Average',
+    'Sum',
+    'init',
+    'rank',
+    'size',
+    'local_rank',
+    'local_size',
+    'DistributedOptimizer',
+    'BroadcastGlobalVariablesHook',
+)
+HOROVOD_RUN = (
+    'Horovod on MultiWorkerMirroredStrategy: start one process per worker with TF_CONFIG naming them all, in '
+    'place of horovodrun; without TF_CONFIG the program is one worker (migration_guide/horovod.md)'
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Note:
     """One line of the report: an edit made (`done`) or a change left for a person, at a line of the input."""
@@ -89,6 +107,16 @@ class _Resolver:
 
     def __init__(self, tree: ast.Module):
         self.names = check_names.Names(tree)
+        horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
+        # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
+        self.horovod_uses = {
+            node.attr
+            for node in ast.walk(tree)
+            if horovod
+            and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in horovod
+        }
 
     def path(self, node: cst.CSTNode) -> str | None:
         dotted = helpers.get_full_name_for_node(node)
@@ -161,6 +189,28 @@ class _StageOneEdits(cst.CSTTransformer):
         if relative.startswith('estimator.'):
             return self._estimator(original, updated, relative)
         return updated
+
+    # Horovod: its graph API on the strategy's collectives, by one import (compat_mts.legacy.horovod).
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.ImportFrom:
+        if len(original.names) != 1 or original.names[0].asname is None:
+            return updated
+        alias = original.names[0]
+        if helpers.get_full_name_for_node(alias.name) != 'horovod.tensorflow':
+            return updated
+        name = alias.asname.name.value
+        self._done(original, f'import horovod.tensorflow as {name} -> from compat_mts.legacy import horovod as {name}')
+        missing = sorted(self._resolver.horovod_uses - set(HOROVOD_NAMES))
+        if missing:
+            self._left(
+                original,
+                f'{", ".join(f"{name}.{attribute}" for attribute in missing)}: not in compat_mts.legacy.horovod; '
+                'migration_guide/horovod.md maps each to MultiWorkerMirroredStrategy',
+            )
+        self.notes.append(Note(0, HOROVOD_RUN, True))
+        return cst.ImportFrom(
+            module=cst.parse_expression('compat_mts.legacy'),
+            names=[cst.ImportAlias(name=cst.Name('horovod'), asname=alias.asname)],
+        )
 
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
         module = helpers.get_full_name_for_node(original.module) if original.module else None
@@ -717,11 +767,25 @@ class _V1Modules(cst.CSTTransformer):
         if module is None:
             return updated
         spelled = helpers.get_full_name_for_node(original)
+        if not spelled.endswith(f'.{module}.{original.attr.value}'):
+            return updated  # Through a name of the module (`layers.dense` after `layers = tf.layers`): renamed there.
         head = spelled[: -len(f'.{module}.{original.attr.value}')]
         replacement = f'{head}.compat.v1.{module}.{original.attr.value}'
         line = self.get_metadata(PositionProvider, original).start.line
         self.notes.append(Note(line, f'{spelled} -> {replacement}', True))
         return cst.parse_expression(replacement)
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        # `layers = tf.layers` (Horovod's MNIST example): the module itself, under a name of the script's.
+        path = self._resolver.path(original.value) if isinstance(original.value, cst.Attribute) else None
+        module = next((m for m in _KEPT_BY_TF_UPGRADE_V2 if path == f'tensorflow.{m}'), None)
+        spelled = helpers.get_full_name_for_node(original.value) if module else None
+        if not spelled or not spelled.endswith(f'.{module}'):
+            return updated
+        replacement = f'{spelled[: -len(module)]}compat.v1.{module}'
+        line = self.get_metadata(PositionProvider, original.value).start.line
+        self.notes.append(Note(line, f'{spelled} -> {replacement}', True))
+        return updated.with_changes(value=cst.parse_expression(replacement))
 
 
 def v1_modules(text: str) -> tuple[str, list[Note]]:
