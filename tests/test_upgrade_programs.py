@@ -276,3 +276,40 @@ def test_the_upgraded_horovod_trainer_trains_one_model_on_two_workers_with_tf_co
     assert first['losses'] != second['losses'], 'each worker trains on batches of its own'
     assert support.latest_checkpoint_step(str(tmp_path / 'checkpoints_0')) == HOROVOD_STEPS // 2
     assert not os.path.exists(tmp_path / 'checkpoints_1')
+
+
+KERAS_OPTIMIZER_PROGRAM = """\
+import os
+import sys
+
+os.environ['TF_USE_LEGACY_KERAS'] = '1'
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+
+with tf.Graph().as_default():
+    x = tf.constant(np.linspace(-1, 1, 32, dtype=np.float32).reshape(32, 1))
+    w = tf.compat.v1.get_variable('w', [1, 1], initializer=tf.compat.v1.zeros_initializer())
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 3 * x), name='loss')
+    optimizer = tf.keras.optimizers.legacy.SGD(0.1)
+    step = tf.compat.v1.train.get_or_create_global_step()
+    train_op = tf.group(optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w])), step.assign_add(1))
+    with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as sess:
+        while not sess.should_stop():
+            sess.run(train_op)
+"""
+
+
+@pytest.mark.slow
+def test_verify_records_the_loss_a_keras_optimizer_trains_on_through_a_gradient_tape(tmp_path):
+    original = tmp_path / 'keras_optimizer.py'
+    original.write_text(KERAS_OPTIMIZER_PROGRAM)
+    upgraded = upgrade.upgrade_source(original.read_text(), str(original)).upgraded
+    comparison = upgrade_verify.verify(str(original), upgraded, 5, ['{dir}/ckpt'], report_dir=str(tmp_path / 'report'))
+    assert len(comparison.v1.losses) == len(comparison.upgraded.losses) == 5
+    assert comparison.v1.losses[-1] < comparison.v1.losses[0]
+    np.testing.assert_allclose(comparison.upgraded.losses, comparison.v1.losses, rtol=upgrade_verify.RTOL)
+    assert comparison.equal, comparison.format()
