@@ -200,7 +200,7 @@ _FILES_PER_PROCESS = 8  # Fewer files than this per process: starting the proces
 
 
 def _default_processes(files: int) -> int:
-    if 'tensorflow' in sys.modules:
+    if 'tensorflow' in sys.modules or 'fork' not in multiprocessing.get_all_start_methods():
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
     return max(1, min(cores, files // _FILES_PER_PROCESS))

@@ -8,10 +8,10 @@ execution is off before the script runs, as v1 graph mode had it; for a script w
 How the loss is found: every v1 optimizer computes its gradients in `Optimizer.compute_gradients(loss, ...)`
 (`minimize` calls it, and so does the Estimator's `model_fn` through it), so the probe records the `loss` of that
 call, per graph; a graph's scalar differentiated by a `tf.GradientTape` (a Keras optimizer's `minimize`, or
-gradients given to `apply_gradients`) is recorded the same way. Every session, v1's and compat_mts's, is a `MonitoredSession` or `SingularMonitoredSession`
-(`MonitoredTrainingSession` and the Estimator make one), so the probe adds one hook to each: it fetches the
-recorded loss of the session's graph with each run, and asks the session to stop after STEPS runs. A session
-of a graph with no optimizer (an evaluation) is not recorded.
+gradients given to `apply_gradients`) is recorded the same way. Every session, v1's and compat_mts's, is a
+`MonitoredSession` or `SingularMonitoredSession` (`MonitoredTrainingSession` and the Estimator make one), so the
+probe adds one hook to each: it fetches the recorded loss of the session's graph with each run, and asks the
+session to stop after STEPS runs. A session of a graph with no optimizer (an evaluation) is not recorded.
 
 Standard library and TensorFlow only: in `v1` mode it may run under an older TensorFlow (2.15 for an Estimator
 script), where compat_mts cannot be imported.

@@ -172,6 +172,7 @@ class DistributedOptimizer(tf.compat.v1.train.Optimizer):
         'num_groups': 0,
         'groups': None,
         'process_set': None,
+        'scale_local_gradients': True,
     }
 
     def __init__(
