@@ -204,7 +204,7 @@ class _StageOneEdits(cst.CSTTransformer):
             self._left(
                 original,
                 f'{", ".join(f"{name}.{attribute}" for attribute in missing)}: not in compat_mts.legacy.horovod; '
-                'migration_guide/horovod.md maps each to MultiWorkerMirroredStrategy',
+                'migration_guide/horovod.md has their strategy counterparts, where they have one',
             )
         self.notes.append(Note(0, HOROVOD_RUN, True))
         return cst.ImportFrom(
