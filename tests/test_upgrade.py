@@ -415,8 +415,8 @@ def test_a_horovod_program_swaps_one_import_and_the_report_says_how_to_start_its
     assert 'mts.StopAtStepHook(last_step=last_step // hvd.size())' in text
     assert text.index('hvd.init()') < text.index('with tf.Graph().as_default():')
     done = {note.text: note.line for note in result.notes if note.done}
-    assert done['import horovod.tensorflow as hvd -> from compat_mts.legacy import horovod as hvd'] == 22
-    assert done['tf.layers -> tf.compat.v1.layers'] == 24
+    assert done['import horovod.tensorflow as hvd -> from compat_mts.legacy import horovod as hvd'] == 23
+    assert done['tf.layers -> tf.compat.v1.layers'] == 25
     assert any(text.startswith('Horovod on MultiWorkerMirroredStrategy: start one process per worker') for text in done)
     assert not [note for note in result.notes if not note.done]
     assert not [finding for finding in check.check_source(text) if finding.blocks]

@@ -313,3 +313,21 @@ def test_verify_records_the_loss_a_keras_optimizer_trains_on_through_a_gradient_
     assert comparison.v1.losses[-1] < comparison.v1.losses[0]
     np.testing.assert_allclose(comparison.upgraded.losses, comparison.v1.losses, rtol=upgrade_verify.RTOL)
     assert comparison.equal, comparison.format()
+
+
+@pytest.mark.slow
+def test_the_upgraded_horovod_trainer_as_one_worker_trains_as_its_one_process_twin_in_v1_graph_mode(
+    tmp_path, upgraded_horovod_mnist
+):
+    """No Horovod runs here, nor a stand-in for it: the v1 side is the trainer written out by hand for one process
+    (`hvd.size()` 1), run in v1 graph mode; the other side is the upgraded Horovod trainer, as one worker."""
+    twin = os.path.join(V1_PROGRAMS, 'horovod_mnist_single_v1.py')
+    with open(upgraded_horovod_mnist, encoding='utf-8') as file:
+        upgraded = file.read()
+    comparison = upgrade_verify.verify(
+        twin, upgraded, STEPS, ['{dir}/checkpoints', '30'], report_dir=str(tmp_path / 'report'), tf1=True
+    )
+    assert comparison.v1.error is None and comparison.upgraded.error is None, comparison.format()
+    assert len(comparison.v1.losses) == len(comparison.upgraded.losses) == STEPS
+    assert len(set(comparison.v1.losses)) > 1, 'the loss moves: the steps trained'
+    assert comparison.equal, comparison.format()

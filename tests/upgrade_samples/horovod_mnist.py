@@ -7,8 +7,9 @@ the learning rate scaled by `hvd.size()`, `hvd.DistributedOptimizer` around an `
 `hvd.BroadcastGlobalVariablesHook(0)`, `StopAtStepHook(last_step=... // hvd.size())`, the GPU pinned to
 `hvd.local_rank()` in a `ConfigProto`, checkpoints on rank 0 only, and the graph built at the top level of `main`.
 Smaller (fewer filters and units), on ten noisy patterns instead of MNIST's download, each rank's batches shuffled
-by a seed of its own, the initializers unseeded (so each process starts elsewhere until the broadcast), and
-without the dropout layer.
+by a seed of its own, the initializers seeded by rank (so each process starts elsewhere until the broadcast, and
+rank 0 starts as `tests/v1_programs/horovod_mnist_single_v1.py`, its one-process twin), and without the dropout
+layer.
 
 `python horovod_mnist.py CHECKPOINT_DIR LAST_STEP` (under `horovodrun`) prints one JSON line last: the rank, the
 size, and per step the sum of the weights before it and its loss.
@@ -35,26 +36,30 @@ def synthetic_mnist(size=512):
     return images.astype(np.float32), labels.astype(np.float32)
 
 
-def conv_model(feature, target, mode):
+def conv_model(feature, target, mode, seed):
     """2-layer convolution model."""
     target = tf.one_hot(tf.cast(target, tf.int32), 10, 1, 0)
     feature = tf.reshape(feature, [-1, 28, 28, 1])
 
     with tf.variable_scope('conv_layer1'):
         h_conv1 = layers.conv2d(feature, 8, kernel_size=[5, 5],
-                                activation=tf.nn.relu, padding="SAME")
+                                activation=tf.nn.relu, padding="SAME",
+                                kernel_initializer=tf.glorot_uniform_initializer(seed=seed + 1))
         h_pool1 = tf.nn.max_pool(
             h_conv1, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding='SAME')
 
     with tf.variable_scope('conv_layer2'):
         h_conv2 = layers.conv2d(h_pool1, 16, kernel_size=[5, 5],
-                                activation=tf.nn.relu, padding="SAME")
+                                activation=tf.nn.relu, padding="SAME",
+                                kernel_initializer=tf.glorot_uniform_initializer(seed=seed + 2))
         h_pool2 = tf.nn.max_pool(
             h_conv2, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding='SAME')
         h_pool2_flat = tf.reshape(h_pool2, [-1, 7 * 7 * 16])
 
-    h_fc1 = layers.dense(h_pool2_flat, 64, activation=tf.nn.relu)
-    logits = layers.dense(h_fc1, 10, activation=None)
+    h_fc1 = layers.dense(h_pool2_flat, 64, activation=tf.nn.relu,
+                         kernel_initializer=tf.glorot_uniform_initializer(seed=seed + 3))
+    logits = layers.dense(h_fc1, 10, activation=None,
+                          kernel_initializer=tf.glorot_uniform_initializer(seed=seed + 4))
     loss = tf.losses.softmax_cross_entropy(target, logits)
 
     return tf.argmax(logits, 1), loss
@@ -83,7 +88,7 @@ def main(checkpoint_dir, last_step):
     with tf.name_scope('input'):
         image = tf.placeholder(tf.float32, [None, 784], name='image')
         label = tf.placeholder(tf.float32, [None], name='label')
-    predict, loss = conv_model(image, label, tf.estimator.ModeKeys.TRAIN)
+    predict, loss = conv_model(image, label, tf.estimator.ModeKeys.TRAIN, seed=10 * hvd.rank())
 
     # Horovod: adjust learning rate based on number of workers.
     opt = tf.train.AdamOptimizer(0.001 * hvd.size())
