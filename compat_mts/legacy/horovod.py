@@ -43,8 +43,10 @@ __all__ = [
     'BroadcastGlobalVariablesHook',
 ]
 
-Average = 'Average'  # Horovod's `hvd.Average`: the mean of the workers' values.
-Sum = 'Sum'  # Horovod's `hvd.Sum`.
+Average = 'Average'
+"""Horovod's `hvd.Average`, `DistributedOptimizer`'s default `op`: the mean of the workers' gradients."""
+Sum = 'Sum'
+"""Horovod's `hvd.Sum`: the sum of the workers' gradients."""
 _OPS = (Average, Sum)
 # Far from the keys the strategy gives its own collectives (from 1 up), so that the two never meet.
 _GROUP_KEY = 1 << 20
