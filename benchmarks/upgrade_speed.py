@@ -5,7 +5,8 @@ The 100 files are the suite's v1 scripts (`tests/upgrade_samples`, `tests/v1_pro
 fresh process, wall clock and the child's CPU time:
 
 - `compat-mts upgrade -o OUT FILE...`: the whole command, the TensorFlow 1.x scripts' `tf_upgrade_v2` renames
-  included (one `tf_upgrade_v2` run over all of them);
+  included (made in the command's processes, TensorFlow's tools loaded without TensorFlow: `compat_mts._tf_tools`;
+  one process per core over the files);
 - `compat-mts upgrade --no-renames -o OUT FILE...`: the stage-1 edits alone;
 - `tf_upgrade_v2 --intree IN --outtree OUT`: TensorFlow's renames alone, over the same 100 files;
 - `tf_upgrade_v2 --infile F --outfile G`: the same on one file, as it is usually run.

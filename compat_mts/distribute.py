@@ -347,6 +347,13 @@ def _warn_about_a_cluster_without_strategy() -> None:
 _warned_outside_scope = False
 
 
+def all_reduce_in_the_graph() -> None:
+    """Says that the program all-reduces in its own graph (`compat_mts.legacy.horovod`): its sessions run outside
+    a strategy scope on purpose, and a multi-worker TF_CONFIG is not warned about."""
+    global _warned_outside_scope
+    _warned_outside_scope = True
+
+
 def _forget_warning_outside_scope() -> None:
     global _warned_outside_scope
     _warned_outside_scope = False

@@ -20,7 +20,14 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # The README's command: `pdoc --docformat google compat_mts -o api-reference`.
 BUILD_COMMAND = 'pdoc --docformat google compat_mts -o api-reference'
-PUBLIC_MODULES = ('compat_mts', 'compat_mts.hooks', 'compat_mts.keras', 'compat_mts.estimator', 'compat_mts.legacy')
+PUBLIC_MODULES = (
+    'compat_mts',
+    'compat_mts.hooks',
+    'compat_mts.keras',
+    'compat_mts.estimator',
+    'compat_mts.legacy',
+    'compat_mts.legacy.horovod',
+)
 # Where each documented module's page is, relative to the output directory.
 _PAGE = {module: pathlib.Path(*module.split('.')).with_suffix('.html') for module in PUBLIC_MODULES}
 _SECTION = re.compile(r'^(Args|Arguments|Returns|Yields|Raises|Example|Examples|Attributes|Note|Notes):\s*$')

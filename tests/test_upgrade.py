@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import difflib
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -360,3 +361,82 @@ def test_upgrade_runs_without_importing_tensorflow(tmp_path):
     result = subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert '+import compat_mts as mts' in result.stdout
+
+
+FAST_PATH = """\
+import json
+import sys
+
+from compat_mts.cli import upgrade
+
+upgrades = upgrade.upgrade_files(sys.argv[2:], processes=2)
+assert not [name for name in sys.modules if name.split('.')[0] == 'tensorflow'], 'TensorFlow was imported'
+with open(sys.argv[1], 'w', encoding='utf-8') as file:
+    json.dump([[u.path, u.upgraded, [[n.line, n.text, n.done] for n in u.notes]] for u in upgrades], file)
+import tensorflow as tf  # The ordinary TensorFlow, after the stand-in packages of its tools are gone.
+
+assert tf.reduce_sum(tf.constant([1.0, 2.0])).numpy() == 3.0 and hasattr(tf.compat.v1.train, 'Saver')
+"""
+
+
+@pytest.mark.slow
+def test_the_in_process_renames_and_the_process_pool_give_the_tf_upgrade_v2_commands_text(tmp_path):
+    """Every v1 script of the suite (the benchmark's corpus), upgraded in a fresh process the fast way (TensorFlow's
+    tools loaded without TensorFlow, two processes), is what the `tf_upgrade_v2` command gives, byte for byte."""
+    out = tmp_path / 'fast.json'
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    result = subprocess.run(
+        [sys.executable, '-c', FAST_PATH, str(out), *ALL_SCRIPTS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    texts = {path: _read(path) for path in ALL_SCRIPTS}
+    tf1 = {path for path, text in texts.items() if upgrade.is_tf1_script(text)}
+    assert len(tf1) >= 3, 'TensorFlow 1.x scripts are among them: the renames run'
+    with_the_command = upgrade._upgrade_with_the_command(texts, tf1)  # noqa: SLF001
+    fast = json.loads(out.read_text(encoding='utf-8'))
+    assert [path for path, _, _ in fast] == ALL_SCRIPTS
+    for (path, text, notes), expected in zip(fast, with_the_command):
+        assert text == expected.upgraded, path
+        assert notes == [[note.line, note.text, note.done] for note in expected.notes], path
+    renamed = [upgrade for upgrade in with_the_command if upgrade.path in tf1]
+    assert all("tf_upgrade_v2's renames" in upgrade.report() for upgrade in renamed)
+
+
+def test_a_horovod_program_swaps_one_import_and_the_report_says_how_to_start_its_workers():
+    [result] = upgrade.upgrade_files([os.path.join(SAMPLES, 'horovod_mnist.py')])
+    text = result.upgraded
+    assert 'from compat_mts.legacy import horovod as hvd\n' in text and '\nimport horovod' not in text
+    for call in ('hvd.init()', 'hvd.DistributedOptimizer(opt)', 'hvd.BroadcastGlobalVariablesHook(0)'):
+        assert call in text  # The Horovod calls stay as written.
+    assert 'mts.StopAtStepHook(last_step=last_step // hvd.size())' in text
+    assert text.index('hvd.init()') < text.index('with tf.Graph().as_default():')
+    done = {note.text: note.line for note in result.notes if note.done}
+    assert done['import horovod.tensorflow as hvd -> from compat_mts.legacy import horovod as hvd'] == 23
+    assert done['tf.layers -> tf.compat.v1.layers'] == 25
+    assert any(text.startswith('Horovod on MultiWorkerMirroredStrategy: start one process per worker') for text in done)
+    assert not [note for note in result.notes if not note.done]
+    assert not [finding for finding in check.check_source(text) if finding.blocks]
+    assert upgrade.upgrade_source(text).changed is False
+
+
+def test_horovod_names_compat_mts_does_not_provide_are_left_for_a_person_with_the_import_line():
+    text, notes = _edited("""
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+
+        hvd.init()
+        total = hvd.allreduce(tf.constant(1.0))
+        """)
+    assert 'from compat_mts.legacy import horovod as hvd' in text
+    [left] = [note for note in notes if not note.done]
+    assert left.line == 3 and left.text.startswith('hvd.allreduce: not in compat_mts.legacy.horovod')
+
+
+def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
+    from compat_mts.legacy import horovod
+
+    assert sorted(upgrade_edits.HOROVOD_NAMES) == sorted(horovod.__all__)

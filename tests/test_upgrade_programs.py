@@ -213,3 +213,121 @@ def test_verify_of_an_estimator_program_without_tf_estimator_says_which_interpre
     )
     assert comparison.v1.returncode != 0 and not comparison.equal
     assert '--v1-python PYTHON' in comparison.format()
+
+
+HOROVOD_STEPS = 12
+
+
+def _horovod_workers(tmp_path, script: str, workers: int) -> list[dict]:
+    """Runs `script CHECKPOINT_DIR HOROVOD_STEPS` once per worker (one process each; with TF_CONFIG when several)
+    and returns each worker's JSON line."""
+    ports = free_ports(workers)
+    cluster = {'worker': [f'localhost:{port}' for port in ports]}
+    processes = []
+    for index in range(workers):
+        env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+        env.pop('TF_CONFIG', None)
+        if workers > 1:
+            env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
+        log = open(tmp_path / f'worker_{index}.log', 'w', encoding='utf-8')  # noqa: SIM115
+        command = [sys.executable, script, str(tmp_path / f'checkpoints_{index}'), str(HOROVOD_STEPS)]
+        processes.append((subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True), log))
+    outputs = []
+    try:
+        for process, log in processes:
+            stdout, _ = process.communicate(timeout=600)
+            log.close()
+            assert process.returncode == 0, (tmp_path / log.name).read_text(encoding='utf-8')[-5000:]
+            outputs.append(json.loads(stdout.splitlines()[-1]))
+    finally:
+        for process, _ in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return outputs
+
+
+@pytest.fixture(scope='module')
+def upgraded_horovod_mnist(tmp_path_factory) -> str:
+    [result] = upgrade.upgrade_files([os.path.join(SAMPLES, 'horovod_mnist.py')])
+    path = tmp_path_factory.mktemp('horovod') / 'horovod_mnist.py'
+    path.write_text(result.upgraded, encoding='utf-8')
+    return str(path)
+
+
+@pytest.mark.slow
+def test_the_upgraded_horovod_trainer_runs_as_one_worker_without_tf_config(tmp_path, upgraded_horovod_mnist):
+    [worker] = _horovod_workers(tmp_path, upgraded_horovod_mnist, 1)
+    assert (worker['rank'], worker['size']) == (0, 1)
+    assert len(worker['losses']) == HOROVOD_STEPS
+    assert np.mean(worker['losses'][-3:]) < np.mean(worker['losses'][:3])
+    assert support.latest_checkpoint_step(str(tmp_path / 'checkpoints_0')) == HOROVOD_STEPS
+
+
+@pytest.mark.slow
+def test_the_upgraded_horovod_trainer_trains_one_model_on_two_workers_with_tf_config(tmp_path, upgraded_horovod_mnist):
+    """Two processes on loopback ports: Horovod's rank, size and step count, one set of weights from the first
+    step on (rank 0's, broadcast; the initializers are unseeded), different batches, checkpoints on rank 0 only."""
+    first, second = _horovod_workers(tmp_path, upgraded_horovod_mnist, 2)
+    assert [(first['rank'], first['size']), (second['rank'], second['size'])] == [(0, 2), (1, 2)]
+    assert len(first['losses']) == len(second['losses']) == HOROVOD_STEPS // 2
+    np.testing.assert_allclose(first['weight_sums'], second['weight_sums'], rtol=1e-5, atol=1e-5)
+    assert len(set(first['weight_sums'])) == HOROVOD_STEPS // 2, 'the weights move at every step'
+    assert first['losses'] != second['losses'], 'each worker trains on batches of its own'
+    assert support.latest_checkpoint_step(str(tmp_path / 'checkpoints_0')) == HOROVOD_STEPS // 2
+    assert not os.path.exists(tmp_path / 'checkpoints_1')
+
+
+KERAS_OPTIMIZER_PROGRAM = """\
+import os
+import sys
+
+os.environ['TF_USE_LEGACY_KERAS'] = '1'
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+
+with tf.Graph().as_default():
+    x = tf.constant(np.linspace(-1, 1, 32, dtype=np.float32).reshape(32, 1))
+    w = tf.compat.v1.get_variable('w', [1, 1], initializer=tf.compat.v1.zeros_initializer())
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 3 * x), name='loss')
+    optimizer = tf.keras.optimizers.legacy.SGD(0.1)
+    step = tf.compat.v1.train.get_or_create_global_step()
+    train_op = tf.group(optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w])), step.assign_add(1))
+    with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as sess:
+        while not sess.should_stop():
+            sess.run(train_op)
+"""
+
+
+@pytest.mark.slow
+def test_verify_records_the_loss_a_keras_optimizer_trains_on_through_a_gradient_tape(tmp_path):
+    original = tmp_path / 'keras_optimizer.py'
+    original.write_text(KERAS_OPTIMIZER_PROGRAM)
+    upgraded = upgrade.upgrade_source(original.read_text(), str(original)).upgraded
+    comparison = upgrade_verify.verify(str(original), upgraded, 5, ['{dir}/ckpt'], report_dir=str(tmp_path / 'report'))
+    assert len(comparison.v1.losses) == len(comparison.upgraded.losses) == 5
+    assert comparison.v1.losses[-1] < comparison.v1.losses[0]
+    np.testing.assert_allclose(comparison.upgraded.losses, comparison.v1.losses, rtol=upgrade_verify.RTOL)
+    assert comparison.equal, comparison.format()
+
+
+@pytest.mark.slow
+def test_the_upgraded_horovod_trainer_as_one_worker_trains_as_its_one_process_twin_in_v1_graph_mode(
+    tmp_path, upgraded_horovod_mnist
+):
+    """No Horovod runs here, nor a stand-in for it: the v1 side is the trainer written out by hand for one process
+    (`hvd.size()` 1), run in v1 graph mode; the other side is the upgraded Horovod trainer, as one worker."""
+    twin = os.path.join(V1_PROGRAMS, 'horovod_mnist_single_v1.py')
+    with open(upgraded_horovod_mnist, encoding='utf-8') as file:
+        upgraded = file.read()
+    comparison = upgrade_verify.verify(
+        twin, upgraded, STEPS, ['{dir}/checkpoints', '30'], report_dir=str(tmp_path / 'report'), tf1=True
+    )
+    assert comparison.v1.error is None and comparison.upgraded.error is None, comparison.format()
+    assert len(comparison.v1.losses) == len(comparison.upgraded.losses) == STEPS
+    assert len(set(comparison.v1.losses)) > 1, 'the loss moves: the steps trained'
+    assert comparison.equal, comparison.format()

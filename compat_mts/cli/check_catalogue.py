@@ -1052,7 +1052,9 @@ _HOROVOD_NOTE = (
     'Horovod does not run on the eager compat_mts session: its TensorFlow ops are built for the TensorFlow '
     'it was compiled against, and its v1 API works on graph collections. tf.distribute.'
     'MultiWorkerMirroredStrategy is the same synchronous all-reduce training, one process per worker '
-    f'described by TF_CONFIG instead of horovodrun; {_HOROVOD_GUIDE} maps each hvd call.'
+    f'described by TF_CONFIG instead of horovodrun; {_HOROVOD_GUIDE} maps each hvd call. At stage 1, '
+    '`from compat_mts.legacy import horovod as hvd` runs the graph calls (init, rank, size, DistributedOptimizer, '
+    "BroadcastGlobalVariablesHook) on the strategy's collectives: `compat-mts upgrade` makes that edit."
 )
 _HOROVOD_NAMES = {
     '': 'tf.distribute.MultiWorkerMirroredStrategy (TF_CONFIG in place of horovodrun)',

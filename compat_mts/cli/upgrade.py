@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import dataclasses
 import difflib
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -23,6 +25,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Sequence
 
+from compat_mts import _tf_tools
 from compat_mts.cli import check_checker, check_names
 
 if TYPE_CHECKING:
@@ -151,8 +154,21 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
     return Upgrade(path, text, upgraded, notes)
 
 
-def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
-    """The stage-1 upgrade of each file; TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames first, in one run.
+def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int | None = None) -> list[Upgrade]:
+    """The stage-1 upgrade of each file; TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames first.
+
+    The renames run in this process, TensorFlow's tools loaded without TensorFlow (`compat_mts._tf_tools`); where
+    they cannot be loaded, `tf_upgrade_v2` runs as a command, once for all the TensorFlow 1.x files. Many files
+    are upgraded by a pool of processes, one per core: each file's upgrade is its own, so the result is the same.
+
+    Args:
+      paths: the scripts.
+      renames: whether TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames (else the report says to run it).
+      processes: how many processes upgrade the files; None: one per core available, when there are enough
+        files to repay starting them and TensorFlow is not running in this process (it is not fork-safe).
+
+    Returns:
+      One `Upgrade` per path, in order.
 
     Raises:
       OSError: a file cannot be read.
@@ -162,20 +178,74 @@ def upgrade_files(paths: Sequence[str], renames: bool = True) -> list[Upgrade]:
     for path in paths:
         with open(path, encoding='utf-8') as file:
             texts[path] = file.read()
-    tf1 = {path: text for path, text in texts.items() if is_tf1_script(text)}
-    v1_module_notes = {}
-    for path, text in tf1.items() if renames else ():
-        tf1[path], v1_module_notes[path] = _edits().v1_modules(text)
-    renames_run = TfUpgradeV2(tf1) if tf1 and renames else None
+    tf1 = {path for path, text in texts.items() if is_tf1_script(text)}
+    _edits()  # Imported once, before any process is forked.
+    rename = _tf_tools.renamer() if tf1 and renames else None
+    if tf1 and renames and rename is None:
+        return _upgrade_with_the_command(texts, tf1)
+    if processes is None:
+        processes = _default_processes(len(texts))
+    jobs = [(path, text, path in tf1, renames) for path, text in texts.items()]
+    if processes <= 1:
+        return [_upgrade_one(*job) for job in jobs]
+    # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
+    order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
+    context = multiprocessing.get_context('fork')
+    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
+        done = dict(zip(order, pool.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
+    return [done[index] for index in range(len(jobs))]
+
+
+_FILES_PER_PROCESS = 8  # Fewer files than this per process: starting the process costs more than it saves.
+
+
+def _default_processes(files: int) -> int:
+    if 'tensorflow' in sys.modules or 'fork' not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    return max(1, min(cores, files // _FILES_PER_PROCESS))
+
+
+def _upgrade_one_job(job: tuple[str, str, bool, bool]) -> Upgrade:
+    return _upgrade_one(*job)
+
+
+def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
+    """One file's upgrade: a TensorFlow 1.x script's renames first (in this process), then the edits."""
+    if not tf1:
+        return upgrade_source(text, path)
+    if not renames:
+        return _without_renames(upgrade_source(text, path))
+    renamed, v1_module_notes = _edits().v1_modules(text)
+    renamed = _tf_tools.renamer()(renamed)
+    upgrade = upgrade_source(text, path, renamed=renamed)
+    if renamed is None:
+        return _without_renames(upgrade)
+    upgrade.notes[:0] = v1_module_notes
+    return upgrade
+
+
+def _without_renames(upgrade: Upgrade) -> Upgrade:
+    command = f'tf_upgrade_v2 --infile {upgrade.path} --inplace'
+    upgrade.notes.insert(0, _edits().Note(0, f'TensorFlow 1.x: run `{command}` first', False))
+    return upgrade
+
+
+def _upgrade_with_the_command(texts: dict[str, str], tf1: set[str]) -> list[Upgrade]:
+    """`upgrade_files` with `tf_upgrade_v2` run as a command over the TensorFlow 1.x files, beside the edits of
+    the others: where TensorFlow's tools cannot be loaded in this process."""
+    v1_module_notes, renaming = {}, {}
+    for path in tf1:
+        renaming[path], v1_module_notes[path] = _edits().v1_modules(texts[path])
+    renames_run = TfUpgradeV2(renaming)
     upgrades = {path: upgrade_source(text, path) for path, text in texts.items() if path not in tf1}
-    renamed = renames_run.result() if renames_run else None
+    renamed = renames_run.result()
     for path in tf1:
         upgrade = upgrade_source(texts[path], path, renamed=renamed.get(path) if renamed else None)
         if renamed:
             upgrade.notes[:0] = v1_module_notes[path]
         else:
-            command = f'tf_upgrade_v2 --infile {path} --inplace'
-            upgrade.notes.insert(0, _edits().Note(0, f'TensorFlow 1.x: run `{command}` first', False))
+            _without_renames(upgrade)
         upgrades[path] = upgrade
     return [upgrades[path] for path in texts]
 

@@ -7,10 +7,11 @@ execution is off before the script runs, as v1 graph mode had it; for a script w
 
 How the loss is found: every v1 optimizer computes its gradients in `Optimizer.compute_gradients(loss, ...)`
 (`minimize` calls it, and so does the Estimator's `model_fn` through it), so the probe records the `loss` of that
-call, per graph. Every session, v1's and compat_mts's, is a `MonitoredSession` or `SingularMonitoredSession`
-(`MonitoredTrainingSession` and the Estimator make one), so the probe adds one hook to each: it fetches the
-recorded loss of the session's graph with each run, and asks the session to stop after STEPS runs. A session
-of a graph with no optimizer (an evaluation) is not recorded.
+call, per graph; a graph's scalar differentiated by a `tf.GradientTape` (a Keras optimizer's `minimize`, or
+gradients given to `apply_gradients`) is recorded the same way. Every session, v1's and compat_mts's, is a
+`MonitoredSession` or `SingularMonitoredSession` (`MonitoredTrainingSession` and the Estimator make one), so the
+probe adds one hook to each: it fetches the recorded loss of the session's graph with each run, and asks the
+session to stop after STEPS runs. A session of a graph with no optimizer (an evaluation) is not recorded.
 
 Standard library and TensorFlow only: in `v1` mode it may run under an older TensorFlow (2.15 for an Estimator
 script), where compat_mts cannot be imported.
@@ -49,6 +50,20 @@ def main(argv):
         return original_compute_gradients(self, loss, *args, **kwargs)
 
     v1.train.Optimizer.compute_gradients = compute_gradients
+
+    original_gradient = tf.GradientTape.gradient
+
+    def gradient(self, target, sources, *args, **kwargs):
+        # A graph's loss differentiated by a tape (a Keras optimizer's `minimize`, or `apply_gradients` of the
+        # tape's gradients); not inside a tf.function, whose tensors no session can fetch.
+        graph = getattr(target, 'graph', None)
+        if isinstance(target, tf.Tensor) and graph is not None and not graph.building_function:
+            if target.shape.rank == 0:
+                losses_by_graph[graph] = target
+                new_losses.append(target)
+        return original_gradient(self, target, sources, *args, **kwargs)
+
+    tf.GradientTape.gradient = gradient
 
     class LossProbe(v1.train.SessionRunHook):
         def begin(self):

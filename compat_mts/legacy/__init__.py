@@ -4,7 +4,10 @@
   sessions; a session created inside the program's own `with tf.Graph().as_default():` adopts that graph;
 - `compat_mts.legacy.checkpoints`: v1 name-based checkpoints (`NameBasedCheckpoint`, the default checkpoint of a
   wrapped graph) and `restore_from_v1` into TF2 objects;
-- `compat_mts.legacy.convert`: `convert_checkpoint` of whole directories (what `compat-mts convert` runs).
+- `compat_mts.legacy.convert`: `convert_checkpoint` of whole directories (what `compat-mts convert` runs);
+- `compat_mts.legacy.horovod`: Horovod's graph API (`hvd.init()`, `hvd.DistributedOptimizer`, ...) on a
+  `MultiWorkerMirroredStrategy`'s collectives, used as Horovod's module (`from compat_mts.legacy import horovod as
+  hvd`); its names are not re-exported here.
 
 The session core reaches a wrapped graph only through the `compat_mts.fetches.GraphRunner` interface; this
 package is what implements it. The names below are the public ones (`compat_mts.legacy.wrap_graph`,
@@ -19,6 +22,7 @@ from compat_mts.legacy.checkpoints import (
     RestoreReport,
     restore_from_v1,
 )
+from compat_mts.legacy import horovod
 from compat_mts.legacy.convert import convert_checkpoint
 from compat_mts.legacy.graph import (
     WrappedGraph,
@@ -43,4 +47,5 @@ __all__ = [
     'convert_checkpoint',
     'wrapped_graph_of_global_step',
     'forget_graph',
+    'horovod',
 ]

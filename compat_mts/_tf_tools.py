@@ -1,0 +1,88 @@
+"""TensorFlow's `tf_upgrade_v2` renames in this process, loaded without starting TensorFlow.
+
+`tensorflow/tools/compatibility/` (`tf_upgrade_v2`, `ast_edits` and their tables) is pure Python, the standard
+library and `pasta`; but importing it as `tensorflow.tools.compatibility` first runs `tensorflow/__init__.py`,
+the whole runtime: 3-4 s of CPU that `compat-mts upgrade` never uses, longer than its renames of 30 files. So,
+when TensorFlow is not imported yet, those modules are loaded from TensorFlow's own files under stand-in parent
+packages that exist only while they load: afterwards `sys.modules` has no `tensorflow` entry this module put
+there, and a later `import tensorflow` is the ordinary one. When TensorFlow is already imported, the ordinary
+import is used.
+
+These modules are TensorFlow's, not its API: this module and `_tf_internals` are the only ones that reach into
+TensorFlow's package (`tests/test_tf_internals.py` checks the imports). When they are not where they were, or
+`COMPAT_MTS_NO_PRIVATE_TF=1`, `renamer()` is None and the caller runs the public command,
+`python -m tensorflow.tools.compatibility.tf_upgrade_v2_main`, instead.
+
+Standard library only at import: `compat-mts upgrade` imports this module before it knows whether any file
+needs renames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import importlib.util
+import io
+import os
+import sys
+import types
+from typing import Callable
+
+PRIVATE_TF = os.environ.get('COMPAT_MTS_NO_PRIVATE_TF', '').lower() not in ('1', 'true', 'yes')
+_PACKAGE = 'tensorflow.tools.compatibility'
+
+
+def _import_tools() -> tuple[types.ModuleType, types.ModuleType]:
+    """(`tf_upgrade_v2`, `ast_edits`), imported as TensorFlow's own modules, without running its `__init__`."""
+    if 'tensorflow' in sys.modules:
+        return _tf_upgrade_v2_modules()
+    spec = importlib.util.find_spec('tensorflow')  # A top-level package: found, not imported.
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError('no tensorflow package')
+    package = next(iter(spec.submodule_search_locations))
+    tools = os.path.join(package, 'tools')
+    if not os.path.isfile(os.path.join(tools, 'compatibility', 'tf_upgrade_v2.py')):
+        raise ImportError(f'no tf_upgrade_v2.py in {tools}')
+    before = set(sys.modules)
+    try:
+        for name, path in (('tensorflow', package), ('tensorflow.tools', tools), (_PACKAGE, f'{tools}/compatibility')):
+            stand_in = types.ModuleType(name)
+            stand_in.__path__ = [path]
+            sys.modules[name] = stand_in
+        return _tf_upgrade_v2_modules()
+    finally:
+        for name in set(sys.modules) - before:
+            if name == 'tensorflow' or name.startswith('tensorflow.'):
+                del sys.modules[name]
+
+
+def _tf_upgrade_v2_modules() -> tuple[types.ModuleType, types.ModuleType]:
+    return (
+        importlib.import_module('tensorflow.tools.compatibility.tf_upgrade_v2'),
+        importlib.import_module('tensorflow.tools.compatibility.ast_edits'),
+    )
+
+
+@functools.cache
+def renamer() -> Callable[[str], str | None] | None:
+    """A function that gives a script's text after `tf_upgrade_v2`'s renames (None when it cannot parse it), as
+    `tf_upgrade_v2 --infile` writes it; None when TensorFlow's tools cannot be loaded (see the module docstring).
+    Loaded once per process: the rename tables take a quarter of a second to build."""
+    if not PRIVATE_TF:
+        return None
+    try:
+        tf_upgrade_v2, ast_edits = _import_tools()
+        # tf_upgrade_v2_main's default mode: no import renames, `import tensorflow.compat.v1 as tf` upgraded.
+        upgrader = ast_edits.ASTCodeUpgrader(
+            tf_upgrade_v2.TFAPIChangeSpec(import_rename=False, upgrade_compat_v1_import=True)
+        )
+    except (ImportError, AttributeError, TypeError):
+        return None
+
+    def rename(text: str) -> str | None:
+        with contextlib.redirect_stdout(io.StringIO()):  # It prints a line per rename; its report is not ours.
+            processed, renamed, _, _ = upgrader.update_string_pasta(text, '<script>')
+        return renamed if processed else None
+
+    return rename
