@@ -86,7 +86,7 @@ class Deployment:
             return work()
 
     def connected(self, device: str | None) -> Deployment:
-        """The deployment once the session's creator connected to `device` (a `grpc://` master's task), or None."""
+        """The deployment once the session's creator has connected: `device` is a `grpc://` master's task, or None."""
         del device
         return self
 
