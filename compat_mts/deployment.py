@@ -58,13 +58,13 @@ class Deployment:
     scheduler: parameter_server.Scheduler | None = None
     device: str | None = None
 
-    def run(self, run_once: Callable[..., Any], fetches: Any, *arguments: Any) -> Any:
-        """`run_once(fetches, *arguments)`: one run of the session, as this deployment runs it.
+    def run(self, run_once: Callable[..., Any], fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        """One run of the session, `run_once(fetches, feed_dict, options, run_metadata)`, as this deployment runs it.
 
         Returns:
           What `run_once` returns.
         """
-        return run_once(fetches, *arguments)
+        return run_once(fetches, feed_dict, options, run_metadata)
 
     def agree(self, stop_requested: bool, sigterm_received: bool) -> tuple[bool, bool]:
         """Whether the session stops after this run, and whether it was preempted (SIGTERM), for every worker.
@@ -123,9 +123,9 @@ class RemoteMaster(Deployment):
     def __init__(self, device: str):
         self.device = device
 
-    def run(self, run_once: Callable[..., Any], fetches: Any, *arguments: Any) -> Any:
+    def run(self, run_once: Callable[..., Any], fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         with tf.device(self.device):
-            return run_once(fetches, *arguments)
+            return run_once(fetches, feed_dict, options, run_metadata)
 
     def __repr__(self) -> str:
         return f'<RemoteMaster on {self.device}>'
@@ -146,9 +146,9 @@ class MultiWorker(Deployment):
         self.cluster = cluster
         self.is_chief = cluster.is_chief
 
-    def run(self, run_once: Callable[..., Any], fetches: Any, *arguments: Any) -> Any:
+    def run(self, run_once: Callable[..., Any], fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         try:
-            return run_once(fetches, *arguments)
+            return run_once(fetches, feed_dict, options, run_metadata)
         except (tf.errors.OutOfRangeError, StopIteration):
             raise  # A distributed dataset ends on every worker at the same step.
         except Exception as error:  # Alone, a failing worker would leave the others waiting in a collective.
@@ -183,9 +183,9 @@ class ParameterServer(Deployment):
         self.scheduler = scheduler
         self.steps_per_run = scheduler.steps_per_run
 
-    def run(self, run_once: Callable[..., Any], fetches: Any, *arguments: Any) -> Any:
+    def run(self, run_once: Callable[..., Any], fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         parameter_server.check_graph_fetches(fetches)
-        return self.scheduler.guard(lambda: run_once(fetches, *arguments))
+        return self.scheduler.guard(lambda: run_once(fetches, feed_dict, options, run_metadata))
 
     def guard(self, work: Callable[[], Any]) -> Any:
         """See `Deployment.guard`: watched, so that a ps task that stops answering while the session is created (the
