@@ -29,10 +29,9 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import distribute
+from compat_mts import deployment as deployment_lib
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts import parameter_server
 from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
@@ -143,22 +142,16 @@ class _MonitoredSession:
         validation.check_session_creator(session_creator)
         validation.check_stop_grace_period_secs(stop_grace_period_secs)
         self._hooks = validation.check_hooks(hooks)
-        self._parameter_servers = parameter_server.current()  # The chief of a parameter-server cluster.
-        self._steps_per_run = steps_lib.StepsPerRun(
-            self._hooks, graph_steps_per_run=getattr(self._parameter_servers, 'steps_per_run', 1)
-        )
+        # Chosen once (ARCHITECTURE.md, "The deployment seam"); refined only when a `grpc://` master connects.
+        self._deployment = deployment_lib.current()
+        self._steps_per_run = steps_lib.StepsPerRun(self._hooks, graph_steps_per_run=self._deployment.steps_per_run)
         self._creator = session_creator or ChiefSessionCreator()
-        self._cluster = distribute.current_cluster()
-        # See compat_mts.distribute.ClusterError and compat_mts.parameter_server.ParameterServerError.
-        self._should_recover = should_recover and self._cluster is None and self._parameter_servers is None
+        self._should_recover = should_recover and self._deployment.recovers
         self._stop_grace_period_secs = stop_grace_period_secs
         self._raw: RawSession | None = None
         self._coord: tf.train.Coordinator | None = None
         self._closed = False
         self._hooks_requested_stop = False
-        self._run_once = self._hooked_run if self._cluster is None else self._agreed_run
-        if self._parameter_servers is not None:
-            self._run_once = self._scheduled_run
         self._preempted = False
         self._sigterm_received = False
         self._sigterm = preemption.SigtermWatcher(self._on_sigterm)
@@ -173,7 +166,7 @@ class _MonitoredSession:
         self._adopted_graph = None
         self._global_step: tf.Variable | None = None
         try:
-            self._guarded(self._begin_and_create)
+            self._deployment.guard(self._begin_and_create)
         except BaseException:
             self._release_graph()
             self._summaries.release()
@@ -196,15 +189,6 @@ class _MonitoredSession:
             else:
                 self._create()
 
-    def _guarded(self, work: Callable[[], Any]) -> Any:
-        """`work()`; on the chief of a parameter-server cluster watched, so that a ps task that stops answering
-        while the session is created (the hooks' writers, the variables initialized or restored on the ps tasks)
-        or ends (the last checkpoint read from them) ends the process with a clear message instead of a hang, as
-        during runs."""
-        if self._parameter_servers is None:
-            return work()
-        return self._parameter_servers.guard(work)
-
     def _release_graph(self) -> None:
         """Lets the program add ops to its graph again, as v1 did after a session closed.
 
@@ -224,19 +208,18 @@ class _MonitoredSession:
     # Creation and teardown of the inner (re-creatable) session.
 
     def _create(self) -> None:
-        self._raw = validation.check_created_session(self._creator.create_session(), self._creator)
-        self._state = self._fetch_state_of(self._raw)
-        self._state.graph_runner = self._adopted_graph or fetches_lib.graph_runner_of_global_step()
-        self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
-        self._global_step = global_step_lib.get_global_step()
-        self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
-        if getattr(self._raw, 'device', None) is not None:
-            self._run_once = self._run_on_device
-        if self._parameter_servers is not None:
-            self._parameter_servers.start_session(self._hooks, self._global_step)
-        self._summaries.activate()
-        for hook in self._hooks:
-            hook.after_create_session(self._raw, self._coord)
+        with self._deployment.in_effect():  # The creator and the hooks read it (a re-creation is not guarded).
+            self._raw = validation.check_created_session(self._creator.create_session(), self._creator)
+            self._deployment = self._deployment.connected(getattr(self._raw, 'device', None))
+            self._state = self._fetch_state_of(self._raw)
+            self._state.graph_runner = self._adopted_graph or fetches_lib.graph_runner_of_global_step()
+            self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
+            self._global_step = global_step_lib.get_global_step()
+            self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
+            self._deployment.start_session(self._hooks, self._global_step)
+            self._summaries.activate()
+            for hook in self._hooks:
+                hook.after_create_session(self._raw, self._coord)
 
     @staticmethod
     def _fetch_state_of(raw: Any) -> fetches_lib.SessionState:
@@ -336,7 +319,13 @@ class _MonitoredSession:
         if self._raw is None:
             raise RuntimeError('Session is already closed.' if self._closed else 'Run called on a closed session.')
         try:
-            return self._run_once(fetches, feed_dict, options, run_metadata)
+            results = self._deployment.run(self._hooked_run, fetches, feed_dict, options, run_metadata)
+            if self._deployment.agrees:  # The workers of a cluster stop after the same run.
+                self._hooks_requested_stop, preempted = self._deployment.agree(
+                    self._hooks_requested_stop, self._sigterm_received
+                )
+                self._preempted = self._preempted or preempted
+            return results
         except _PREEMPTION_ERRORS:
             raise
         except Exception:  # A preemption reported by a thread takes precedence, as in v1.
@@ -415,7 +404,7 @@ class _MonitoredSession:
         if (
             self._last_stale_step is None
             or self._global_step is None
-            or self._cluster is not None
+            or self._deployment.agrees
             or self._steps_per_run.current != 1
         ):
             return
@@ -423,34 +412,9 @@ class _MonitoredSession:
         if int(global_step_lib.read_value(self._global_step)) == before_this_run + 1:
             self._global_step.assign(before_this_run)
 
-    def _run_on_device(self, fetches, feed_dict, options, run_metadata) -> Any:
-        """`_hooked_run` on the device of the session's `grpc://` master."""
-        with tf.device(self._raw.device):
-            return self._hooked_run(fetches, feed_dict, options, run_metadata)
-
-    def _agreed_run(self, fetches, feed_dict, options, run_metadata) -> Any:
-        """`_hooked_run` on a worker of a multi-worker cluster: the workers stop after the same run, or fail."""
-        try:
-            results = self._hooked_run(fetches, feed_dict, options, run_metadata)
-        except (tf.errors.OutOfRangeError, StopIteration):
-            raise  # A distributed dataset ends on every worker at the same step.
-        except Exception as error:  # Alone, a failing worker would leave the others waiting in a collective.
-            cluster_error = self._cluster.failed(error)
-            if cluster_error is None:
-                raise
-            raise cluster_error from error
-        self._hooks_requested_stop, preempted = self._cluster.agree(self._hooks_requested_stop, self._sigterm_received)
-        self._preempted = self._preempted or preempted
-        return results
-
-    def _scheduled_run(self, fetches, feed_dict, options, run_metadata) -> Any:
-        """`_hooked_run` on the chief of a parameter-server cluster: a lost ps task is a `ParameterServerError`."""
-        parameter_server.check_graph_fetches(fetches)
-        return self._parameter_servers.guard(lambda: self._hooked_run(fetches, feed_dict, options, run_metadata))
-
     def _on_sigterm(self) -> None:
         """SIGTERM: stop after this run; in a cluster, after the run all workers agree on (compat_mts.preemption)."""
-        if self._cluster is None:
+        if not self._deployment.agrees:
             self._preempted = True
         else:
             self._sigterm_received = True
@@ -513,8 +477,8 @@ class _MonitoredSession:
             return True
 
     def _end_hooks(self) -> None:
-        if self._parameter_servers is not None and self._raw is not None:
-            self._parameter_servers.finish()  # The last save has every step.
+        if self._raw is not None:
+            self._deployment.finish()
         for hook in self._hooks:
             hook.end(self._raw)
 
@@ -526,7 +490,7 @@ class _MonitoredSession:
     def _close_internal(self, exception_type) -> None:
         try:
             if not exception_type:
-                self._guarded(self._end_hooks)
+                self._deployment.guard(self._end_hooks)
         finally:
             try:
                 if self._closed:

@@ -15,6 +15,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import checkpoints
+from compat_mts import deployment as deployment_lib
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
@@ -126,7 +127,7 @@ class ChiefSessionCreator(SessionCreator):
         distribute.apply_config(self._config)
         device = distribute.connect(self._master)
         scaffold = self._scaffold.finalize()
-        cluster = distribute.current_cluster()
+        cluster = deployment_lib.current().cluster  # The session's, when it creates this one.
         if cluster is not None:
             cluster.prepare(scaffold.checkpoint)
         session = RawSession(scaffold, self._checkpoint_dir)
@@ -212,7 +213,7 @@ class WorkerSessionCreator(SessionCreator):
         scaffold = self._scaffold.finalize()
         session = RawSession(scaffold, None)
         session.device = device
-        cluster = distribute.current_cluster()
+        cluster = deployment_lib.current().cluster  # The session's, when it creates this one.
         if cluster is not None:
             cluster.prepare(scaffold.checkpoint)
             session.restored_path = cluster.wait_for_chief(self._max_wait_secs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat_mts import checkpoints
+from compat_mts import deployment as deployment_lib
 from compat_mts import distribute
 from compat_mts import summary as summary_lib
 from compat_mts import validation
@@ -173,7 +174,8 @@ def MonitoredTrainingSession(
     summary_dir = checkpoints.expand_directory(summary_dir) if summary_dir else None
     scaffold = scaffold or Scaffold()
 
-    cluster = distribute.current_cluster()
+    deployment = deployment_lib.choose()  # The session's: it is made with this one in effect.
+    cluster = deployment.cluster
     if cluster is not None:
         is_chief = distribute.resolve_is_chief(is_chief, cluster)
     if not is_chief:
@@ -194,9 +196,10 @@ def MonitoredTrainingSession(
         creator = WorkerSessionCreator(
             scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs, checkpoint_dir=checkpoint_dir
         )
-        return MonitoredSession(
-            session_creator=creator, hooks=worker_hooks, stop_grace_period_secs=stop_grace_period_secs
-        )
+        with deployment.in_effect():
+            return MonitoredSession(
+                session_creator=creator, hooks=worker_hooks, stop_grace_period_secs=stop_grace_period_secs
+            )
 
     summary_dir = summary_dir or checkpoint_dir
     counts_steps = bool(summary_dir and log_step_count_steps and log_step_count_steps > 0)
@@ -238,4 +241,5 @@ def MonitoredTrainingSession(
         )
     all_hooks.extend(hooks)
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
-    return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)
+    with deployment.in_effect():
+        return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)

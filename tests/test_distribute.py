@@ -20,6 +20,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import deployment
 from compat_mts import distribute
 from compat_mts import preemption
 from tests.models import Regression
@@ -245,8 +246,8 @@ def test_a_per_replica_fetch_comes_back_as_the_local_results_of_the_replicas(loc
 def test_a_single_process_session_pays_nothing_for_multi_worker_agreement(tmp_path):
     model = Regression()
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold()) as session:
-        assert session._cluster is None  # pylint: disable=protected-access
-        assert session._run_once == session._hooked_run  # pylint: disable=protected-access
+        assert session._deployment is deployment.LOCAL
+        assert not session._deployment.agrees
         session.run(model.step)
     assert distribute.current_cluster() is None
 

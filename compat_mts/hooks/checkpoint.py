@@ -8,7 +8,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import checkpoints
-from compat_mts import distribute
+from compat_mts import deployment as deployment_lib
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
@@ -160,8 +160,9 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     def begin(self):
         self._manager = None  # Built at the first save: a new session may have a new global step.
         # In a multi-worker cluster every worker saves (see compat_mts.distribute); only the chief writes here.
-        self._cluster = distribute.current_cluster()
-        self._writes_files = self._cluster is None or self._cluster.is_chief
+        deployment = deployment_lib.current()  # The session's (ARCHITECTURE.md, "The deployment seam").
+        self._cluster = deployment.cluster
+        self._writes_files = deployment.is_chief
         if self._writes_files:
             longest_name = summary_lib.checkpoint_name_bytes(self._checkpoint_basename)
             summary_lib.ensure_writable_directory(

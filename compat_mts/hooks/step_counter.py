@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tensorflow.compat.v1 import logging
 
+from compat_mts import deployment as deployment_lib
 from compat_mts import global_step as global_step_lib
-from compat_mts import parameter_server
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
@@ -72,7 +72,7 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         self._graph_pending = self._summary_writer is not None
         # On the chief of a parameter-server cluster a run returns once its steps are scheduled, so the
         # global step read after it may not have moved yet: no warning there.
-        self._warn_when_stuck = parameter_server.current() is None
+        self._warn_when_stuck = deployment_lib.current().scheduler is None
 
     def after_create_session(self, session, coord):
         if not getattr(session, 'has_step_graph', True):  # Inside `model.fit` (HooksCallback): no graph to write.

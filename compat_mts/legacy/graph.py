@@ -26,6 +26,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts import deployment as deployment_lib
 from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
@@ -326,7 +327,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._id = next(_graph_ids)
         global_variables = graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
         local_variables = graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
-        self._parameter_servers = parameter_server.current()
+        in_session = deployment_lib.of_session()  # An adopted graph: the session's scheduler.
+        self._parameter_servers = parameter_server.current() if in_session is None else in_session.scheduler
         _check_supported(graph, global_variables + local_variables, self._parameter_servers)
         self.function = self._import(graph, self._parameter_servers)
         imported = self.function.graph
