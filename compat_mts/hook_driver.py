@@ -113,6 +113,11 @@ class HookDriver:
         self._started = False
         return self._schedule.select(stale_step)
 
+    @property
+    def called(self) -> list[int]:
+        """The positions of the hooks called on this run so far (`select`'s, then `late`'s), in order (scheduled)."""
+        return self._schedule.called
+
     def late(self) -> list[int]:
         """The positions of the skipped hooks whose `after_run` clock has come by the end of the run."""
         return self._schedule.late()
@@ -137,7 +142,7 @@ class HookDriver:
           RuntimeError: two hooks, or a hook and the caller, feed the same key (v1's messages).
           ValueError: a hook returned a `feed_dict` and `refuse_feeds` says why it may not.
         """
-        self._start(fetches, options)
+        self._new_run(fetches, options)
         hooks = self.run_hooks
         if self._schedule is None:
             self._ask(context, enumerate(hooks), refuse_feeds)
@@ -148,12 +153,12 @@ class HookDriver:
     def before_run_late(self, context, positions: Sequence[int], refuse_feeds: str = '') -> None:
         """The `before_run` of the hooks `late()` gave, at the end of the run: their requests join `requests`
         (which hold the caller's None first when no hook was called before the run)."""
-        if not self._started:
-            self._start(None, None)
+        if not self._started:  # No hook was called before the run.
+            self._new_run(None, None)
         hooks = self.run_hooks
         self._ask(context, ((index, hooks[index]) for index in positions), refuse_feeds)
 
-    def _start(self, fetches: Any, options) -> None:
+    def _new_run(self, fetches: Any, options) -> None:
         self._started = True
         self._options = options or tf.compat.v1.RunOptions()
         self.requests = [fetches]
