@@ -173,12 +173,21 @@ class StepsPerRunMixin:
 
 
 def checkpoint_saving_hooks(hooks: Sequence) -> list:
-    """The hooks among `hooks` that save checkpoints (`saves_checkpoints`)."""
+    """The hooks among `hooks` that save checkpoints (`saves_checkpoints = True`).
+
+    Such a hook has `checkpoint_dir`, `checkpoint` and `_set_default_scaffold(scaffold)`, and saves at `end()` too:
+    a SIGTERM then stops the loop after the run in progress, and `keras.HooksCallback` restores the latest
+    checkpoint before `fit`. A hook of the program's own may say the same.
+    """
     return [hook for hook in hooks if getattr(hook, 'saves_checkpoints', False) is True]
 
 
 def last_step_hooks(hooks: Sequence) -> list:
-    """The hooks among `hooks` that stop at a last step (`stops_at_last_step`)."""
+    """The hooks among `hooks` that stop at a last step (`stops_at_last_step = True`).
+
+    Such a hook has `last_step` and requests a stop once the global step reaches it; a repeated step or a Keras
+    execution is shortened so as not to pass it. A hook of the program's own may say the same.
+    """
     return [hook for hook in hooks if getattr(hook, 'stops_at_last_step', False) is True]
 
 
