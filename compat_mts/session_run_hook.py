@@ -99,10 +99,14 @@ class HookCapabilities(Protocol):
 
     `isinstance(hook, HookCapabilities)` says whether a hook offers all four. The driver reads each one alone
     (`capability`), so a hook may offer some; setting one to None on a subclass withdraws it (a built-in hook
-    with `idle_until = None` is called on every run). The names before this protocol (`_idle_until`,
-    `_reads_clock_after_run`, `_catch_up`) are still read when the public name is absent or None, so that hooks
-    written against the earlier releases keep their schedule; `_set_steps_per_run` is v1's own name, which its
-    Estimator called and v1 programs' hooks define, and is read the same way.
+    with `idle_until = None` is called on every run).
+
+    The private names of before this protocol are read when the public name is absent, and their None withdraws
+    too. `_set_steps_per_run` is v1's own name: its Estimator called it and v1 programs' hooks define it, so it
+    stays (`StepsPerRunMixin` keeps it as an alias). `_idle_until`, `_reads_clock_after_run` and `_catch_up` were
+    never public, but they were the way to opt a subclass of a built-in hook out of the schedule
+    (`_idle_until = None`) or a hook in; they are read once per driver, at no cost per run, so code written so
+    keeps working. New code uses the public names.
     """
 
     reads_clock_after_run: bool
