@@ -28,6 +28,8 @@ from compat_mts.session_run_hook import (
 
 
 _V1_HOOK = tf.compat.v1.train.SessionRunHook
+_RunOptions = tf.compat.v1.RunOptions
+_RunMetadata = tf.compat.v1.RunMetadata
 
 
 def acts_around_runs(hook: Any) -> bool:
@@ -75,6 +77,8 @@ class HookDriver:
         self.run_hooks = tuple(hook for hook in self.hooks if acts_around_runs(hook))
         self._steps_per_run_setters = steps_per_run_setters(self.hooks)
         self._schedule = HookSchedule(self.run_hooks) if scheduled else None
+        self._every_position = tuple(range(len(self.run_hooks)))
+        self._no_options = _RunOptions()  # The options of runs without any; no hook's are merged into it.
         self.requests: list = []
         self.stale_position: int | None = None  # Where the stale global step is in this run's requests, if asked.
         self._requesting: list[int] = []  # The position of the hook of each request after the caller's.
@@ -126,7 +130,8 @@ class HookDriver:
         """Every hook's `before_run(context)` in order (those `select` chose, when scheduled), merged.
 
         `STALE_GLOBAL_STEP_REQUEST`, the built-in hooks' usual answer, costs nothing to merge. The others add
-        their fetches, feeds and `RunOptions` (merged into `options`, or a new one, with v1's rules).
+        their fetches, feeds and `RunOptions` (merged into `options` with v1's rules; without `options`, into a new
+        one on the first run that has some, and until then the hooks see one empty `RunOptions`, never written).
 
         Args:
           context: the run's `SessionRunContext`, handed to every hook.
@@ -142,33 +147,29 @@ class HookDriver:
           RuntimeError: two hooks, or a hook and the caller, feed the same key (v1's messages).
           ValueError: a hook returned a `feed_dict` and `refuse_feeds` says why it may not.
         """
-        self._new_run(fetches, options)
-        hooks = self.run_hooks
-        if self._schedule is None:
-            self._ask(context, enumerate(hooks), refuse_feeds)
-        else:
-            self._ask(context, ((index, hooks[index]) for index in self._schedule.called), refuse_feeds)
+        self._started = True
+        self._options = options or self._no_options
+        self.requests = [fetches]
+        self._requesting = []
+        self._feeds = {}
+        self.stale_position = None
+        self._ask(context, self._every_position if self._schedule is None else self._schedule.called, refuse_feeds)
+        if not self._feeds:
+            return self.requests, feed_dict
         return self.requests, _merge_feeds(feed_dict, self._feeds)
 
     def before_run_late(self, context, positions: Sequence[int], refuse_feeds: str = '') -> None:
         """The `before_run` of the hooks `late()` gave, at the end of the run: their requests join `requests`
         (which hold the caller's None first when no hook was called before the run)."""
-        if not self._started:  # No hook was called before the run.
-            self._new_run(None, None)
-        hooks = self.run_hooks
-        self._ask(context, ((index, hooks[index]) for index in positions), refuse_feeds)
+        if not self._started:  # No hook was called before the run: `called` is `positions`.
+            self.before_run(context, None, None, refuse_feeds=refuse_feeds)
+        else:
+            self._ask(context, positions, refuse_feeds)
 
-    def _new_run(self, fetches: Any, options) -> None:
-        self._started = True
-        self._options = options or tf.compat.v1.RunOptions()
-        self.requests = [fetches]
-        self._requesting = []
-        self._feeds = {}
-        self.stale_position = None
-
-    def _ask(self, context, indexed_hooks, refuse_feeds: str) -> None:
-        requests, requesting, hook_feeds, options = self.requests, self._requesting, self._feeds, self._options
-        for index, hook in indexed_hooks:
+    def _ask(self, context, positions: Sequence[int], refuse_feeds: str) -> None:
+        requests, requesting, hook_feeds, hooks = self.requests, self._requesting, self._feeds, self.run_hooks
+        for index in positions:
+            hook = hooks[index]
             request = hook.before_run(context)
             if request is None:
                 continue
@@ -188,7 +189,9 @@ class HookDriver:
                     raise RuntimeError(f'Same tensor is fed by two hooks. Conflict(s): {conflicts}')
                 hook_feeds.update(request.feed_dict)
             if request.options:
-                _merge_options(options, request.options)
+                if self._options is self._no_options:
+                    self._options = _RunOptions()
+                _merge_options(self._options, request.options)
 
     def after_run(self, context, results: Sequence, run_metadata=None) -> None:
         """Every called hook's `after_run(context, values)` in order, each with the results of its own request.
@@ -197,14 +200,16 @@ class HookDriver:
         nothing gets `results` None. `results` are in the order of `requests` (the caller's first).
         """
         options = self._options
-        run_metadata = run_metadata or tf.compat.v1.RunMetadata()
+        run_metadata = run_metadata or _RunMetadata()
         hooks = self.run_hooks
-        values = [SessionRunValues(None, options, run_metadata)] * len(hooks)
+        none = SessionRunValues(None, options, run_metadata)
+        values = [none] * len(hooks)
         shared: dict[int, SessionRunValues] = {}
         for index, result in zip(self._requesting, results[1:]):
-            if id(result) not in shared:
-                shared[id(result)] = SessionRunValues(result, options, run_metadata)
-            values[index] = shared[id(result)]
+            hook_values = shared.get(id(result))
+            if hook_values is None:
+                hook_values = shared[id(result)] = SessionRunValues(result, options, run_metadata)
+            values[index] = hook_values
         schedule = self._schedule
         if schedule is None:
             for hook, hook_values in zip(hooks, values):
