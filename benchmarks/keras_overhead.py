@@ -9,7 +9,7 @@ same starting weights) on the same batch, repeated by `tf.data`:
    only, and a plain `SessionRunHook`). The callback then does not override Keras's batch methods.
 3. `v1_default_hooks`: `HooksCallback` of the hooks v1's `MonitoredTrainingSession` adds by default:
    `StepCounterHook` and `SummarySaverHook` every 100 steps, `CheckpointSaverHook` every 600 s. The hooks say
-   on which batch they next act (`_idle_until`) and are called only on those; `v1_default_hooks_every_batch`
+   on which batch they next act (`idle_until`) and are called only on those; `v1_default_hooks_every_batch`
    hides that from the callback, so the same hooks are called on every batch (as before `HookSchedule`).
 4. `bare_fit_spe10` and `v1_default_hooks_spe10`: the same with `steps_per_execution=10`, where the
    hooks run once per execution of 10 steps.
@@ -147,7 +147,7 @@ class Variant:
             self.hooks = _v1_default_hooks(directory)
             if name == 'v1_default_hooks_every_batch':
                 for hook in self.hooks:
-                    hook._idle_until = None  # pylint: disable=protected-access  # Not offered: called every batch.
+                    hook.idle_until = None  # Withdrawn (HookCapabilities): called on every batch.
         else:
             self.hooks = None
 

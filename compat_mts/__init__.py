@@ -51,6 +51,7 @@ _EXPORTS = {
     'StepContext': 'compat_mts.monitored_session',
     'WorkerSessionCreator': 'compat_mts.session_creators',
     'Scaffold': 'compat_mts.scaffold',
+    'HookCapabilities': 'compat_mts.session_run_hook',
     'SessionRunArgs': 'compat_mts.session_run_hook',
     'SessionRunContext': 'compat_mts.session_run_hook',
     'SessionRunHook': 'compat_mts.session_run_hook',
@@ -102,7 +103,13 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     from compat_mts.program import reset
     from compat_mts.scaffold import Scaffold
     from compat_mts.session_creators import ChiefSessionCreator, SessionCreator, WorkerSessionCreator
-    from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+    from compat_mts.session_run_hook import (
+        HookCapabilities,
+        SessionRunArgs,
+        SessionRunContext,
+        SessionRunHook,
+        SessionRunValues,
+    )
     from compat_mts.steps import repeat_steps, RepeatedStep
     from compat_mts.training_session import MonitoredTrainingSession, USE_DEFAULT
     from compat_mts import estimator, hooks, keras, legacy

@@ -36,15 +36,10 @@ from compat_mts import preemption
 from compat_mts import steps as steps_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
+from compat_mts.hook_driver import HookDriver
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_creators import ChiefSessionCreator, RawSession, SessionCreator, WorkerSessionCreator
-from compat_mts.session_run_hook import (
-    STALE_GLOBAL_STEP_REQUEST,
-    SessionRunArgs,
-    SessionRunContext,
-    SessionRunValues,
-    checkpoint_saving_hooks,
-)
+from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, checkpoint_saving_hooks
 
 __all__ = [
     'MonitoredSession',
@@ -95,33 +90,6 @@ class StepContext:
         raise StopIteration('step_fn has requested the iterations to stop.')
 
 
-def _merge_feeds(user_feeds: dict | None, hook_feeds: dict) -> dict | None:
-    if not hook_feeds:
-        return user_feeds
-    if not user_feeds:
-        return hook_feeds
-    conflicts = [key for key in user_feeds if key in hook_feeds]
-    if conflicts:
-        raise RuntimeError(f'Same tensor is fed by a SessionRunHook and user. Conflict(s): {conflicts}')
-    merged = dict(hook_feeds)
-    merged.update(user_feeds)
-    return merged
-
-
-def _merge_options(target, source) -> None:
-    target.trace_level = max(target.trace_level, source.trace_level)
-    target.timeout_in_ms = max(target.timeout_in_ms, source.timeout_in_ms)
-    target.inter_op_thread_pool = max(target.inter_op_thread_pool, source.inter_op_thread_pool)
-    target.output_partition_graphs = max(target.output_partition_graphs, source.output_partition_graphs)
-    target.debug_options.debug_tensor_watch_opts.extend(source.debug_options.debug_tensor_watch_opts)
-    target.debug_options.reset_disk_byte_usage = (
-        target.debug_options.reset_disk_byte_usage or source.debug_options.reset_disk_byte_usage
-    )
-    target.report_tensor_allocations_upon_oom = (
-        target.report_tensor_allocations_upon_oom or source.report_tensor_allocations_upon_oom
-    )
-
-
 def _outside_graph_mode(method: Callable) -> Callable:
     """Runs a session method eagerly also when the program calls it inside its `with tf.Graph().as_default():`."""
 
@@ -144,6 +112,7 @@ class _MonitoredSession:
         self._hooks = validation.check_hooks(hooks)
         # Chosen once (ARCHITECTURE.md, "The deployment seam"); refined only when a `grpc://` master connects.
         self._deployment = deployment_lib.current()
+        self._driver = HookDriver(self._hooks)  # Every hook on every run (ARCHITECTURE.md, "The hook-driver seam").
         self._steps_per_run = steps_lib.StepsPerRun(self._hooks, graph_steps_per_run=self._deployment.steps_per_run)
         self._creator = session_creator or ChiefSessionCreator()
         self._should_recover = should_recover and self._deployment.recovers
@@ -177,8 +146,7 @@ class _MonitoredSession:
     def _begin_and_create(self) -> None:
         hooks_graph = _HOOKS_GRAPH.get() if self._graph is None else None
         with self._summaries.collecting(), hooks_graph.as_default() if hooks_graph else contextlib.nullcontext():
-            for hook in self._hooks:
-                hook.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
+            self._driver.begin()  # In the program's graph, if it has one: a v1 hook may add ops there, as in v1.
         with global_step_lib.outside_graph_mode():
             if self._graph is not None:
                 from compat_mts.legacy import graph as legacy_graph  # Layer 5, below the session: no circle.
@@ -218,8 +186,7 @@ class _MonitoredSession:
             self._last_stale_step: int | None = None  # The global step before the last run, if hooks read it.
             self._deployment.start_session(self._hooks, self._global_step)
             self._summaries.activate()
-            for hook in self._hooks:
-                hook.after_create_session(self._raw, self._coord)
+            self._driver.after_create_session(self._raw, self._coord)
 
     @staticmethod
     def _fetch_state_of(raw: Any) -> fetches_lib.SessionState:
@@ -343,48 +310,18 @@ class _MonitoredSession:
             raise RuntimeError('Run called even after should_stop requested.')
         self._steps_per_run.prepare(fetches)
         context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._raw)
-        options = options or tf.compat.v1.RunOptions()
-        requests = [fetches]
-        requesting_hooks: list[int] = []
-        hook_feeds: dict = {}
-        stale_position = None
-        for index, hook in enumerate(self._hooks):
-            request = hook.before_run(context)
-            if request is None:
-                continue
-            if request is STALE_GLOBAL_STEP_REQUEST:  # The built-in hooks' usual request: nothing to merge.
-                stale_position = len(requests)
-                requests.append(fetches_lib.STALE_GLOBAL_STEP)
-                requesting_hooks.append(index)
-                continue
-            if request.fetches is not None:
-                requests.append(request.fetches)
-                requesting_hooks.append(index)
-            if request.feed_dict:
-                conflicts = [key for key in request.feed_dict if key in hook_feeds]
-                if conflicts:
-                    raise RuntimeError(f'Same tensor is fed by two hooks. Conflict(s): {conflicts}')
-                hook_feeds.update(request.feed_dict)
-            if request.options:
-                _merge_options(options, request.options)
+        driver = self._driver
+        requests, feeds = driver.before_run(context, fetches, feed_dict, options)
         try:
             results = fetches_lib.Run(
-                requests, _merge_feeds(feed_dict, hook_feeds), self._global_step, session_step=True, state=self._state
+                requests, feeds, self._global_step, session_step=True, state=self._state
             ).execute()
         except (tf.errors.OutOfRangeError, StopIteration):
             self._take_back_the_increment_of_a_step_without_data()
             raise
-        if stale_position is not None:
-            self._last_stale_step = results[stale_position]
-        run_metadata = run_metadata or tf.compat.v1.RunMetadata()
-        values = [SessionRunValues(None, options, run_metadata)] * len(self._hooks)
-        shared: dict[int, SessionRunValues] = {}  # Hooks given the same object (the stale step) share its values.
-        for index, result in zip(requesting_hooks, results[1:]):
-            if id(result) not in shared:
-                shared[id(result)] = SessionRunValues(result, options, run_metadata)
-            values[index] = shared[id(result)]
-        for hook, hook_values in zip(self._hooks, values):
-            hook.after_run(context, hook_values)
+        if driver.stale_position is not None:
+            self._last_stale_step = results[driver.stale_position]
+        driver.after_run(context, results, run_metadata)
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
         return results[0]
 
@@ -478,9 +415,8 @@ class _MonitoredSession:
 
     def _end_hooks(self) -> None:
         if self._raw is not None:
-            self._deployment.finish()
-        for hook in self._hooks:
-            hook.end(self._raw)
+            self._deployment.finish()  # The last save has every step.
+        self._driver.end(self._raw)
 
     def close(self) -> None:
         """Calls every hook's `end()`, then stops threads, flushes summaries and closes (v1's order)."""

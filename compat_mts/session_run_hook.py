@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import tensorflow as tf
 
@@ -77,45 +77,121 @@ STALE_GLOBAL_STEP_REQUEST = SessionRunArgs(STALE_GLOBAL_STEP)
 """What the built-in hooks return from `before_run` on most runs; immutable, so one serves every run."""
 
 
-# Capabilities. The session, `repeat_steps` and `keras.HooksCallback` ask a hook what it offers, not which class
-# it is, so that the session core imports no hook (the hooks import the core). A hook of the program's own may
-# offer the same:
-# - `_set_steps_per_run(steps)`: told how many steps each run goes, as v1's Estimator told its hooks;
-# - `saves_checkpoints = True`, with `checkpoint_dir`, `checkpoint` and `_set_default_scaffold(scaffold)`: saves
-#   checkpoints into `checkpoint_dir`, at `end()` too (a SIGTERM then stops the loop after the run in progress,
-#   and `HooksCallback` restores the latest one before `fit`);
-# - `stops_at_last_step = True`, with `last_step`: requests a stop once the global step reaches `last_step` (a
-#   repeated step or a Keras execution is shortened so as not to pass it);
-# - `_idle_until()`, returning `(step, time)` or None: after its `after_run`, the hook says that it needs neither
-#   `before_run` nor `after_run` on a later run whose stale global step is below `step` and that starts before
-#   `time.time()` reaches `time` (either may be `inf`); None: it needs the next run. `HookSchedule` (used by
-#   `keras.HooksCallback`) then skips it.
-#   With `_reads_clock_after_run = True` the time is its `after_run`'s (a time-based timer checked after the run):
-#   its `before_run` only asks for the stale step, so it may be called at the end of the run. A hook that keeps
-#   per-run state offers `_catch_up(last_stale_step)`, called before it runs again after skipped runs with the
-#   stale step of the run before (what its own `after_run` would have seen last).
+@runtime_checkable
+class HookCapabilities(Protocol):
+    """What a hook may offer its driver (`compat_mts.hook_driver.HookDriver`) beyond the five methods.
+
+    The built-in hooks that count steps implement it (through `StepsPerRunMixin`); a hook of the program's own
+    need not: without it, it is called on every run and told nothing, as in v1. The driver asks a hook what it
+    offers, not which class it is, so that the session core imports no hook (the hooks import the core).
+
+    - `set_steps_per_run(steps_per_run)`: told how many steps each run goes, when that changes (`repeat_steps`,
+      `steps_per_execution`), as v1's Estimator told its hooks; the hook's trigger arithmetic looks that far
+      ahead.
+    - `idle_until()`, after the hook's `after_run`: `(step, time)`, meaning it needs neither `before_run` nor
+      `after_run` on a later run whose stale global step is below `step` and that starts before `time.time()`
+      reaches `time` (either may be `inf`); or None: it needs the next run. A driver with a schedule
+      (`HookSchedule`, used by `keras.HooksCallback`) then skips it.
+    - `reads_clock_after_run`: True when that time is its `after_run`'s (a time-based timer checked after the
+      run): its `before_run` only asks for the stale step, so it may be called at the end of the run.
+    - `catch_up(last_stale_step)`: called before the hook runs again after skipped runs, with the stale step of
+      the run before (what its own `after_run` would have seen last), for a hook that keeps per-run state.
+
+    `isinstance(hook, HookCapabilities)` says whether a hook offers all four. The driver reads each one alone
+    (`capability`), so a hook may offer some; setting one to None on a subclass withdraws it (a built-in hook
+    with `idle_until = None` is called on every run).
+
+    The private names of before this protocol are read when the public name is absent, and their None withdraws
+    too. `_set_steps_per_run` is v1's own name: its Estimator called it and v1 programs' hooks define it, so it
+    stays (`StepsPerRunMixin` keeps it as an alias). `_idle_until`, `_reads_clock_after_run` and `_catch_up` were
+    never public, but they were the way to opt a subclass of a built-in hook out of the schedule
+    (`_idle_until = None`) or a hook in; they are read once per driver, at no cost per run, so code written so
+    keeps working. New code uses the public names.
+    """
+
+    reads_clock_after_run: bool
+
+    def idle_until(self) -> tuple[float, float] | None: ...
+
+    def catch_up(self, last_stale_step: int) -> None: ...
+
+    def set_steps_per_run(self, steps_per_run: int) -> None: ...
+
+
+_FORMER_NAMES = {
+    'idle_until': '_idle_until',
+    'reads_clock_after_run': '_reads_clock_after_run',
+    'catch_up': '_catch_up',
+    'set_steps_per_run': '_set_steps_per_run',
+}
+_ABSENT = object()
+
+
+def capability(hook: Any, name: str) -> Any:
+    """The capability `name` (a member of `HookCapabilities`) that `hook` offers, or None.
+
+    The public name first; the former private name (see `HookCapabilities`) when the public one is absent. Either
+    set to None withdraws the capability. `reads_clock_after_run` is True or None.
+
+    Raises:
+      ValueError: `name` is not a member of `HookCapabilities`.
+    """
+    if name not in _FORMER_NAMES:
+        raise ValueError(f'`name` must be one of {sorted(_FORMER_NAMES)}, got {name!r}.')
+    offered = getattr(hook, name, _ABSENT)
+    former = getattr(hook, _FORMER_NAMES[name], _ABSENT)
+    if offered is None or former is None:
+        return None
+    if offered is _ABSENT:
+        offered = former
+    if name == 'reads_clock_after_run':
+        return True if offered is True else None
+    return offered if callable(offered) else None
 
 
 class StepsPerRunMixin:
-    """What a hook that counts steps needs to know of a run: how many steps it goes (`_steps_per_run`, 1 by default).
+    """`HookCapabilities` for a hook that counts steps: how many steps a run goes (`_steps_per_run`, 1 by default),
+    and the defaults of the others (needs every run, reads no clock after it, nothing to catch up).
 
-    The session (`repeat_steps`) and `keras.HooksCallback` (`steps_per_execution`) call `_set_steps_per_run(K)`
-    when K changes, as v1's Estimator told its hooks; the hook's trigger arithmetic looks K steps ahead.
+    A periodic hook overrides `idle_until` (and `reads_clock_after_run`, `catch_up`) to be skipped between its
+    triggers where its driver has a schedule.
     """
 
     _steps_per_run = 1
+    reads_clock_after_run = False
+
+    def set_steps_per_run(self, steps_per_run: int) -> None:
+        """Told by the driver how many steps each run goes (1, or K of `repeat_steps`/`steps_per_execution`)."""
+        self._steps_per_run = steps_per_run
 
     def _set_steps_per_run(self, steps_per_run: int) -> None:
-        self._steps_per_run = steps_per_run
+        """v1's name of `set_steps_per_run`, for code that calls it as v1's Estimator did."""
+        self.set_steps_per_run(steps_per_run)
+
+    def idle_until(self) -> tuple[float, float] | None:
+        """None: the hook needs the next run (see `HookCapabilities`)."""
+        return None
+
+    def catch_up(self, last_stale_step: int) -> None:
+        """Nothing to catch up (see `HookCapabilities`)."""
 
 
 def checkpoint_saving_hooks(hooks: Sequence) -> list:
-    """The hooks among `hooks` that save checkpoints (`saves_checkpoints`)."""
+    """The hooks among `hooks` that save checkpoints (`saves_checkpoints = True`).
+
+    Such a hook has `checkpoint_dir`, `checkpoint` and `_set_default_scaffold(scaffold)`, and saves at `end()` too:
+    a SIGTERM then stops the loop after the run in progress, and `keras.HooksCallback` restores the latest
+    checkpoint before `fit`. A hook of the program's own may say the same.
+    """
     return [hook for hook in hooks if getattr(hook, 'saves_checkpoints', False) is True]
 
 
 def last_step_hooks(hooks: Sequence) -> list:
-    """The hooks among `hooks` that stop at a last step (`stops_at_last_step`)."""
+    """The hooks among `hooks` that stop at a last step (`stops_at_last_step = True`).
+
+    Such a hook has `last_step` and requests a stop once the global step reaches it; a repeated step or a Keras
+    execution is shortened so as not to pass it. A hook of the program's own may say the same.
+    """
     return [hook for hook in hooks if getattr(hook, 'stops_at_last_step', False) is True]
 
 
@@ -126,7 +202,7 @@ def nearest_last_step(hooks: Sequence) -> int | None:
 
 
 class HookSchedule:
-    """Which hooks a run calls: every hook, except those that said (`_idle_until`) they will not act on it.
+    """Which hooks a run calls: every hook, except those that said (`idle_until`) they will not act on it.
 
     The hooks' trigger arithmetic stays theirs: a hook is skipped only on runs on which its own timer could not
     trigger, and a skipped hook is called again, caught up, on the first run on which it could. Cheap as that
@@ -135,23 +211,24 @@ class HookSchedule:
 
     A run whose stale global step is not above the previous run's (a global step that did not move, or went
     back) calls every hook, since their arithmetic compares consecutive runs (`StepCounterHook`'s warning).
-    A hook without `_idle_until` (a hook of the program's own) is called on every run.
+    A hook without `idle_until` (a hook of the program's own, see `HookCapabilities`) is called on every run.
 
     Use: `select(stale_step)` at the start of each run gives the positions of the hooks to call there;
-    `late()` at its end those of skipped `_reads_clock_after_run` hooks whose time has come by then (call their
+    `late()` at its end those of skipped `reads_clock_after_run` hooks whose time has come by then (call their
     `before_run`, then `after_run`); `ran()` after the `after_run`s; `reset()` when the session is created again
-    or the steps per run change.
+    or the steps per run change. `compat_mts.hook_driver.HookDriver` does all this when it has a schedule.
 
-    `keras.HooksCallback` uses it; the session does not: the session's stale step is read inside the step's own
-    call and known only after the run, so choosing the hooks before it would take a read between two steps
-    (dearer than the calls it saves) or a count on the host, which a program that runs something other than its
-    train step would falsify. One driver for both is planned (ARCHITECTURE.md, "The hook-driver seam").
+    `keras.HooksCallback`'s driver has one; the session's does not: the session's stale step is read inside the
+    step's own call and known only after the run, so choosing the hooks before it would take a read between two
+    steps (dearer than the calls it saves) or a count on the host, which a program that runs something other than
+    its train step would falsify (ARCHITECTURE.md, "The hook-driver seam").
     """
 
     def __init__(self, hooks: Sequence):
         self._hooks = tuple(hooks)
-        self._offers = [callable(getattr(hook, '_idle_until', None)) for hook in self._hooks]
-        self._late = [getattr(hook, '_reads_clock_after_run', False) is True for hook in self._hooks]
+        self._idle_until = [capability(hook, 'idle_until') for hook in self._hooks]
+        self._catch_up = [capability(hook, 'catch_up') for hook in self._hooks]
+        self._late = [capability(hook, 'reads_clock_after_run') is True for hook in self._hooks]
         self.reset()
 
     def reset(self) -> None:
@@ -200,7 +277,7 @@ class HookSchedule:
 
     def _call(self, index: int, previous_stale: int | None) -> None:
         if self._last_called[index] != self._run - 1 and previous_stale is not None and self._promises[index]:
-            catch_up = getattr(self._hooks[index], '_catch_up', None)
+            catch_up = self._catch_up[index]
             if catch_up is not None:
                 catch_up(previous_stale)
         self._last_called[index] = self._run
@@ -232,6 +309,7 @@ class HookSchedule:
         """Asks the hooks called on this run, after their `after_run`, when they next need a run."""
         if not self._selected:
             return
+        idle_until = self._idle_until
         for index in self._selected:
-            self._promises[index] = self._hooks[index]._idle_until() if self._offers[index] else None
+            self._promises[index] = idle_until[index]() if idle_until[index] is not None else None
         self._update_bounds()

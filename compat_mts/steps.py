@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 
 from compat_mts import global_step as global_step_lib
+from compat_mts import hook_driver
 from compat_mts import validation
 from compat_mts.session_run_hook import last_step_hooks, nearest_last_step
 
@@ -134,7 +135,7 @@ def repeat_steps(step_fn: Callable, steps_per_run: int) -> RepeatedStep:
     `step_fn` is a one-step function (a `tf.function` or a plain function that `tf.function` can trace)
     that increments the global step once, as a v1 `train_op` did. `session.run(repeat_steps(step_fn, K))`
     runs K steps in one host round trip, and every hook stays correct: the session tells the hooks that
-    each run advances the global step by K (`_set_steps_per_run`, as v1's Estimator did), so timers count
+    each run advances the global step by K (`set_steps_per_run`, as v1's Estimator did), so timers count
     global steps, checkpoints and summaries land on K-step boundaries, and the last run before a
     `StopAtStepHook`'s `last_step` runs only the steps that remain.
 
@@ -168,14 +169,15 @@ def repeat_steps(step_fn: Callable, steps_per_run: int) -> RepeatedStep:
 class StepsPerRun:
     """The session's side of `repeat_steps`: before each run's hooks, tells them how far the run goes.
 
-    For a run whose fetches hold a `RepeatedStep`, every hook with `_set_steps_per_run` learns K (only
-    when K changes, so a program that never repeats steps never calls it, and a one-step run after K-step
-    runs sets it back to 1), and the step is told the nearest `StopAtStepHook.last_step`, so that it runs
-    only the steps left before it. A run without a `RepeatedStep` costs one scan of its fetches.
+    For a run whose fetches hold a `RepeatedStep`, every hook that offers `set_steps_per_run`
+    (`session_run_hook.HookCapabilities`) learns K (only when K changes, so a program that never repeats steps
+    never calls it, and a one-step run after K-step runs sets it back to 1), and the step is told the nearest
+    `StopAtStepHook.last_step`, so that it runs only the steps left before it. A run without a `RepeatedStep`
+    costs one scan of its fetches.
     """
 
     def __init__(self, hooks: Sequence, graph_steps_per_run: int = 1):
-        self._tunable_hooks = [hook for hook in hooks if hasattr(hook, '_set_steps_per_run')]
+        self._tell_hooks = hook_driver.steps_per_run_setters(hooks)
         self._stop_hooks = last_step_hooks(hooks)
         self._announced = 1
         # The steps of a run without a `RepeatedStep`: K on the chief of a parameter-server cluster, whose
@@ -192,8 +194,8 @@ class StepsPerRun:
         step = _repeated_step_in(fetches)
         steps_per_run = step.steps_per_run if step is not None else self._graph_steps_per_run
         if steps_per_run != self._announced:
-            for hook in self._tunable_hooks:
-                hook._set_steps_per_run(steps_per_run)
+            for set_steps_per_run in self._tell_hooks:
+                set_steps_per_run(steps_per_run)
             self._announced = steps_per_run
         if step is not None:
             step._set_stop_at(nearest_last_step(self._stop_hooks))

@@ -197,10 +197,10 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
                 if self._save(run_context.session, global_step):
                     run_context.request_stop()
 
-    _reads_clock_after_run = True  # `save_secs` is checked in after_run; before_run only asks for the stale step.
+    reads_clock_after_run = True  # `save_secs` is checked in after_run; before_run only asks for the stale step.
 
-    def _idle_until(self):
-        """Idle until the timer may trigger (compat_mts.session_run_hook.HookSchedule); every run in a cluster."""
+    def idle_until(self):
+        """Idle until the timer may trigger (`compat_mts.session_run_hook.HookCapabilities`); every run in a cluster."""
         if self._graph_pending or (self._cluster is not None and self._time_based):
             return None
         return self._timer.next_trigger(self._steps_per_run)

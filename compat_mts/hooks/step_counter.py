@@ -103,16 +103,17 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
             )
         self._last_global_step = stale_global_step
 
-    _reads_clock_after_run = True  # `every_n_secs` is checked in after_run; before_run only asks for the stale step.
+    reads_clock_after_run = True  # `every_n_secs` is checked in after_run; before_run only asks for the stale step.
 
-    def _idle_until(self):
-        """Idle until the timer may trigger (compat_mts.session_run_hook.HookSchedule)."""
+    def idle_until(self):
+        """Idle until the timer may trigger (`compat_mts.session_run_hook.HookCapabilities`)."""
         if self._graph_pending:
             return None
         return self._timer.next_trigger(self._steps_per_run)
 
-    def _catch_up(self, last_stale_step: int) -> None:
-        self._last_global_step = last_stale_step  # What the warning compares with: the previous run's step.
+    def catch_up(self, last_stale_step: int) -> None:
+        """After skipped runs: the warning compares the next run's step with `last_stale_step`, the previous run's."""
+        self._last_global_step = last_stale_step
 
     def _log_and_record(self, elapsed_steps: int, elapsed_time: float, global_step: int) -> None:
         steps_per_sec = elapsed_steps / elapsed_time

@@ -65,6 +65,6 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
             if run_context.session.run(self._global_step) >= self._last_step:
                 run_context.request_stop()
 
-    def _idle_until(self):
-        """Idle until a run may reach `last_step` (compat_mts.session_run_hook.HookSchedule)."""
+    def idle_until(self):
+        """Idle until a run may reach `last_step` (`compat_mts.session_run_hook.HookCapabilities`)."""
         return (self._last_step - self._steps_per_run, math.inf)

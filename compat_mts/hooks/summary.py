@@ -118,8 +118,8 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
             self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         self._next_step = global_step + self._steps_per_run
 
-    def _idle_until(self):
-        """Idle until the timer may trigger (compat_mts.session_run_hook.HookSchedule).
+    def idle_until(self):
+        """Idle until the timer may trigger (`compat_mts.session_run_hook.HookCapabilities`).
 
         `before_run` checks `_next_step`, the post-run step it predicts (the previous run's stale step plus two
         runs' steps); a run's stale step is above the previous one's, so below `last + every - 2K + 1` none
@@ -129,8 +129,9 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
             return None
         return self._timer.next_trigger(2 * self._steps_per_run - 1)
 
-    def _catch_up(self, last_stale_step: int) -> None:
-        self._next_step = last_stale_step + 2 * self._steps_per_run  # What after_run of that run would have set.
+    def catch_up(self, last_stale_step: int) -> None:
+        """After skipped runs: the post-run step `after_run` of the run before would have predicted."""
+        self._next_step = last_stale_step + 2 * self._steps_per_run
 
     def end(self, session=None):
         if self._recorder is not None:

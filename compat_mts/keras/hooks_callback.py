@@ -13,27 +13,20 @@ from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.hook_driver import HookDriver
 from compat_mts.keras import _model
 from compat_mts.scaffold import Scaffold
 from compat_mts.session_run_hook import (
-    HookSchedule,
     SessionRunArgs,
     SessionRunContext,
-    SessionRunValues,
     checkpoint_saving_hooks,
     last_step_hooks,
     nearest_last_step,
 )
 
-_V1_HOOK = tf.compat.v1.train.SessionRunHook
 _NO_CALLER_FETCHES = SessionRunArgs(None)
 _STOP_GRACE_PERIOD_SECS = 120  # v1's default `stop_grace_period_secs`.
-
-
-def _runs_per_batch(hook: Any) -> bool:
-    """Whether `hook` does anything around a run (overrides `before_run` or `after_run`)."""
-    hook_class = type(hook)
-    return hook_class.before_run is not _V1_HOOK.before_run or hook_class.after_run is not _V1_HOOK.after_run
+_NO_FEEDS = 'inside model.fit there is no step to feed; feed the data through the dataset given to fit.'
 
 
 class FitSession:
@@ -126,7 +119,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
     - `SummarySaverHook` records the `tf.summary` calls of the model's train step on its trigger steps
       (the train function is traced again at `on_train_begin`, under the hook's writer).
 
-    With `steps_per_execution=K`, the hooks run once per execution, learn K (`_set_steps_per_run`, as v1's
+    With `steps_per_execution=K`, the hooks run once per execution, learn K (`set_steps_per_run`, as v1's
     Estimator told them) and see the global step jump by K; an execution that would pass a
     `StopAtStepHook`'s `last_step` is shortened to stop exactly there.
 
@@ -140,9 +133,10 @@ class HooksCallback(tf.keras.callbacks.Callback):
     execution of one step moves `iterations` by one. A read between two steps costs a tiny model's step
     several percent (benchmarks/RESULTS_keras.md). Something other than the train function that moves
     `iterations` in the middle of an epoch (another callback, at a batch) is seen at the next epoch.
-    The built-in periodic hooks say on which batch their timers may next trigger (`_idle_until`, see
-    `compat_mts.session_run_hook.HookSchedule`), and are called only then: on the other batches, v1's default
-    hooks cost a comparison of the step and the clock. A hook of the program's own is called on every batch.
+    The built-in periodic hooks say on which batch their timers may next trigger (`idle_until`, see
+    `compat_mts.session_run_hook.HookCapabilities`), and the callback's `HookDriver` calls them only then: on the
+    other batches, v1's default hooks cost a comparison of the step and the clock. A hook of the program's own is
+    called on every batch.
 
     Differences from a session, because Keras decides: `end()` is not called when `fit` raises (Keras
     calls no `on_train_end` then, as v1's `with` block skipped `end()`); a `feed_dict` from a hook
@@ -171,11 +165,10 @@ class HooksCallback(tf.keras.callbacks.Callback):
     def __init__(self, hooks: Sequence):
         super().__init__()
         self._hooks = validation.check_hooks(hooks, 'hooks')
-        self._batch_hooks = [hook for hook in self._hooks if _runs_per_batch(hook)]
-        self._schedule = HookSchedule(self._batch_hooks)
+        self._driver = HookDriver(self._hooks, scheduled=True)
         self._stop_hooks = last_step_hooks(self._hooks)
         self._checkpoint_hooks = checkpoint_saving_hooks(self._hooks)
-        if self._batch_hooks:
+        if self._driver.run_hooks:
             # Bound on the instance, so that Keras's `is_default` checks see batch methods only when a hook
             # needs them.
             self.on_train_batch_begin = self._before_run
@@ -212,26 +205,21 @@ class HooksCallback(tf.keras.callbacks.Callback):
         self._read_step = global_step_lib.step_reader(step)
         self._steps_per_execution = _model.steps_per_execution(model)
         self._execution = _model.ExecutionLength(model)
-        for hook in self._hooks:  # Also 1: a CheckpointSaverHook then re-reads the step only when it may save.
-            if hasattr(hook, '_set_steps_per_run'):
-                hook._set_steps_per_run(self._steps_per_execution)
+        # Also 1: a CheckpointSaverHook then re-reads the step only when it may save.
+        self._driver.set_steps_per_run(self._steps_per_execution)
         state = Scaffold(saver=tf.train.Checkpoint(model=model, optimizer=model.optimizer))
         for hook in self._checkpoint_hooks:
             hook._set_default_scaffold(state)
         session = FitSession(_model.variables_by_name(model))
-        self._options = tf.compat.v1.RunOptions()
         self._run_metadata = tf.compat.v1.RunMetadata()
         with self._summaries.collecting():
-            for hook in self._hooks:
-                hook.begin()
+            self._driver.begin()
         self._restore_latest_checkpoint()
         self._summaries.activate()
         if self._summaries.recorders:
             model.make_train_function(force=True)  # Traced anew, under the recorders' writers.
         self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
-        for hook in self._hooks:
-            hook.after_create_session(session, self._coord)
-        self._schedule.reset()
+        self._driver.after_create_session(session, self._coord)  # The schedule starts afresh.
         self._session = session
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -252,24 +240,11 @@ class HooksCallback(tf.keras.callbacks.Callback):
             step = self._read_step()
         session.stale_step = step
         self._shorten_execution_to_last_step(step)
-        called = self._schedule.select(step)
-        if not called:  # No hook acts on this batch (see HookSchedule).
+        if not self._driver.select(step):  # No hook acts on this batch (see HookSchedule).
             self._context = None
-            self._requests = []
             return
         self._context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
-        self._requests = [self._request_of(index) for index in called]
-
-    def _request_of(self, index: int) -> Any:
-        """The fetches of hook `index`'s `before_run` for this batch."""
-        hook = self._batch_hooks[index]
-        request = hook.before_run(self._context)
-        if request is not None and request.feed_dict:
-            raise ValueError(
-                f'{type(hook).__name__}.before_run returned a feed_dict, but inside model.fit there is no '
-                'step to feed; feed the data through the dataset given to fit.'
-            )
-        return None if request is None else request.fetches
+        self._driver.before_run(self._context, None, None, refuse_feeds=_NO_FEEDS)
 
     def _shorten_execution_to_last_step(self, step: int) -> None:
         if self._steps_per_execution == 1:
@@ -288,30 +263,20 @@ class HooksCallback(tf.keras.callbacks.Callback):
         stale = session.stale_step
         # An execution of one step moves the global step by one; the next batch's stale step needs no read.
         self._next_stale_step = stale + 1 if self._steps_per_execution == 1 else None
-        schedule = self._schedule
-        requests = self._requests
-        started = schedule.called
-        late = schedule.late()
+        driver = self._driver
+        late = driver.late()
         if late:  # Time-based hooks whose time came during the batch: their before_run only asks for the stale step.
             if self._context is None:
                 self._context = SessionRunContext(original_args=_NO_CALLER_FETCHES, session=session)
-            fetches_by_index = dict(zip(started, requests))
-            for index in late:
-                fetches_by_index[index] = self._request_of(index)
-            requests = [fetches_by_index[index] for index in schedule.called]
-        called = schedule.called
-        if not called:
+            driver.before_run_late(self._context, late, refuse_feeds=_NO_FEEDS)
+        context = self._context
+        if context is None:
             return
         results = [
             None if fetches is None else stale if fetches is STALE_GLOBAL_STEP else session.run(fetches)
-            for fetches in requests
+            for fetches in driver.requests
         ]
-        context, options, run_metadata = self._context, self._options, self._run_metadata
-        for index, result in zip(called, results):
-            self._batch_hooks[index].after_run(
-                context, SessionRunValues(results=result, options=options, run_metadata=run_metadata)
-            )
-        schedule.ran()
+        driver.after_run(context, results, self._run_metadata)
         if context.stop_requested:
             self.model.stop_training = True
 
@@ -322,8 +287,7 @@ class HooksCallback(tf.keras.callbacks.Callback):
         if logs:
             session.logs = logs
         try:
-            for hook in self._hooks:
-                hook.end(session)
+            self._driver.end(session)
         finally:
             try:
                 self._coord.request_stop()
