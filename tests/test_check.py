@@ -1636,7 +1636,7 @@ def test_tpu_estimator_runs_at_stage_1_with_use_tpu_false_only():
     assert findings[0].replacement == 'compat_mts.estimator.tpu.TPUEstimator'
 
 
-def test_train_distribute_blocks_with_every_strategy():
+def test_train_distribute_runs_with_mirrored_and_one_device_and_blocks_with_others():
     findings = check.check_source(
         textwrap.dedent("""\
         import tensorflow as tf
@@ -1651,13 +1651,17 @@ def test_train_distribute_blocks_with_every_strategy():
     )
     arguments = [(f.construct, f.line, f.blocks) for f in findings if '=...' in f.construct]
     assert arguments == [
-        ('tf.estimator.RunConfig(train_distribute=...)', 4, True),
-        ('tf.estimator.RunConfig(train_distribute=...)', 5, True),
+        ('tf.estimator.RunConfig(train_distribute=...)', 4, False),
+        ('tf.estimator.RunConfig(train_distribute=...)', 5, False),
         ('tf.estimator.RunConfig(train_distribute=...)', 6, True),
-        ('tf.estimator.RunConfig(eval_distribute=...)', 6, True),
-        ('tf.estimator.RunConfig(train_distribute=...)', 7, True),
+        ('tf.estimator.RunConfig(eval_distribute=...)', 6, False),
+        ('tf.estimator.RunConfig(train_distribute=...)', 7, False),
     ]
-    assert 'raise NotImplementedError' in findings[-1].note
+    by_line = {(f.line, f.construct): f for f in findings if '=...' in f.construct}
+    assert by_line[4, 'tf.estimator.RunConfig(train_distribute=...)'].stage == 1
+    assert 'once per replica' in by_line[4, 'tf.estimator.RunConfig(train_distribute=...)'].note
+    assert 'raises ValueError' in by_line[6, 'tf.estimator.RunConfig(train_distribute=...)'].note
+    assert 'cannot tell which strategy' in findings[-1].note
 
 
 def test_keras_layers_in_a_model_fn_and_export_savedmodel_are_noted_not_blocking():
