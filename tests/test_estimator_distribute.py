@@ -65,6 +65,8 @@ def runs(tmp_path_factory):
         'dnn_copy': _step('copy', d['tf215_dnn'], to=str(d['dnn_to_compat'])),
         'dnn_more': _step('train', d['tf215_dnn'], program='dnn', strategy='one', steps=MORE),
         'dnn_evaluate': _step('evaluate', d['tf215_dnn'], program='dnn', strategy='one', steps=2),
+        'in_scope': _step('train_in_scope', root / 'tf215_in_scope', steps=2),
+        'keras': _step('train', root / 'tf215_keras', program='keras', batch=2 * BATCH),
     }
     compat_steps = {
         'train': _step('train', d['compat'], strategy='mirrored'),
@@ -74,6 +76,8 @@ def runs(tmp_path_factory):
         'one': _step('train', d['compat_one'], strategy='one'),
         'one_evaluate': _step('evaluate', d['compat_one'], strategy='one', steps=2),
         'dnn_mirrored': _step('train', d['compat_dnn_mirrored'], program='dnn', strategy='mirrored'),
+        'in_scope': _step('train_in_scope', root / 'compat_in_scope', steps=2),
+        'keras': _step('train', root / 'compat_keras', program='keras', strategy='mirrored'),
     }
     compat, reference = _both(list(compat_steps.values()), list(tf215_steps.values()))
     results = {
@@ -163,6 +167,11 @@ def test_run_config_takes_mirrored_and_one_device_strategies(argument):
     for strategy in (tf.distribute.OneDeviceStrategy('/cpu:0'), tf.distribute.MirroredStrategy(['/cpu:0'])):
         config = estimator.RunConfig(**{argument: strategy})
         assert getattr(config, argument) is strategy
+        # Shared, not copied, by replace() and the Estimator: a copy would number its collectives anew.
+        assert getattr(config.replace(save_summary_steps=5), argument) is strategy
+        model = estimator.Estimator(_model_fn, config=config)
+        assert getattr(model.config, argument) is strategy
+        assert model.config.session_config is not None  # The rest is copied as before.
 
 
 @pytest.mark.parametrize('argument', ['train_distribute', 'eval_distribute'])
@@ -206,3 +215,20 @@ def test_one_device_and_one_replica_mirrored_train_as_without_a_strategy(tmp_pat
     for name in values['none']:
         np.testing.assert_allclose(values['one'][name], values['none'][name], rtol=1e-6)
         np.testing.assert_allclose(values['mirrored'][name], values['none'][name], rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_train_inside_a_strategy_scope_runs_unreplicated_as_in_tf215(runs):
+    # v1's Estimator built its own graph, outside the caller's scope: the model_fn saw no strategy.
+    ours, theirs = runs['compat']['in_scope'], runs['tf215']['in_scope']
+    assert ours == theirs == {'replicas': [1], 'global_step': 2}
+
+
+@pytest.mark.slow
+def test_keras_layers_in_a_mirrored_model_fn_train_as_tf215_on_one_device(runs):
+    # Keras 3 lists each replica's copy of a layer's weight in the graph's collections: saved once all the same.
+    ours, theirs = runs['compat']['keras'], runs['tf215']['keras']
+    _close(ours['losses'], theirs['losses'])
+    assert ours['losses'][-1] != ours['losses'][0]
+    assert ours['variables'] == theirs['variables']
+    assert 'hidden/kernel' in ours['variables'] and not any('replica' in name for name in ours['variables'])

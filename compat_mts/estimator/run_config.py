@@ -166,6 +166,16 @@ class RunConfig:
         _validate(self)
         return self
 
+    def __deepcopy__(self, memo) -> 'RunConfig':
+        # The strategies are shared, not copied: a copy of a MirroredStrategy would number its collectives
+        # from the start again, and clash in this process with the original's (v1 ran each graph in a
+        # session of its own, where a copy did no harm).
+        copied = copy.copy(self)
+        for name, value in vars(self).items():
+            if name not in ('_train_distribute', '_eval_distribute'):
+                setattr(copied, name, copy.deepcopy(value, memo))
+        return copied
+
     def replace(self, **kwargs) -> 'RunConfig':
         """A copy with the given properties replaced (v1's list of replaceable properties and messages).
 

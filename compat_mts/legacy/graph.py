@@ -69,6 +69,8 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
       `compat_mts.get_or_create_global_step()` inside `build_fn`) becomes the session's global step;
     - a session's default checkpoint holds every global variable under its v1 name (what v1's default
       `Saver` wrote), and its default summary op is `tf.compat.v1.summary.merge_all()` of the graph;
+    - a variable a `tf.distribute.MirroredStrategy` made in `build_fn` keeps its copy on each replica, all
+      initialized alike; the checkpoint saves the first under the v1 name and restores every copy;
     - the plain graph is finalized, as v1's `MonitoredSession` finalized it: ops must be created in
       `build_fn`.
 
@@ -324,8 +326,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self.outputs = outputs
         self.summary_op = summary_op
         self._id = next(_graph_ids)
-        global_variables = graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
-        local_variables = graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+        global_variables = _without_replicas(graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
+        local_variables = _without_replicas(graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))
         # A variable of a tf.distribute strategy (MirroredStrategy in v1's Estimator) is one variable per
         # replica: the first replica's stands for it in the collections; the others are imported as local
         # variables and initialized with it, and the checkpoint saves the first and restores all.
@@ -670,6 +672,19 @@ def _replica_copies(variables: list) -> list:
         if isinstance(variable, tf.distribute.DistributedValues):
             copies.extend(variable.values[1:])
     return copies
+
+
+def _without_replicas(variables: list) -> list:
+    """`variables` less the replicas' own copies of the `tf.distribute` variables among them.
+
+    Keras 3 layers built under a strategy list each replica's copy in the collection beside the strategy's
+    variable; `tf.compat.v1.get_variable` lists the strategy's variable alone.
+    """
+    copies = {id(copy) for copy in _replica_copies(variables)}
+    copies.update(
+        id(variable.values[0]) for variable in variables if isinstance(variable, tf.distribute.DistributedValues)
+    )
+    return [variable for variable in variables if id(variable) not in copies]
 
 
 class _Replicated:

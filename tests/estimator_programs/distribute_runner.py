@@ -3,8 +3,10 @@
 `tests/test_estimator_distribute.py` runs one list of steps under TF 2.15's `tf.estimator` (`python
 distribute_runner.py tf215 '<json list>'`) and one under `compat_mts.estimator` (`... compat '<json list>'`), each
 in a process of its own: the two logical CPU devices must be made before TensorFlow starts. A step is a dict:
-`program` (`custom`: a `model_fn` with a v1 optimizer; `dnn`: the premade `DNNClassifier`), `op` (`train` with
-`steps`, `evaluate` with `steps`, `copy` to `to`), `model_dir`, `strategy` (`mirrored` on /cpu:0 and /cpu:1,
+`program` (`custom`: a `model_fn` with a v1 optimizer; `keras`: one of `tf.keras.layers`; `dnn`: the premade
+`DNNClassifier`), `op` (`train` with
+`steps`, `evaluate` with `steps`, `copy` to `to`, `train_in_scope`: the custom program without a strategy in
+its `RunConfig`, trained inside `MirroredStrategy().scope()`), `model_dir`, `strategy` (`mirrored` on /cpu:0 and /cpu:1,
 `one` on /cpu:0, or null) and `batch` (the `input_fn`'s batch size). The results are printed as one JSON line
 after `RESULTS:`; the losses are read back from the `loss` summaries, written every step.
 """
@@ -61,12 +63,38 @@ def _model_fn(tf, estimator):
     return model_fn
 
 
+def _keras_model_fn(tf, estimator):
+    """A `model_fn` of `tf.keras.layers` (Keras 3 on TF 2.21, Keras 2 on TF 2.15) and a v1 optimizer."""
+
+    def model_fn(features, labels, mode):
+        # Named: the second unnamed Dense is `dense_1_1` here and `dense_1` on TF 2.15, with or without a strategy.
+        hidden = tf.keras.layers.Dense(
+            3, activation='relu', kernel_initializer=tf.keras.initializers.Constant(0.3), name='hidden'
+        )
+        logits = tf.keras.layers.Dense(1, kernel_initializer=tf.keras.initializers.Constant(-0.2), name='logits')
+        loss = tf.compat.v1.losses.sigmoid_cross_entropy(tf.cast(labels, tf.float32), logits(hidden(features['x'])))
+        optimizer = tf.compat.v1.train.AdamOptimizer(0.05)
+        train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    return model_fn
+
+
+_STRATEGIES = {}
+
+
 def _strategy(tf, name):
-    if name == 'mirrored':
-        return tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
-    if name == 'one':
-        return tf.distribute.OneDeviceStrategy('/cpu:0')
-    return None
+    """One strategy of each kind per process, as a program makes it: on TF 2.21 a second MirroredStrategy's
+    collectives take the first one's keys, and fail for a model of other shapes (in eager TF2 as well). Every
+    Estimator given the one strategy shares it (`RunConfig` does not copy it)."""
+    if name is None:
+        return None
+    if name not in _STRATEGIES:
+        if name == 'mirrored':
+            _STRATEGIES[name] = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+        else:
+            _STRATEGIES[name] = tf.distribute.OneDeviceStrategy('/cpu:0')
+    return _STRATEGIES[name]
 
 
 def _estimator(tf, estimator, step):
@@ -82,6 +110,8 @@ def _estimator(tf, estimator, step):
     )
     if step['program'] == 'custom':
         return estimator.Estimator(_model_fn(tf, estimator), config=config)
+    if step['program'] == 'keras':
+        return estimator.Estimator(_keras_model_fn(tf, estimator), config=config)
     return estimator.DNNClassifier(
         feature_columns=[tf.feature_column.numeric_column('x', shape=[2])], hidden_units=[5], config=config
     )
@@ -106,6 +136,19 @@ def run_steps(tf, estimator, steps):
         if step['op'] == 'copy':
             shutil.copytree(step['model_dir'], step['to'])
             results.append(None)
+            continue
+        if step['op'] == 'train_in_scope':  # Estimator.train inside a strategy's scope, without train_distribute.
+            replicas = []
+            custom_model_fn = _model_fn(tf, estimator)
+
+            def model_fn(features, labels, mode):
+                replicas.append(tf.distribute.get_strategy().num_replicas_in_sync)
+                return custom_model_fn(features, labels, mode)
+
+            with _strategy(tf, 'mirrored').scope():
+                model = estimator.Estimator(model_fn, model_dir=step['model_dir'])
+                model.train(_input_fn(tf, step['batch']), steps=step['steps'])
+            results.append({'replicas': replicas, 'global_step': int(model.get_variable_value('global_step'))})
             continue
         model = _estimator(tf, estimator, step)
         if step['op'] == 'train':
