@@ -626,7 +626,7 @@ def _global_step_read_function():
 
 
 _global_step_read = _probe(_global_step_read_function)
-_GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'
+GLOBAL_STEP_READ_KEY = _GLOBAL_STEP_READ_KEY = 'global_step_read_op_cache'
 
 
 def get_or_create_global_step_read() -> Any:
@@ -757,3 +757,21 @@ def runtime_started() -> bool:
     if _private_context is None:
         return False
     return bool(getattr(_private_context.context(), '_initialized', False))
+
+
+# An Estimator's tf.distribute strategy (compat_mts.estimator._distributed).
+
+
+def estimator_loss_scaling(strategy: Any) -> Any:
+    """The strategy's scope in which v1 optimizers divide the loss by the replicas, as v1's Estimator entered it.
+
+    Without it (private APIs off, or a strategy that lacks it) v1 optimizers sum the replicas' gradients: the
+    refusal is `compat_mts.estimator`'s, which checks `available` first.
+    """
+    enable = getattr(strategy, '_scale_loss_for_estimator_enabled', None) if PRIVATE_TF else None
+    return enable() if enable is not None else None
+
+
+def loss_scaled_by_optimizer(graph: tf.Graph) -> bool:
+    """Whether a v1 optimizer divided the loss by the replicas in `graph` (what v1's Estimator reported by)."""
+    return bool(getattr(graph, '_is_loss_scaled_by_optimizer', False))

@@ -56,8 +56,8 @@ def test_run_config_rejects_bad_values_with_v1s_messages(kwargs, message):
 
 
 def test_run_config_refuses_distribution_and_clusters(monkeypatch):
-    with pytest.raises(NotImplementedError, match=r'RunConfig\(train_distribute=...\) is not supported'):
-        estimator.RunConfig(train_distribute=tf.distribute.get_strategy())
+    with pytest.raises(NotImplementedError, match=r'RunConfig\(device_fn=...\) is not supported'):
+        estimator.RunConfig(device_fn=lambda op: '/cpu:0')
     monkeypatch.setenv(
         'TF_CONFIG', json.dumps({'cluster': {'chief': ['localhost:2222']}, 'task': {'type': 'chief', 'index': 0}})
     )

@@ -1147,16 +1147,28 @@ def tpu_rule(name: str) -> Rule:
     return _blocker(f'a rewrite: compat_mts.estimator.tpu has no {name}', _TPU_NOTE)
 
 
-# RunConfig(train_distribute=...) / (eval_distribute=...): compat_mts.estimator refuses every strategy there.
+# RunConfig(train_distribute=...) / (eval_distribute=...): compat_mts.estimator replicates the model_fn under the
+# strategies of one process, and refuses the others.
 IN_PROCESS_STRATEGIES = ('MirroredStrategy', 'OneDeviceStrategy')
-TRAIN_DISTRIBUTE_BLOCKS = _blocker(
-    'no strategy at stage 1 (the model_fn runs on one device), then a MirroredStrategy scope around model.fit at '
-    'stage 3, or the session loop with tf.distribute.MultiWorkerMirroredStrategy (migration_guide/distributed.md)',
-    'compat_mts.estimator does not replicate a model_fn: RunConfig(train_distribute=...) and eval_distribute= '
-    'raise NotImplementedError, whatever the strategy (migration_guide/estimator.md).',
+_IN_PROCESS_NOTE = (
+    'compat_mts.estimator calls the model_fn once per replica, as v1 did: each replica reads a batch of the '
+    "input_fn of its own, v1 optimizers average the replicas' gradients, and the checkpoint keeps one copy of "
+    'each variable under its v1 name (migration_guide/distributed.md). At stage 3 the strategy scope goes '
+    'around model.fit.'
 )
-TRAIN_DISTRIBUTE_WORKS = TRAIN_DISTRIBUTE_BLOCKS
-TRAIN_DISTRIBUTE_UNKNOWN = TRAIN_DISTRIBUTE_BLOCKS
+TRAIN_DISTRIBUTE_WORKS = Rule('the same strategy (MirroredStrategy or OneDeviceStrategy)', 1, _IN_PROCESS_NOTE)
+TRAIN_DISTRIBUTE_BLOCKS = _blocker(
+    'MirroredStrategy or OneDeviceStrategy, or the session loop with tf.distribute.MultiWorkerMirroredStrategy '
+    '(migration_guide/distributed.md)',
+    'compat_mts.estimator takes MirroredStrategy over the devices of one process and OneDeviceStrategy in '
+    'RunConfig(train_distribute=...) and eval_distribute=; any other strategy raises ValueError, naming them.',
+)
+TRAIN_DISTRIBUTE_UNKNOWN = Rule(
+    'MirroredStrategy or OneDeviceStrategy when it runs on compat_mts',
+    1,
+    'check cannot tell which strategy this is. MirroredStrategy (over the devices of one process) and '
+    'OneDeviceStrategy run; any other raises ValueError, naming them (migration_guide/distributed.md).',
+)
 KERAS_LAYERS_IN_MODEL_FN = Rule(
     'the layers of the keras.Model given to model.fit',
     3,

@@ -155,7 +155,18 @@ class GraphOptimizer:
         )
 
     def apply(self, loss, variables: list):
-        """The op that applies one step to `variables` for `loss` and counts it (Keras 2's `get_updates`)."""
+        """The op that applies one step to `variables` for `loss` and counts it (Keras 2's `get_updates`).
+
+        Raises:
+          NotImplementedError: called on one of several replicas (`RunConfig(train_distribute=MirroredStrategy)`
+            over several devices): the replicas' gradients are not all-reduced here.
+        """
+        if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+            raise NotImplementedError(
+                f"The premade Estimators' {self.name} optimizer (a name or a Keras optimizer) does not all-reduce "
+                'the gradients of several replicas: RunConfig(train_distribute=...) takes a MirroredStrategy over '
+                'one device or a OneDeviceStrategy for them (migration_guide/distributed.md).'
+            )
         gradients = tf.compat.v1.gradients(loss, variables)
         pairs = [(gradient, variable) for gradient, variable in zip(gradients, variables) if gradient is not None]
         if self._iterations is None:

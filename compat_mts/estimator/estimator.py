@@ -28,6 +28,7 @@ from compat_mts import legacy
 from compat_mts import monitored_session
 from compat_mts import summary as summary_lib
 from compat_mts import validation
+from compat_mts.estimator import _distributed
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
@@ -106,7 +107,9 @@ class Estimator:
     - no `.meta` files next to the checkpoints; `export_saved_model` writes a TF2 SavedModel;
     - the `model_fn` must not build Keras 2 `tf.compat.v1.layers` (they fail under Keras 3): write dense
       layers with `tf.compat.v1.get_variable` and `tf.matmul`;
-    - single process, default device placement (`RunConfig` refuses distribution settings).
+    - single process: `RunConfig(train_distribute=..., eval_distribute=...)` takes a `MirroredStrategy` over
+      this process's devices or a `OneDeviceStrategy` (the `model_fn` called once per replica, as in v1),
+      and refuses other strategies, `device_fn` and clusters.
 
     Example:
 
@@ -236,7 +239,12 @@ class Estimator:
         return self
 
     def _train_model(self, input_fn, hooks: list, saving_listeners: list):
+        strategy = self._config.train_distribute
+
         def build():
+            if strategy is not None:
+                with _distributed.scope(strategy):
+                    return build_distributed()
             global_step = self._start_graph()
             tf_internals.get_or_create_global_step_read()  # In v1's graph too.
             features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
@@ -249,6 +257,33 @@ class Estimator:
                 tf.compat.v1.summary.scalar('loss', spec.loss)
             tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
             return _Program(spec, input_hooks, global_step)
+
+        def build_distributed():  # v1's `_actual_train_model_distributed`.
+            global_step = self._start_graph()
+            features, labels, input_hooks = _distributed.replica_inputs(
+                strategy, _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)
+            )
+            tf.compat.v1.add_to_collection(tf_internals.GLOBAL_STEP_READ_KEY, strategy.extended.read_var(global_step))
+            grouped = _distributed.call_model_fn(
+                strategy, self._call_model_fn, features, labels, ModeKeys.TRAIN, self.config
+            )
+            loss = _distributed.reported_loss(strategy, grouped.loss)
+            spec = EstimatorSpec(
+                ModeKeys.TRAIN,
+                loss=loss,
+                train_op=strategy.group(grouped.train_op),
+                training_hooks=_distributed.hooks_of_first_replica(strategy, grouped.training_hooks),
+                training_chief_hooks=_distributed.hooks_of_first_replica(strategy, grouped.training_chief_hooks),
+                scaffold=_distributed.first_replica(strategy, grouped.scaffold),
+            )
+            if self._warm_start_settings:
+                self._warm_start()
+            if not any(
+                summary.op.name == 'loss' for summary in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)
+            ):
+                tf.compat.v1.summary.scalar('loss', loss)
+            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, loss)
+            return _Program(spec, input_hooks, _distributed.first_replica(strategy, global_step))
 
         with self._graph(build) as wrapped:
             program = wrapped.outputs
@@ -364,19 +399,58 @@ class Estimator:
                 )
             checkpoint_path = latest
 
+        strategy = self._config.eval_distribute
+
         def build():
+            if strategy is None:
+                spec, global_step, input_hooks, eval_dict, update_op = build_model(None)
+            else:
+                with _distributed.scope(strategy):
+                    spec, global_step, input_hooks, eval_dict, update_op = build_model(strategy)
+            eval_ops, eval_step_value = _evaluation.eval_step_ops(update_op)  # Outside the scope, as in v1.
+            return _Program(
+                spec, input_hooks, global_step, eval_dict=eval_dict, eval_ops=eval_ops, eval_step_value=eval_step_value
+            )
+
+        def build_model(strategy):
             global_step = self._start_graph()
-            features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
-            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            if strategy is None:
+                features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
+                spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            else:  # v1's `_call_model_fn_eval_distributed`: the metrics' updates run on every replica.
+                features, labels, input_hooks = _distributed.replica_inputs(
+                    strategy, _inputs.call_input_fn(input_fn, ModeKeys.EVAL, self.params, self.config)
+                )
+                grouped = _distributed.call_model_fn(
+                    strategy, self._call_model_fn, features, labels, ModeKeys.EVAL, self.config
+                )
+                spec = _distributed.GroupedSpec(
+                    loss=grouped.loss,
+                    eval_metric_ops=grouped.eval_metric_ops,
+                    evaluation_hooks=_distributed.hooks_of_first_replica(strategy, grouped.evaluation_hooks),
+                    scaffold=_distributed.first_replica(strategy, grouped.scaffold),
+                )
             metric_ops = dict(spec.eval_metric_ops)
             if LOSS_METRIC_KEY in metric_ops:
                 raise ValueError(
                     'Metric with name "%s" is not allowed, because Estimator ' % LOSS_METRIC_KEY
                     + 'already defines a default metric with the same name.'
                 )
-            metric_ops[LOSS_METRIC_KEY] = tf.compat.v1.metrics.mean(spec.loss)
+            if strategy is None:
+                metric_ops[LOSS_METRIC_KEY] = tf.compat.v1.metrics.mean(spec.loss)
+            else:
+                metric_ops[LOSS_METRIC_KEY] = strategy.extended.call_for_each_replica(
+                    tf.compat.v1.metrics.mean, args=(spec.loss,)
+                )
             eval_dict = {name: metric_ops[name][0] for name in sorted(metric_ops)}
-            update_op = tf.group(*[metric_ops[name][1] for name in sorted(metric_ops)])
+            if strategy is not None:  # A metric's value is one tensor, or the same value on every replica.
+                eval_dict = {name: _distributed.first_replica(strategy, value) for name, value in eval_dict.items()}
+            update_op = tf.group(
+                *[
+                    metric_ops[name][1] if strategy is None else strategy.group(metric_ops[name][1])
+                    for name in sorted(metric_ops)
+                ]
+            )
             if not checkpoint_path and self._warm_start_settings:
                 self._warm_start()
             if _GLOBAL_STEP in eval_dict:
@@ -384,11 +458,11 @@ class Estimator:
                     'Metric with name `global_step` is not allowed, because Estimator already defines '
                     'a default metric with the same name.'
                 )
-            eval_dict[_GLOBAL_STEP] = global_step
-            eval_ops, eval_step_value = _evaluation.eval_step_ops(update_op)
-            return _Program(
-                spec, input_hooks, global_step, eval_dict=eval_dict, eval_ops=eval_ops, eval_step_value=eval_step_value
-            )
+            if strategy is None:
+                eval_dict[_GLOBAL_STEP] = global_step
+                return spec, global_step, input_hooks, eval_dict, update_op
+            eval_dict[_GLOBAL_STEP] = strategy.extended.read_var(global_step)
+            return spec, _distributed.first_replica(strategy, global_step), input_hooks, eval_dict, update_op
 
         with self._graph(build) as wrapped:
             program = wrapped.outputs

@@ -12,6 +12,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import validation
+from compat_mts.estimator import _distributed
 
 _USE_DEFAULT = object()
 _SAVE_CKPT_ERR = '`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.'
@@ -34,7 +35,7 @@ _REPLACEABLE = [
     'session_creation_timeout_secs',
     'checkpoint_save_graph_def',
 ]
-_NOT_SUPPORTED = ('train_distribute', 'eval_distribute', 'experimental_distribute', 'device_fn')
+_NOT_SUPPORTED = ('experimental_distribute', 'device_fn')
 
 
 class TaskType:
@@ -65,10 +66,12 @@ class RunConfig:
     compat_mts.estimator runs in one process, eagerly:
 
     - `session_config` is applied as `compat_mts.MonitoredTrainingSession` applies a `config`;
-    - a `TF_CONFIG` that describes a cluster, `train_distribute`, `eval_distribute`,
-      `experimental_distribute` and `device_fn` raise `NotImplementedError` (a distributed program's loop
-      is `compat_mts.MonitoredTrainingSession` under a `tf.distribute` strategy; see
-      migration_guide/distributed.md);
+    - `train_distribute` and `eval_distribute` take a `tf.distribute.MirroredStrategy` over the devices of
+      this process or a `tf.distribute.OneDeviceStrategy`: the `model_fn` is called once per replica as in
+      v1 (each replica reads a batch of the `input_fn` of its own); other strategies raise `ValueError`;
+    - a `TF_CONFIG` that describes a cluster, `experimental_distribute` and `device_fn` raise
+      `NotImplementedError` (a distributed program's loop is `compat_mts.MonitoredTrainingSession` under a
+      `tf.distribute` strategy; see migration_guide/distributed.md);
     - the cluster properties are those of a single local worker: `is_chief=True`, `master=''`,
       `task_type='worker'`, `task_id=0`, no parameter servers, one worker.
 
@@ -79,8 +82,9 @@ class RunConfig:
     ```
 
     Raises:
-      ValueError: v1's messages for invalid values (both checkpoint periods, negative steps, ...).
-      NotImplementedError: a distributed setting (see above).
+      ValueError: v1's messages for invalid values (both checkpoint periods, negative steps, ...); a
+        `train_distribute` or `eval_distribute` that is not one of the strategies above.
+      NotImplementedError: a cluster, `experimental_distribute` or `device_fn` (see above).
     """
 
     def __init__(
@@ -161,6 +165,16 @@ class RunConfig:
             self._save_checkpoints_steps = None
         _validate(self)
         return self
+
+    def __deepcopy__(self, memo) -> 'RunConfig':
+        # The strategies are shared, not copied: a copy of a MirroredStrategy would number its collectives
+        # from the start again, and clash in this process with the original's (v1 ran each graph in a
+        # session of its own, where a copy did no harm).
+        copied = copy.copy(self)
+        for name, value in vars(self).items():
+            if name not in ('_train_distribute', '_eval_distribute'):
+                setattr(copied, name, copy.deepcopy(value, memo))
+        return copied
 
     def replace(self, **kwargs) -> 'RunConfig':
         """A copy with the given properties replaced (v1's list of replaceable properties and messages).
@@ -383,10 +397,13 @@ def _validate(config: RunConfig) -> None:
     seed = config._tf_random_seed  # pylint: disable=protected-access
     if seed is not None and not -(2**63) <= seed < 2**63:  # v1 took it, and the graph's first random op failed.
         raise ValueError(f'`tf_random_seed` must be an integer that an int64 holds, got {seed}.')
+    for name in ('train_distribute', 'eval_distribute'):
+        _distributed.check_strategy(getattr(config, '_' + name), name)
     for name in _NOT_SUPPORTED:
         if getattr(config, '_' + name) is not None:
             raise NotImplementedError(
-                f'RunConfig({name}=...) is not supported: compat_mts.estimator runs in one process on the default '
-                'device placement. Distribute a program with compat_mts.MonitoredTrainingSession under a '
+                f'RunConfig({name}=...) is not supported: compat_mts.estimator runs in one process, on the default '
+                'device placement or under RunConfig(train_distribute=MirroredStrategy or OneDeviceStrategy). '
+                'Distribute a program over several processes with compat_mts.MonitoredTrainingSession under a '
                 'tf.distribute strategy scope (migration_guide/distributed.md).'
             )

@@ -211,7 +211,7 @@ class NameBasedCheckpoint(tf.train.Checkpoint):
     def _all_entries(self) -> list[_Entry]:
         entries = list(self._v1_entries)
         step = getattr(self, 'global_step', None)
-        if step is not None and not any(entry.variable is step for entry in entries):
+        if step is not None and not any(getattr(entry.variable, 'first', entry.variable) is step for entry in entries):
             entries.append(_Entry(global_step_lib.variable_name(step), '', step))
         return entries
 

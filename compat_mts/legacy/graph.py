@@ -70,6 +70,8 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
       `compat_mts.get_or_create_global_step()` inside `build_fn`) becomes the session's global step;
     - a session's default checkpoint holds every global variable under its v1 name (what v1's default
       `Saver` wrote), and its default summary op is `tf.compat.v1.summary.merge_all()` of the graph;
+    - a variable a `tf.distribute.MirroredStrategy` made in `build_fn` keeps its copy on each replica, all
+      initialized alike; the checkpoint saves the first under the v1 name and restores every copy;
     - the plain graph is finalized, as v1's `MonitoredSession` finalized it: ops must be created in
       `build_fn`.
 
@@ -325,8 +327,14 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self.outputs = outputs
         self.summary_op = summary_op
         self._id = next(_graph_ids)
-        global_variables = graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
-        local_variables = graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+        global_variables = _without_replicas(graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
+        local_variables = _without_replicas(graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))
+        # A variable of a tf.distribute strategy (MirroredStrategy in v1's Estimator) is one variable per
+        # replica: the first replica's stands for it in the collections; the others are imported as local
+        # variables and initialized with it, and the checkpoint saves the first and restores all.
+        replica_copies = _replica_copies(global_variables + local_variables)
+        for replica_copy in replica_copies:
+            graph.add_to_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES, replica_copy)
         in_session = deployment_lib.of_session()  # An adopted graph: the session's scheduler.
         self._parameter_servers = parameter_server.current() if in_session is None else in_session.scheduler
         _check_supported(graph, global_variables + local_variables, self._parameter_servers)
@@ -340,12 +348,14 @@ class WrappedGraph(fetches_lib.GraphRunner):
             )
         }
         self._eager_by_name = eager
-        self.variables = [eager[global_step_lib.op_name(v.name)] for v in global_variables + local_variables]
+        self.variables = [
+            eager[global_step_lib.op_name(v.name)] for v in global_variables + local_variables + replica_copies
+        ]
         self._lift_resources(imported)
         self._initialize(imported)
         plain_step = tf.compat.v1.train.get_global_step(graph)
         self.global_step = eager[global_step_lib.op_name(plain_step.name)] if plain_step is not None else None
-        self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables}
+        self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables + replica_copies}
         self.checkpoint = self._default_checkpoint(global_variables)
         self._targets: dict[Any, tuple[Any, tuple[str, Any] | None]] = {}
         self._foreign_names: set[str] = set()
@@ -454,7 +464,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if slice_info is not None:
                 partitions.append(_Entry(slice_info.full_name, slice_info.spec, eager))
             else:
-                whole[name or global_step_lib.op_name(variable.name)] = eager
+                copies = [self._eager_by_name[global_step_lib.op_name(c.name)] for c in _replica_copies([variable])]
+                whole[name or global_step_lib.op_name(variable.name)] = _Replicated(eager, copies) if copies else eager
         checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
         if self.global_step is not None:
             checkpoint.global_step = self.global_step
@@ -654,6 +665,48 @@ _VARIABLE_READS = frozenset({'ReadVariableOp', 'VarIsInitializedOp', 'VariableSh
 
 def _identity(value: Any) -> Any:
     return value if type(value) is str else id(value)
+
+
+def _replica_copies(variables: list) -> list:
+    """The variables of every replica but the first of `variables` that a `tf.distribute` strategy made."""
+    copies = []
+    for variable in variables:
+        if isinstance(variable, tf.distribute.DistributedValues):
+            copies.extend(variable.values[1:])
+    return copies
+
+
+def _without_replicas(variables: list) -> list:
+    """`variables` less the replicas' own copies of the `tf.distribute` variables among them.
+
+    Keras 3 layers built under a strategy list each replica's copy in the collection beside the strategy's
+    variable; `tf.compat.v1.get_variable` lists the strategy's variable alone.
+    """
+    copies = {id(copy) for copy in _replica_copies(variables)}
+    copies.update(
+        id(variable.values[0]) for variable in variables if isinstance(variable, tf.distribute.DistributedValues)
+    )
+    return [variable for variable in variables if id(variable) not in copies]
+
+
+class _Replicated:
+    """One checkpoint entry for the copies of a variable on each replica: saved from the first, restored to all."""
+
+    def __init__(self, first, copies: list):
+        self.first = first
+        self.copies = copies
+        self.name = first.name
+        self.dtype = first.dtype
+        self.shape = first.shape
+
+    def assign(self, value):
+        for variable in [self.first] + self.copies:
+            variable.assign(value)
+
+
+tf.register_tensor_conversion_function(
+    _Replicated, lambda value, dtype=None, name=None, as_ref=False: tf.convert_to_tensor(value.first, dtype, name)
+)
 
 
 def _check_supported(graph: tf.Graph, variables: list, parameter_servers) -> None:
