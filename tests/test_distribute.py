@@ -245,8 +245,8 @@ def test_a_per_replica_fetch_comes_back_as_the_local_results_of_the_replicas(loc
 def test_a_single_process_session_pays_nothing_for_multi_worker_agreement(tmp_path):
     model = Regression()
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), scaffold=model.scaffold()) as session:
-        assert session._cluster is None  # pylint: disable=protected-access
-        assert session._run_once == session._hooked_run  # pylint: disable=protected-access
+        assert session._cluster is None
+        assert session._run_once == session._hooked_run
         session.run(model.step)
     assert distribute.current_cluster() is None
 

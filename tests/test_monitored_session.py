@@ -472,9 +472,9 @@ def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_h
 
 def test_when_the_data_runs_out_an_optimizer_s_iterations_as_the_global_step_is_taken_back_too(tmp_path):
     """The remedy migration_guide/stages.md gives for `iterations` ending one ahead of a separate global step."""
-    import keras  # pylint: disable=import-outside-toplevel
+    import keras
 
-    from tests.support import latest_checkpoint_step  # pylint: disable=import-outside-toplevel
+    from tests.support import latest_checkpoint_step
 
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
     optimizer = keras.optimizers.SGD(0.01)
