@@ -197,6 +197,20 @@ def run_forked(code_or_path, *args, timeout=300, cwd=None):
                     _idle_v1_servers.append(server)
 
 
+def run_v1_and_compat(v1_call, compat_call, **common):
+    """The v1 side of a comparison by `run_forked` and the compat_mts side by `run_python`, at the same time.
+
+    `v1_call` and `compat_call` are tuples of positional arguments; `common` holds keyword arguments shared by
+    both (`timeout`, `cwd`). Returns the two CompletedProcesses, v1's first.
+    """
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        v1 = pool.submit(run_forked, *v1_call, **common)
+        compat = pool.submit(run_python, *compat_call, **common)
+        return v1.result(), compat.result()
+
+
 def last_json_line(stdout):
     """Parses the last non-empty line of `stdout` as JSON (scripts print their one result object last)."""
     lines = [line for line in stdout.splitlines() if line.strip()]
