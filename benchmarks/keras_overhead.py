@@ -44,13 +44,13 @@ import time
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is imported: no C++ info on stderr.
 
-import numpy as np  # pylint: disable=wrong-import-position
-import tensorflow as tf  # pylint: disable=wrong-import-position
+import numpy as np
+import tensorflow as tf
 
-import compat_mts as mts  # pylint: disable=wrong-import-position
-from compat_mts.keras import HooksCallback  # pylint: disable=wrong-import-position
+import compat_mts as mts
+from compat_mts.keras import HooksCallback
 
-import workload  # pylint: disable=wrong-import-position
+import workload
 
 keras = tf.keras
 VARIANTS = (

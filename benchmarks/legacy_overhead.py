@@ -38,11 +38,11 @@ import time
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is imported: no C++ info on stderr.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # pylint: disable=wrong-import-position
-import tensorflow as tf  # pylint: disable=wrong-import-position
+import numpy as np
+import tensorflow as tf
 
-import v1_graph_mode  # pylint: disable=wrong-import-position
-import workload  # pylint: disable=wrong-import-position
+import v1_graph_mode
+import workload
 
 GRAPHS = ('constant', 'fed')
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.block < 1 or args.blocks < 1 or args.warmup < 0:
         parser.error('--block and --blocks must be positive and --warmup non-negative.')
 
-    import compat_mts as mts  # pylint: disable=import-outside-toplevel
+    import compat_mts as mts
 
     results = {
         'tensorflow': tf.__version__,

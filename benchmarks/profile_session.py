@@ -59,10 +59,10 @@ import numpy as np
 import session_overhead  # Sets TF_CPP_MIN_LOG_LEVEL before TensorFlow is imported.
 import workload
 
-import tensorflow as tf  # pylint: disable=wrong-import-order
+import tensorflow as tf
 
-import compat_mts as mts  # pylint: disable=wrong-import-order
-from compat_mts import global_step as global_step_lib  # pylint: disable=wrong-import-order
+import compat_mts as mts
+from compat_mts import global_step as global_step_lib
 
 COMPAT_MTS_DIR = os.path.dirname(os.path.abspath(mts.__file__)) + os.sep
 READ_ALONE = 'the eager global-step read alone (what STALE_GLOBAL_STEP costs)'
@@ -97,7 +97,7 @@ LAYERS = (
 
 def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[float, float]]:
     """Median over `blocks` rounds of each layer's mean wall and main-thread CPU µs per step (see `LAYERS`)."""
-    from compat_mts import fetches as fetches_lib  # pylint: disable=import-outside-toplevel
+    from compat_mts import fetches as fetches_lib
 
     bare = session_overhead.BareLoop('')
     hookless = mts.MonitoredSession(hooks=[])
@@ -107,7 +107,7 @@ def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[f
             global_step = model_session.model.global_step
             session.run(step)
             session.run(step)
-            direct = fetches_lib._direct_step(step)  # pylint: disable=protected-access  # The session's own.
+            direct = fetches_lib._direct_step(step)  # The session's own.
             stale = fetches_lib.STALE_GLOBAL_STEP
             configurations = {
                 'bare step': bare.model.train_step,

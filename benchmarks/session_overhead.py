@@ -51,15 +51,15 @@ import time
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is imported: no C++ info on stderr.
 
-import numpy as np  # pylint: disable=wrong-import-position
-import tensorflow as tf  # pylint: disable=wrong-import-position
+import numpy as np
+import tensorflow as tf
 
-from tensorflow.python import pywrap_tfe  # pylint: disable=wrong-import-position
-from tensorflow.python.eager import execute  # pylint: disable=wrong-import-position
+from tensorflow.python import pywrap_tfe
+from tensorflow.python.eager import execute
 
-import compat_mts as mts  # pylint: disable=wrong-import-position
+import compat_mts as mts
 
-import workload  # pylint: disable=wrong-import-position
+import workload
 
 BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')

@@ -47,7 +47,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is impor
 BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCHMARKS_DIR)
 
-import workload  # noqa: E402  # pylint: disable=wrong-import-position
+import workload  # noqa: E402
 
 PROGRAMS_DIR = os.path.join(os.path.dirname(BENCHMARKS_DIR), 'tests', 'v1_programs')
 TRAINERS = ('cifar10', 'mnist')
@@ -112,17 +112,17 @@ def _child_runner(trainer: str, side: str):
     if trainer == 'mnist':
         os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Both programs need tf-keras's tf.layers.
     sys.path.insert(0, PROGRAMS_DIR)
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
 
     if side == 'v1':
         tf.compat.v1.disable_eager_execution()
     if trainer == 'cifar10':
-        import cifar10_train  # pylint: disable=import-outside-toplevel
+        import cifar10_train
 
         if side == 'v1':
             train_lib, hook_base = tf.compat.v1.train, tf.compat.v1.train.SessionRunHook
         else:
-            import compat_mts  # pylint: disable=import-outside-toplevel
+            import compat_mts
 
             train_lib, hook_base = compat_mts, compat_mts.SessionRunHook
 
@@ -134,7 +134,7 @@ def _child_runner(trainer: str, side: str):
         return run
 
     if side == 'v1':
-        import mnist_layers_v1 as program  # pylint: disable=import-outside-toplevel
+        import mnist_layers_v1 as program
 
         v1 = program.tf
 
@@ -150,7 +150,7 @@ def _child_runner(trainer: str, side: str):
 
         return run
 
-    import mnist_layers_compat as program  # pylint: disable=import-outside-toplevel
+    import mnist_layers_compat as program
 
     mts = program.mts
 
@@ -170,7 +170,7 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
     """Answers each `run` line on stdin with one timed repeat (one JSON line), until `quit`."""
     protocol = sys.stdout
     run = _child_runner(trainer, side)
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
 
     protocol.write(json.dumps({'ready': True, 'tensorflow': tf.__version__}) + '\n')
     protocol.flush()
@@ -211,9 +211,9 @@ def serve(trainer: str, side: str, warmup_steps: int, steps: int) -> None:
 
 def profile(trainer: str, variant: str, warmup_steps: int, steps: int, rows: int) -> None:
     """cProfile of the compat side's runs after `warmup_steps`, in this process; prints the top `rows`, cumulative."""
-    global _ClockHook  # pylint: disable=global-statement  # `_with_clock` makes its hook from this class.
-    import cProfile  # pylint: disable=import-outside-toplevel
-    import pstats  # pylint: disable=import-outside-toplevel
+    global _ClockHook  # `_with_clock` makes its hook from this class.
+    import cProfile
+    import pstats
 
     profiler = cProfile.Profile()
 

@@ -27,10 +27,10 @@ import tempfile
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # Before TensorFlow is imported: no C++ info on stderr.
 
-import numpy as np  # pylint: disable=wrong-import-position
-import tensorflow as tf  # pylint: disable=wrong-import-position
+import numpy as np
+import tensorflow as tf
 
-import workload  # pylint: disable=wrong-import-position
+import workload
 
 
 def build_train_op() -> tf.Operation:

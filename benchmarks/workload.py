@@ -118,8 +118,8 @@ class ServedChild:
     def __init__(self, name: str, argv: list[str], stderr_path: str, close_timeout_s: float = 60):
         self.name = name
         self._close_timeout_s = close_timeout_s
-        self._stderr = open(stderr_path, 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
-        self._process = subprocess.Popen(  # pylint: disable=consider-using-with
+        self._stderr = open(stderr_path, 'w+', encoding='utf-8')
+        self._process = subprocess.Popen(
             [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True
         )
         self.tensorflow_version: str | None = None

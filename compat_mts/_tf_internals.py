@@ -689,7 +689,7 @@ def keras_names_of_a_new_graph() -> Any:
 
 
 def _keras_global_state():
-    from keras.src.backend.common import global_state  # pylint: disable=import-outside-toplevel
+    from keras.src.backend.common import global_state
 
     return global_state
 

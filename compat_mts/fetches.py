@@ -204,7 +204,7 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
     """Splits a merged feed into keyword arguments (string keys) and legacy graph feeds."""
     if not feed_dict:  # v1 took any false value (0, [], '') for no feeds too.
         return {}, {}
-    if type(feed_dict) is not dict:  # pylint: disable=unidiomatic-typecheck
+    if type(feed_dict) is not dict:  # A plain dict skips the check (the usual case).
         validation.check_feed_dict(feed_dict)
     kwargs, graph_feeds = {}, {}
     for key, value in feed_dict.items():

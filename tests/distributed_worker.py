@@ -142,7 +142,7 @@ def first(strategy, model, cluster, directory: str) -> None:
         with open(gave_up, 'w'):
             pass
     with mts.MonitoredTrainingSession(max_wait_secs=60, **kwargs) as session:
-        emit('created', restored=session._tf_sess().restored_path)  # pylint: disable=protected-access
+        emit('created', restored=session._tf_sess().restored_path)
         train(session, model.step)
     emit('asymmetric_stop', **model.state())
 

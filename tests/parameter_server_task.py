@@ -243,7 +243,7 @@ def frozen_chief(cluster, checkpoint_dir: str) -> None:
             with mts.MonitoredTrainingSession(log_step_count_steps=None, save_summaries_steps=None) as sess:
                 for _ in range(FAILING_RUNS):
                     sess.run(train_op, feed_dict={'learning_rate:0': float('nan')})
-        except Exception as error:  # pylint: disable=broad-except  # What it is, is the test's to check.
+        except Exception as error:  # What it is, is the test's to check.
             emit('step_failed', error=type(error).__name__, message=str(error)[:300])
         else:
             emit('no_step_error')

@@ -5,6 +5,7 @@ scenario scripts (`tests/v1_reference.py`, `tests/compat_reference.py`) can use 
 lazily, inside the functions that need it, so that importing this module from a pytest process stays cheap.
 """
 
+import atexit
 import functools
 import glob
 import json
@@ -13,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS_DIR = os.path.join(REPO_ROOT, 'tests')
@@ -35,11 +37,7 @@ def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
       timeout: seconds before `subprocess.TimeoutExpired` is raised.
       cwd: working directory of the child (default: the repository root).
     """
-    child_env = dict(os.environ)
-    child_env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    child_env['PYTHONPATH'] = os.pathsep.join(
-        [REPO_ROOT] + [p for p in child_env.get('PYTHONPATH', '').split(os.pathsep) if p]
-    )
+    child_env = _child_env()
     child_env.update(env or {})
     if os.path.isfile(code_or_path):
         command = [sys.executable, code_or_path, *args]
@@ -60,6 +58,157 @@ def run_pythons(*calls, **common):
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(lambda call: run_python(*call, **common), calls))
+
+
+class ForkServer:
+    """A `tests/script_fork_server.py` process that imported `modules`, running one program at a time.
+
+    Each program runs in a process forked from the server, so it starts with those modules imported instead of
+    importing TensorFlow itself (seconds of CPU). See that script for what such a child is and is not.
+    """
+
+    def __init__(self, modules, env):
+        self._process = subprocess.Popen(
+            [sys.executable, os.path.join(TESTS_DIR, 'script_fork_server.py'), *modules],
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._expect('ready')
+
+    def _expect(self, key):
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f'The fork server exited (status {self._process.wait()}) before reporting {key!r}.')
+        message = json.loads(line)
+        if key not in message:
+            raise RuntimeError(f'The fork server reported {message!r} instead of {key!r}.')
+        return message
+
+    def run(self, argv, cwd, timeout):
+        """Runs `python argv[0] argv[1:]` in `cwd`, in a forked child.
+
+        Returns:
+          Its CompletedProcess, with its exit status (-N when killed by signal N) and its output as text.
+
+        Raises:
+          subprocess.TimeoutExpired: the child ran for `timeout` seconds; it was killed.
+        """
+        import signal
+        import tempfile
+        import threading
+
+        argv = [str(part) for part in argv]
+        timed_out = threading.Event()
+
+        def kill(pid):
+            timed_out.set()
+            os.kill(pid, signal.SIGKILL)
+
+        with tempfile.TemporaryDirectory(prefix='forked-') as outputs:
+            stdout, stderr = os.path.join(outputs, 'stdout'), os.path.join(outputs, 'stderr')
+            request = {'argv': argv, 'cwd': str(cwd), 'stdout': stdout, 'stderr': stderr}
+            self._process.stdin.write(json.dumps(request) + '\n')
+            self._process.stdin.flush()
+            timer = threading.Timer(timeout, kill, (self._expect('started')['started'],))
+            timer.start()
+            try:
+                status = self._expect('ended')['status']
+            finally:
+                timer.cancel()
+            with open(stdout, encoding='utf-8', errors='replace') as out:
+                output = out.read()
+            with open(stderr, encoding='utf-8', errors='replace') as err:
+                errors = err.read()
+        if timed_out.is_set():
+            raise subprocess.TimeoutExpired(argv, timeout, output, errors)
+        return subprocess.CompletedProcess(argv, status, output, errors)
+
+    def close(self):
+        self._process.stdin.close()
+        self._process.wait(timeout=60)
+        self._process.stdout.close()
+
+
+_V1_SERVERS_LOCK = threading.Lock()
+_idle_v1_servers = []  # `run_forked`'s servers not running a program now (one per concurrent caller at most).
+
+
+def _child_env():
+    """A child's environment: TensorFlow's C++ chatter off, this checkout first on the path."""
+    child_env = dict(os.environ)
+    child_env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    child_env['PYTHONPATH'] = os.pathsep.join(
+        [REPO_ROOT] + [p for p in child_env.get('PYTHONPATH', '').split(os.pathsep) if p]
+    )
+    return child_env
+
+
+@atexit.register
+def _close_v1_servers():
+    with _V1_SERVERS_LOCK:
+        servers, _idle_v1_servers[:] = list(_idle_v1_servers), []
+    for server in servers:
+        server.close()
+
+
+def run_forked(code_or_path, *args, timeout=300, cwd=None):
+    """`run_python` for a v1 graph-mode program, forked from a server that imported TensorFlow (only) once.
+
+    The program is a process of its own with its own TensorFlow runtime (it may disable eager execution) and
+    nothing of compat_mts loaded, as with `run_python`, but it does not pay TensorFlow's import: for the v1
+    sides of comparisons, many short programs. Not for a program whose test is about what importing prints or
+    loads, nor one that needs another environment (`run_python(env=...)`): those need a fresh interpreter.
+    The servers are started on first use and serve the rest of the test session.
+
+    Args:
+      code_or_path: path of an existing `.py` file, or Python source (run from a file of its own).
+      *args: command-line arguments for the program.
+      timeout: seconds before the program is killed and `subprocess.TimeoutExpired` raised.
+      cwd: working directory of the program (default: the repository root).
+
+    Returns:
+      The CompletedProcess; the return code is not checked.
+    """
+    import tempfile
+
+    with _V1_SERVERS_LOCK:
+        server = _idle_v1_servers.pop() if _idle_v1_servers else None
+    if server is None:
+        server = ForkServer(['tensorflow'], _child_env())
+    with tempfile.TemporaryDirectory(prefix='forked-program-') as scratch:
+        script = code_or_path
+        if not os.path.isfile(code_or_path):
+            script = os.path.join(scratch, 'program.py')
+            with open(script, 'w', encoding='utf-8') as program:
+                program.write(code_or_path)
+        try:
+            return server.run([script, *args], cwd or REPO_ROOT, timeout)
+        except subprocess.TimeoutExpired:
+            raise  # The server reaped the killed child: it serves the next program.
+        except BaseException:
+            server = None  # A server in doubt is left to exit with this process.
+            raise
+        finally:
+            if server is not None:
+                with _V1_SERVERS_LOCK:
+                    _idle_v1_servers.append(server)
+
+
+def run_v1_and_compat(v1_call, compat_call, **common):
+    """The v1 side of a comparison by `run_forked` and the compat_mts side by `run_python`, at the same time.
+
+    `v1_call` and `compat_call` are tuples of positional arguments; `common` holds keyword arguments shared by
+    both (`timeout`, `cwd`). Returns the two CompletedProcesses, v1's first.
+    """
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        v1 = pool.submit(run_forked, *v1_call, **common)
+        compat = pool.submit(run_python, *compat_call, **common)
+        return v1.result(), compat.result()
 
 
 def last_json_line(stdout):

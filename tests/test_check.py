@@ -714,13 +714,13 @@ def test_the_estimator_catalogue_is_what_compat_mts_estimator_has():
     for name in set(catalogue.PREMADE_ESTIMATORS) - provided:  # The premade names the package lacks, it refuses.
         with pytest.raises(AttributeError, match=f'compat_mts.estimator.{name} is not provided; use instead'):
             getattr(estimator, name)
-    assert catalogue._ESTIMATOR_NAMES <= provided  # pylint: disable=protected-access
+    assert catalogue._ESTIMATOR_NAMES <= provided
     export = {
         node.name
         for node in ast.parse((package / 'export.py').read_text()).body
         if isinstance(node, (ast.ClassDef, ast.FunctionDef))
     }
-    assert catalogue._ESTIMATOR_EXPORT_NAMES <= export  # pylint: disable=protected-access
+    assert catalogue._ESTIMATOR_EXPORT_NAMES <= export
 
 
 @pytest.mark.parametrize(

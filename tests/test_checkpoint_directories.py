@@ -18,7 +18,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import Regression
-from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
+from tests.support import REPO_ROOT, checkpoint_steps, run_forked, state_file_steps
 from tests.v1_programs.directory_legs import leg_compat
 
 _LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
@@ -28,7 +28,7 @@ def _v1_legs(
     directory: str, *legs: str, cwd: str | None = None, model: str = 'regression', max_to_keep: int | None = None
 ) -> list[dict]:
     options = ['--max-to-keep', str(max_to_keep)] if max_to_keep is not None else []
-    result = run_python(_LEGS, 'v1', directory, *legs, '--model', model, *options, cwd=cwd)
+    result = run_forked(_LEGS, 'v1', directory, *legs, '--model', model, *options, cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
 

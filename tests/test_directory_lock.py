@@ -26,7 +26,7 @@ RACERS = 4  # Two racers on two cores rarely meet inside the window; four, throu
 @pytest.fixture(autouse=True)
 def no_lock_left_held():
     yield
-    for path in list(directory_lock._held_locks):  # pylint: disable=protected-access
+    for path in list(directory_lock._held_locks):
         directory_lock.unlock_directory(os.path.dirname(path))
 
 

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.support import run_python, run_pythons
+from tests.support import run_python, run_v1_and_compat
 
 pytestmark = pytest.mark.slow  # Every test runs a program with its own server in a process.
 
@@ -52,7 +52,7 @@ def test_the_programs_own_server_alone_in_its_cluster_runs_as_written_as_in_v1()
     jobs = json.dumps({'worker': ['localhost:0']})
     results = {}
     for mode, result in zip(
-        ('v1', 'compat'), run_pythons((_PROGRAM, 'v1', jobs), (_PROGRAM, 'compat', jobs), timeout=120)
+        ('v1', 'compat'), run_v1_and_compat((_PROGRAM, 'v1', jobs), (_PROGRAM, 'compat', jobs), timeout=120)
     ):
         assert result.returncode == 0, result.stderr[-3000:]
         results[mode] = json.loads(result.stdout.splitlines()[-1])

@@ -123,7 +123,7 @@ def test_estimator_spec_checks_each_mode_with_v1s_messages():
         with pytest.raises(TypeError, match='^scaffold must be tf.train.Scaffold. Given: 3$'):
             estimator.EstimatorSpec(estimator.ModeKeys.EVAL, loss=loss, scaffold=3)
         with pytest.raises(ValueError, match='^mode of EstimatorSpec cannot be changed.$'):
-            spec._replace(mode=estimator.ModeKeys.EVAL)  # pylint: disable=protected-access
+            spec._replace(mode=estimator.ModeKeys.EVAL)
         predict = estimator.EstimatorSpec(estimator.ModeKeys.PREDICT, predictions={'y': loss})
         assert sorted(predict.export_outputs) == ['serving_default']
     with tf.Graph().as_default():
@@ -162,11 +162,11 @@ def test_names_tf_estimator_had_and_compat_mts_lacks_name_their_successor():
         AttributeError,
         match=r'compat_mts.estimator.DNNEstimator is not provided; use instead: DNNClassifier or DNNRegressor',
     ):
-        estimator.DNNEstimator  # pylint: disable=pointless-statement
+        estimator.DNNEstimator
     assert getattr(estimator, 'BoostedTreesRegressor', None) is None
     assert estimator.LinearRegressor.__module__ == 'compat_mts.estimator.canned'
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
-        estimator.Nothing  # pylint: disable=pointless-statement
+        estimator.Nothing
 
 
 def test_the_package_is_a_lazy_submodule_of_compat_mts():
@@ -204,10 +204,10 @@ def test_v1_built_in_hooks_become_their_compat_mts_twins_with_the_same_arguments
         compat_mts.GlobalStepWaiterHook,
     ]
     logging_hook, stop, nan, counter, saver, final_ops, feed, waiter = twins
-    assert logging_hook._timer._every_secs == 5 and logging_hook._tags == ['loss']  # pylint: disable=protected-access
-    assert stop.last_step == 7 and nan._fail_on_nan_loss is False  # pylint: disable=protected-access
-    assert counter._timer._every_steps == 3 and saver._timer._every_steps == 4  # pylint: disable=protected-access
-    assert final_ops._final_ops == {'loss': loss} and feed.feed_fn is dict  # pylint: disable=protected-access
-    assert waiter._wait_until_step == 9  # pylint: disable=protected-access
+    assert logging_hook._timer._every_secs == 5 and logging_hook._tags == ['loss']
+    assert stop.last_step == 7 and nan._fail_on_nan_loss is False
+    assert counter._timer._every_steps == 3 and saver._timer._every_steps == 4
+    assert final_ops._final_ops == {'loss': loss} and feed.feed_fn is dict
+    assert waiter._wait_until_step == 9
     user_hook = tf.compat.v1.train.SessionRunHook()
     assert _hooks.as_compat_hook(user_hook) is user_hook

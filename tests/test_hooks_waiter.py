@@ -6,12 +6,14 @@ import logging
 import os
 import threading
 import time
+import types
 
 import pytest
 import tensorflow as tf
 
 import compat_mts as mts
 from compat_mts import global_step as global_step_lib
+from compat_mts.hooks import waiter
 from compat_mts.hooks.waiter import GlobalStepWaiterHook
 
 
@@ -28,6 +30,12 @@ def lines(caplog):
     return lambda: [r.getMessage() for r in caplog.records if r.pathname.endswith(os.path.join('hooks', 'waiter.py'))]
 
 
+def patch_sleep(monkeypatch, sleep):
+    """Replaces `time.sleep` as the waiter hook reads it, not for the whole process: other threads sleep too (the
+    lease renewal of a checkpoint directory's lock), and one that called `sleep` here would fail or move the step."""
+    monkeypatch.setattr(waiter, 'time', types.SimpleNamespace(sleep=sleep))
+
+
 def make_step():
     global_step = mts.get_or_create_global_step()
     return global_step, tf.function(lambda: global_step.assign_add(1))
@@ -41,7 +49,7 @@ def test_needs_a_global_step():
 @pytest.mark.parametrize('wait_until_step', [0, -5])
 def test_a_step_of_zero_or_less_never_waits(wait_until_step, lines, monkeypatch):
     _, step = make_step()
-    monkeypatch.setattr(time, 'sleep', lambda seconds: pytest.fail('slept'))
+    patch_sleep(monkeypatch, lambda seconds: pytest.fail('slept'))
     with mts.MonitoredSession(hooks=[GlobalStepWaiterHook(wait_until_step)]) as session:
         session.run(step)
     assert lines() == []
@@ -55,7 +63,7 @@ def test_the_first_run_polls_every_half_second_and_logs_progress_past_1000_steps
         slept.append(seconds)
         global_step.assign_add(600)
 
-    monkeypatch.setattr(time, 'sleep', sleep)
+    patch_sleep(monkeypatch, sleep)
     with mts.MonitoredSession(hooks=[GlobalStepWaiterHook(2000)]) as session:
         assert session.run(step) == 2401
     assert slept == [0.5, 0.5, 0.5, 0.5]
@@ -79,7 +87,7 @@ def test_another_thread_moving_the_global_step_releases_the_wait():
 def test_it_never_waits_again_in_the_session(monkeypatch):
     global_step, step = make_step()
     global_step.assign(10)
-    monkeypatch.setattr(time, 'sleep', lambda seconds: pytest.fail('slept'))
+    patch_sleep(monkeypatch, lambda seconds: pytest.fail('slept'))
     with mts.MonitoredSession(hooks=[GlobalStepWaiterHook(10)]) as session:
         session.run(step)
         global_step.assign(0)
@@ -89,7 +97,7 @@ def test_it_never_waits_again_in_the_session(monkeypatch):
 def test_a_step_already_reached_logs_once_and_does_not_sleep(lines, monkeypatch):
     global_step, step = make_step()
     global_step.assign(50)
-    monkeypatch.setattr(time, 'sleep', lambda seconds: pytest.fail('slept'))
+    patch_sleep(monkeypatch, lambda seconds: pytest.fail('slept'))
     with mts.MonitoredSession(hooks=[GlobalStepWaiterHook(20)]) as session:
         session.run(step)
     assert lines() == ['Waiting for global step 20 before starting training.']
@@ -98,7 +106,7 @@ def test_a_step_already_reached_logs_once_and_does_not_sleep(lines, monkeypatch)
 def test_each_session_waits_again_from_begin(lines, monkeypatch):
     global_step, step = make_step()
     hook = GlobalStepWaiterHook(3)
-    monkeypatch.setattr(time, 'sleep', lambda seconds: global_step.assign_add(1))
+    patch_sleep(monkeypatch, lambda seconds: global_step.assign_add(1))
     for _ in range(2):
         global_step.assign(0)
         with mts.MonitoredSession(hooks=[hook]) as session:

@@ -44,7 +44,7 @@ def optimizer_slots(model: keras.Model) -> list[np.ndarray]:
 
 
 def logging_tensor_hook_class():
-    from compat_mts.hooks.logging import LoggingTensorHook  # pylint: disable=import-outside-toplevel
+    from compat_mts.hooks.logging import LoggingTensorHook
 
     return LoggingTensorHook
 

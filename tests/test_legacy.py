@@ -57,7 +57,7 @@ def test_outputs_are_what_build_fn_returned_and_are_hashable_plain_graph_tensors
     assert outputs['loss'].graph is graph.graph
     assert {outputs['x']: 1}[outputs['x']] == 1  # A function graph's tensors would raise "unhashable".
     with pytest.raises(TypeError, match='unhashable'):
-        {tf.constant(1.0): 1}  # pylint: disable=expression-not-assigned  # Tensor equality is still on.
+        {tf.constant(1.0): 1}  # Tensor equality is still on.
     assert graph.graph.finalized
     with pytest.raises(RuntimeError, match='finalized'):
         with graph.graph.as_default():

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from tests.support import REPO_ROOT, checkpoint_steps, events_files, read_events, run_pythons, state_file_steps
+from tests.support import REPO_ROOT, checkpoint_steps, events_files, read_events, run_v1_and_compat, state_file_steps
 
 _TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
 
@@ -24,7 +24,7 @@ _TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
 def tutorial_runs(tmp_path_factory):
     """The trainer run twice on one directory (to step 30, then resumed to 40), by v1 and by compat_mts."""
     directories = {mode: str(tmp_path_factory.mktemp(mode)) for mode in ('v1', 'compat')}
-    results = run_pythons(*[(_TRAINER, mode, directory, '30', '40') for mode, directory in directories.items()])
+    results = run_v1_and_compat(*[(_TRAINER, mode, directory, '30', '40') for mode, directory in directories.items()])
     runs = {}
     for (mode, directory), result in zip(directories.items(), results):
         assert result.returncode == 0, result.stderr[-3000:]
@@ -175,7 +175,7 @@ def test_a_full_scaffold_of_graph_ops_and_a_saver_runs_as_in_v1(tmp_path):
     program = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'full_scaffold_train.py')
     finals = {}
     for mode, result in zip(
-        ('v1', 'compat'), run_pythons(*[(program, mode, str(tmp_path / mode)) for mode in ('v1', 'compat')])
+        ('v1', 'compat'), run_v1_and_compat(*[(program, mode, str(tmp_path / mode)) for mode in ('v1', 'compat')])
     ):
         assert result.returncode == 0, result.stderr[-3000:]
         finals[mode] = json.loads(result.stdout.splitlines()[-1])

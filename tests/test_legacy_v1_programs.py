@@ -46,8 +46,8 @@ class V1Side:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
         env['PYTHONPATH'] = os.pathsep.join(filter(None, [support.REPO_ROOT, env.get('PYTHONPATH')]))
         self._log_path = log_path
-        self._log = open(log_path, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
-        self._process = subprocess.Popen(  # pylint: disable=consider-using-with
+        self._log = open(log_path, 'w', encoding='utf-8')
+        self._process = subprocess.Popen(
             [sys.executable, RUNNER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from support import run_pythons
+from support import run_v1_and_compat
 
 pytestmark = pytest.mark.slow  # Every test compares with v1 graph mode in a process.
 
@@ -64,7 +64,7 @@ def _hook_lines(result) -> list[str]:
 
 
 def test_the_hooks_print_v1s_lines_once_each_under_v1s_verbosity_setting():
-    v1_lines, compat_lines = map(_hook_lines, run_pythons((_PROGRAM, 'v1'), (_PROGRAM, 'compat')))
+    v1_lines, compat_lines = map(_hook_lines, run_v1_and_compat((_PROGRAM, 'v1'), (_PROGRAM, 'compat')))
     assert 'INFO:tensorflow:loss = 1.5 (<secs> sec)' in v1_lines  # The scenario shows what it is about.
     assert 'INFO:tensorflow:Restoring parameters from <dir>/model.ckpt-3' in v1_lines
     assert compat_lines == v1_lines
@@ -72,5 +72,5 @@ def test_the_hooks_print_v1s_lines_once_each_under_v1s_verbosity_setting():
 
 def test_without_the_verbosity_setting_nothing_is_printed_at_info_as_in_v1():
     program = _PROGRAM.replace('tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)', '')
-    v1, compat = run_pythons((program, 'v1'), (program, 'compat'))
+    v1, compat = run_v1_and_compat((program, 'v1'), (program, 'compat'))
     assert _hook_lines(v1) == _hook_lines(compat) == []

@@ -1,9 +1,13 @@
-"""Every ```python block of migration_guide/*.md and README.md runs, as written, in a fresh process.
+"""Every ```python block of migration_guide/*.md and README.md runs, as written, in a process of its own.
 
-A block is a whole program: it starts in an empty temporary directory with nothing imported, and passes when
-it exits with status 0 (the blocks assert what the text around them claims). The blocks are independent
-programs, so they run two at a time (the machines have two cores), once per test session; each test reads
-its block's result.
+A block is a whole program: it starts in an empty temporary directory, and passes when it exits with status 0
+(the blocks assert what the text around them claims). The blocks are independent programs, so they run two at
+a time (the machines have two cores), once per test session; each test reads its block's result.
+
+Importing TensorFlow is most of a short program's CPU time, so each block runs in a process forked from a
+server that imported compat_mts and TensorFlow once (`tests/script_fork_server.py`): its own process, runtime,
+directory and streams, but TensorFlow already imported. A block that sets environment variables (which
+TensorFlow or Keras may read when imported) runs in a fresh interpreter, with nothing imported.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import pathlib
+import queue
 import re
 import subprocess
 import sys
 
 import pytest
+
+from tests import support
 
 pytestmark = pytest.mark.slow  # The guide's programs run in processes.
 
@@ -80,11 +87,27 @@ def test_python_blocks_parse_with_their_line_numbers(tmp_path):
     assert python_blocks(document) == [(3, 'x = 1\n'), (9, 'y = 2\n')]
 
 
-def _run_block(source: str, directory: pathlib.Path) -> subprocess.CompletedProcess:
+def needs_a_fresh_interpreter(source: str) -> bool:
+    """Whether the block sets environment variables, which TensorFlow or Keras may read when first imported."""
+    return 'os.environ' in source
+
+
+def _fork_server() -> support.ForkServer:
+    """A fork server for the blocks: compat_mts imported first, as the blocks import it, then TensorFlow."""
+    return support.ForkServer(['compat_mts', 'tensorflow'], subprocess_env())
+
+
+def _run_block(source: str, directory: pathlib.Path, servers: queue.Queue) -> subprocess.CompletedProcess:
     script = directory / 'block.py'
     script.write_text(source, encoding='utf-8')
     work = directory / 'work'
     work.mkdir()
+    if not needs_a_fresh_interpreter(source):
+        server = servers.get()
+        try:
+            return server.run([script], work, BLOCK_TIMEOUT_SECS)
+        finally:
+            servers.put(server)
     return subprocess.run(
         [sys.executable, str(script)],
         cwd=work,
@@ -103,11 +126,58 @@ def block_results(request, tmp_path_factory):
         for item in request.session.items
         if item.module is request.module and hasattr(item, 'callspec')
     ]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BLOCKS) as pool:
-        futures = {
-            block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block')) for block in selected
-        }
-    return {block: future.result() for block, future in futures.items()}
+    forked = [block for block in selected if not needs_a_fresh_interpreter(BLOCKS[block][0])]
+    servers: queue.Queue = queue.Queue()
+    started = []
+    try:
+        for _ in range(min(PARALLEL_BLOCKS, len(forked))):
+            started.append(_fork_server())
+            servers.put(started[-1])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BLOCKS) as pool:
+            futures = {
+                block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block'), servers)
+                for block in selected
+            }
+        return {block: future.result() for block, future in futures.items()}
+    finally:
+        for server in started:
+            server.close()
+
+
+def test_a_forked_block_is_a_process_of_its_own_with_the_exit_status_and_streams_of_its_program(tmp_path):
+    """A block's exit status, streams, `__main__`, directory and threads, as `python block.py` has them."""
+    servers: queue.Queue = queue.Queue()
+    server = _fork_server()
+    servers.put(server)
+    try:
+        failing = tmp_path / 'failing'
+        failing.mkdir()
+        result = _run_block('import sys\nprint("out")\nraise ValueError("the claim is wrong")\n', failing, servers)
+        assert (result.returncode, result.stdout) == (1, 'out\n')
+        assert 'ValueError: the claim is wrong' in result.stderr
+
+        exiting = tmp_path / 'exiting'
+        exiting.mkdir()
+        assert _run_block('import sys\nsys.exit(3)\n', exiting, servers).returncode == 3
+
+        passing = tmp_path / 'passing'
+        passing.mkdir()
+        source = (
+            'import os, sys, threading, time\n'
+            'import tensorflow as tf\n'
+            'assert __name__ == "__main__"\n'
+            'assert os.path.basename(os.getcwd()) == "work" and os.listdir(".") == [], os.getcwd()\n'
+            'assert os.path.realpath(sys.argv[0]) == os.path.realpath("../block.py"), sys.argv\n'
+            'print(int(tf.reduce_sum(tf.constant([1, 2]))))\n'
+            'threading.Thread(target=lambda: (time.sleep(0.2), print("thread done", flush=True))).start()\n'
+            'tf.get_logger().warning("on stderr")\n'
+        )
+        result = _run_block(source, passing, servers)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == '3\nthread done\n'
+        assert 'on stderr' in result.stderr
+    finally:
+        server.close()
 
 
 @pytest.mark.parametrize('block', list(BLOCKS))

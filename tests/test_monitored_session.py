@@ -386,9 +386,9 @@ with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as 
 
 @pytest.mark.slow
 def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_path):
-    from tests.support import latest_checkpoint_step, run_python
+    from tests.support import latest_checkpoint_step, run_forked
 
-    result = run_python(_DATA_RUNS_OUT_V1, str(tmp_path / 'v1'))
+    result = run_forked(_DATA_RUNS_OUT_V1, str(tmp_path / 'v1'))
     assert result.returncode == 0, result.stderr[-2000:]
     global_step = mts.get_or_create_global_step()
     total = tf.Variable(0.0)
@@ -472,9 +472,9 @@ def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_h
 
 def test_when_the_data_runs_out_an_optimizer_s_iterations_as_the_global_step_is_taken_back_too(tmp_path):
     """The remedy migration_guide/stages.md gives for `iterations` ending one ahead of a separate global step."""
-    import keras  # pylint: disable=import-outside-toplevel
+    import keras
 
-    from tests.support import latest_checkpoint_step  # pylint: disable=import-outside-toplevel
+    from tests.support import latest_checkpoint_step
 
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
     optimizer = keras.optimizers.SGD(0.01)

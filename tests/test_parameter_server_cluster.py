@@ -68,7 +68,7 @@ class Cluster:
         )
         self.tasks = {}
         for job, index in [('ps', 0)] + [('worker', index) for index in range(workers)]:
-            stderr = open(self.root / f'{job}{index}.stderr', 'w')  # pylint: disable=consider-using-with
+            stderr = open(self.root / f'{job}{index}.stderr', 'w')
             self.tasks[job, index] = subprocess.Popen(
                 [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), job, str(index), '-'],
                 env=self.env,
@@ -287,7 +287,7 @@ def test_a_graph_on_job_ps_outside_a_parameter_server_chief_says_what_to_edit():
         with tf.compat.v1.device(tf.compat.v1.train.replica_device_setter(ps_tasks=1)):
             tf.compat.v1.get_variable('weights', [2], initializer=tf.compat.v1.zeros_initializer())
 
-    from compat_mts import legacy  # pylint: disable=import-outside-toplevel
+    from compat_mts import legacy
 
     with pytest.raises(ValueError, match=r"\['ps'\].*add a 'chief' job.*compat_mts.parameter_server_strategy"):
         legacy.wrap_graph(build)

@@ -39,7 +39,7 @@ def test_compat_mts_hooks_holds_every_v1_hook_name_as_compat_mts_does():
         assert getattr(compat_mts.hooks, name) is getattr(mts, name)
     assert set(V1_HOOK_FAMILY) <= set(dir(compat_mts.hooks))
     with pytest.raises(AttributeError, match="module 'compat_mts.hooks' has no attribute 'NoSuchHook'"):
-        compat_mts.hooks.NoSuchHook  # pylint: disable=expression-not-assigned
+        compat_mts.hooks.NoSuchHook
 
 
 def test_new_public_names_are_listed():
@@ -108,7 +108,7 @@ def test_the_timer_keeps_its_arithmetic_as_a_v1_timer():
 
 def test_session_creator_is_abstract_as_in_v1():
     with pytest.raises(TypeError, match='abstract'):
-        mts.SessionCreator()  # pylint: disable=abstract-class-instantiated
+        mts.SessionCreator()
     for creator in (mts.ChiefSessionCreator, mts.WorkerSessionCreator):
         assert issubclass(creator, mts.SessionCreator)
         assert issubclass(creator, tf.compat.v1.train.SessionCreator)

@@ -72,7 +72,7 @@ def test_copy_from_scaffold_keeps_fields_unless_given():
     copy = mts.Scaffold(copy_from_scaffold=source, init_feed_dict={'b': 2})
     assert copy.saver is checkpoint
     assert copy.init_feed_dict == {'b': 2}
-    assert copy._user_init_fn is init_fn  # pylint: disable=protected-access
+    assert copy._user_init_fn is init_fn
     with pytest.raises(TypeError, match='copy_from_scaffold is not a Scaffold instance.'):
         mts.Scaffold(copy_from_scaffold=object())
 

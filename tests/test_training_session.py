@@ -17,7 +17,7 @@ from tests.support import checkpoint_steps, events_files, has_graph_event, read_
 
 
 def hook_types(session):
-    return [type(hook).__name__ for hook in session._hooks]  # pylint: disable=protected-access
+    return [type(hook).__name__ for hook in session._hooks]
 
 
 def train(session, step):
@@ -39,7 +39,7 @@ def test_default_hooks_in_v1_order(tmp_path):
     with mts.MonitoredTrainingSession(
         checkpoint_dir=str(tmp_path), chief_only_hooks=[first], hooks=[last], scaffold=model.scaffold()
     ) as session:
-        assert session._hooks[0] is first and session._hooks[-1] is last  # pylint: disable=protected-access
+        assert session._hooks[0] is first and session._hooks[-1] is last
         assert hook_types(session)[1:4] == ['StepCounterHook', 'SummarySaverHook', 'CheckpointSaverHook']
 
 
@@ -72,9 +72,9 @@ def test_zero_turns_default_hooks_off(tmp_path):
 def test_use_default_resolves_each_pair_independently(tmp_path, kwargs, checkpoint_timer, summary_timer):
     Regression()
     with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), **kwargs) as session:
-        hooks = {type(hook).__name__: hook for hook in session._hooks}  # pylint: disable=protected-access
+        hooks = {type(hook).__name__: hook for hook in session._hooks}
     timers = {
-        name: (hook._timer._every_steps, hook._timer._every_secs)  # pylint: disable=protected-access
+        name: (hook._timer._every_steps, hook._timer._every_secs)
         for name, hook in hooks.items()
         if name != 'StepCounterHook'
     }

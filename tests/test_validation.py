@@ -70,7 +70,7 @@ def test_an_empty_checkpoint_dir_of_the_saver_hook_is_the_working_directory(tmp_
 
 def test_max_wait_secs_none_is_accepted_by_the_worker_session_creator():
     creator = mts.WorkerSessionCreator(max_wait_secs=None)
-    assert creator._max_wait_secs == math.inf  # pylint: disable=protected-access
+    assert creator._max_wait_secs == math.inf
 
 
 class _Listener(mts.CheckpointSaverListener):

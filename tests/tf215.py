@@ -22,6 +22,7 @@ from tests import support
 
 PACKAGES = ('tensorflow==2.15.*', 'tensorflow-estimator==2.15.*')
 _INTERPRETERS = ('python3.11', 'python3.10')
+_verified: dict[str, str] = {}  # venv directory -> its Python, once this process saw TF 2.15 import in it.
 
 
 def _base_interpreter() -> str | None:
@@ -70,10 +71,13 @@ def python() -> str:
         pytest.skip('TensorFlow 2.15 (the Estimator reference) needs Python 3.10 or 3.11, and neither is installed')
     venv = _venv_dir(interpreter)
     venv_python = os.path.join(venv, 'bin', 'python')
+    if _verified.get(venv) == venv_python and os.path.exists(venv_python):
+        return venv_python  # Probed once per test process: the probe imports TensorFlow 2.15, seconds of CPU.
     os.makedirs(os.path.dirname(venv) or '.', exist_ok=True)
     with open(venv + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(venv_python) and _works(venv_python):
+            _verified[venv] = venv_python
             return venv_python
         shutil.rmtree(venv, ignore_errors=True)
         steps = (
@@ -88,6 +92,7 @@ def python() -> str:
                     f'TensorFlow 2.15 (the Estimator reference) could not be installed: {" ".join(step)} '
                     f'exited {result.returncode}: {result.stderr.strip()[-600:]}'
                 )
+    _verified[venv] = venv_python
     return venv_python
 
 

@@ -53,7 +53,7 @@ def _files(directory):
 
 
 def _hook_names(session):
-    return sorted(type(hook).__name__ for hook in session._hooks)  # pylint: disable=protected-access
+    return sorted(type(hook).__name__ for hook in session._hooks)
 
 
 def empty_directories_are_none(side, directory):

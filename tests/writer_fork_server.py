@@ -33,7 +33,7 @@ def main(directory: str, last_step: int) -> None:
                 print('writer', os.getpid(), flush=True)
                 train_until.main(directory, last_step)
                 print('done', flush=True)
-            except BaseException:  # pylint: disable=broad-except  # Reported on stderr and in the exit status.
+            except BaseException:  # Reported on stderr and in the exit status.
                 traceback.print_exc()
                 status = 1
             finally:

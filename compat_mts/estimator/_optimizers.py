@@ -254,7 +254,7 @@ def apply_gradients(optimizer, learning_rate: float | None, loss, variables: lis
             optimizer = optimizer()
         graph_optimizer = _from_keras('optimizer', optimizer)
     if graph_optimizer is not None:
-        graph_optimizer._iterations = iterations  # pylint: disable=protected-access
+        graph_optimizer._iterations = iterations
         return graph_optimizer.apply(loss, variables)
     if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
         raise ValueError(f'The given object is not an Optimizer instance. Given: {optimizer}')

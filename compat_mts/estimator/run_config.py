@@ -394,7 +394,7 @@ def _validate(config: RunConfig) -> None:
             raise ValueError(message)
         if name in _STEPS:
             validation.check_step_range(value, name, _NUMBERS[name])
-    seed = config._tf_random_seed  # pylint: disable=protected-access
+    seed = config._tf_random_seed
     if seed is not None and not -(2**63) <= seed < 2**63:  # v1 took it, and the graph's first random op failed.
         raise ValueError(f'`tf_random_seed` must be an integer that an int64 holds, got {seed}.')
     for name in ('train_distribute', 'eval_distribute'):

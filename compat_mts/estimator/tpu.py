@@ -236,7 +236,7 @@ class RunConfig(run_config_lib.RunConfig):
             return super().replace(**kwargs)
         tpu_config = kwargs.pop('tpu_config')
         replaced = super().replace(**kwargs)
-        replaced._tpu_config = tpu_config  # pylint: disable=protected-access
+        replaced._tpu_config = tpu_config
         return replaced
 
 
@@ -537,7 +537,7 @@ class TPUEstimator(estimator_lib.Estimator):
             raise ValueError(
                 'export_saved_model_api_version should be 1 or 2; got {}.'.format(export_saved_model_api_version)
             )
-        estimator_lib._verify_model_fn_args(model_fn, params)  # pylint: disable=protected-access
+        estimator_lib._verify_model_fn_args(model_fn, params)
         self._user_model_fn = model_fn
         self._batch_sizes = {
             ModeKeys.TRAIN: train_batch_size,

@@ -55,7 +55,7 @@ def _build(mode, input_fn):
     tf.compat.v1.set_random_seed(CONFIG['tf_random_seed'])
     global_step = tf.compat.v1.train.create_global_step()
     if mode == ModeKeys.TRAIN:
-        training_util._get_or_create_global_step_read()  # pylint: disable=protected-access
+        training_util._get_or_create_global_step_read()
     with tf.device('/cpu:0'):
         dataset = input_fn()
     iterator = tf.compat.v1.data.make_initializable_iterator(dataset)

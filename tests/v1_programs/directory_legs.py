@@ -88,7 +88,7 @@ def main(mode: str, arguments: list[str]) -> None:
         last_step, save_steps = (int(part) for part in spec.split(':'))
         try:
             result = leg(directory, last_step, save_steps, model, max_to_keep)
-        except Exception as error:  # pylint: disable=broad-except  # Reported to the test, which asserts on it.
+        except Exception as error:  # Reported to the test, which asserts on it.
             print(json.dumps({'error': type(error).__name__, 'message': str(error)[:2000]}), flush=True)
             return
         print(json.dumps(result), flush=True)
