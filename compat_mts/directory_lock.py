@@ -45,6 +45,11 @@ LEASE_SECS = float(os.environ.get('COMPAT_MTS_LOCK_LEASE_SECS', '60'))
 _YOUNG_SECS = 10.0  # An unreadable lock younger than this may be in the middle of its first write.
 _TAKEOVER_STALE_SECS = 30.0  # A takeover file older than this was left by a process that died taking over.
 _POLL_SECS = 0.05
+# The real clock, bound at import: a lease is read by other processes and set against files' times, and the
+# renewing thread must not spin, so the lock keeps real time where a program's tests patch `time.time` and
+# `time.sleep` with a fake clock (as v1's own hook tests do).
+_wall_clock = time.time
+_sleep = time.sleep
 
 # Process-wide, as the lock files are: they name this process, not a session.
 _held_locks: set[str] = program_lib.PROGRAM.table(
@@ -122,7 +127,7 @@ def _unlock_all() -> None:
 
 def _content() -> bytes:
     return json.dumps(
-        {'pid': os.getpid(), 'host': socket.gethostname(), 'renewed': time.time(), 'lease_secs': LEASE_SECS}
+        {'pid': os.getpid(), 'host': socket.gethostname(), 'renewed': _wall_clock(), 'lease_secs': LEASE_SECS}
     ).encode('utf-8')
 
 
@@ -179,7 +184,7 @@ def _stale_reason(path: str, holder: dict | None, directory: str) -> str:
     """Why the lock at `path` may be taken over; raises if its holder lives (or may)."""
     if holder is None:
         try:
-            age = time.time() - os.path.getmtime(path)
+            age = _wall_clock() - os.path.getmtime(path)
         except FileNotFoundError:
             return 'removed meanwhile'
         if age < _YOUNG_SECS:  # Maybe being written (a file system without hard links): never stale yet.
@@ -192,24 +197,24 @@ def _stale_reason(path: str, holder: dict | None, directory: str) -> str:
     if holder['host'] == socket.gethostname():
         if _process_gone(holder['pid']):
             return f'pid {holder["pid"]} on {holder["host"]}, whose process is gone'
-        if time.time() < expires:
+        if _wall_clock() < expires:
             _refuse(path, holder, directory)
         # Alive but not renewing: the pid is another process's now (a restarted machine or container).
         return (
             f'pid {holder["pid"]} on {holder["host"]}, whose lease of {holder["lease_secs"]:g} s ran out '
-            f'{time.time() - expires:.0f} s ago (that pid is another process now, or a frozen one)'
+            f'{_wall_clock() - expires:.0f} s ago (that pid is another process now, or a frozen one)'
         )
-    if time.time() < expires:
+    if _wall_clock() < expires:
         _logger.info(
             'The lock of %s is held by process %d on %s, another host: waiting up to %.0f s for it to renew its '
             'lease (a live writer) or not.',
             directory,
             holder['pid'],
             holder['host'],
-            expires - time.time(),
+            expires - _wall_clock(),
         )
-    while time.time() < expires:  # Another host, inside its lease: renewed means alive.
-        time.sleep(min(_POLL_SECS * 10, max(0.0, expires - time.time())))
+    while _wall_clock() < expires:  # Another host, inside its lease: renewed means alive.
+        _sleep(min(_POLL_SECS * 10, max(0.0, expires - _wall_clock())))
         watched = _read(path)
         if watched is None or watched != holder:
             if watched is not None and (watched['pid'], watched['host']) == (holder['pid'], holder['host']):
@@ -217,7 +222,7 @@ def _stale_reason(path: str, holder: dict | None, directory: str) -> str:
             return 'removed meanwhile' if watched is None else 'changed meanwhile'
     return (
         f'process {holder["pid"]} on {holder["host"]}, whose lease of {holder["lease_secs"]:g} s ran out '
-        f'{time.time() - expires:.0f} s ago'
+        f'{_wall_clock() - expires:.0f} s ago'
     )
 
 
@@ -266,9 +271,9 @@ def _takeover_guard(path: str):
         os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except FileExistsError:
         with contextlib.suppress(FileNotFoundError):
-            if time.time() - os.path.getmtime(guard) > _TAKEOVER_STALE_SECS:
+            if _wall_clock() - os.path.getmtime(guard) > _TAKEOVER_STALE_SECS:
                 os.remove(guard)
-        time.sleep(_POLL_SECS)
+        _sleep(_POLL_SECS)
         yield False
         return
     try:
@@ -286,7 +291,7 @@ def _remove_old_temporaries(path: str) -> None:
         if name.startswith(prefix) and name.endswith('.tmp'):
             temporary = os.path.join(directory, name)
             with contextlib.suppress(FileNotFoundError):
-                if time.time() - os.path.getmtime(temporary) > _TAKEOVER_STALE_SECS:
+                if _wall_clock() - os.path.getmtime(temporary) > _TAKEOVER_STALE_SECS:
                     os.remove(temporary)
 
 
@@ -314,7 +319,7 @@ def _start_renewer() -> None:
 def _renew_held_locks() -> None:
     """Renews the process's locks every third of the lease, for as long as the process lives."""
     while True:
-        time.sleep(LEASE_SECS / 3)
+        _sleep(LEASE_SECS / 3)
         with _held_lock:
             held = list(_held_locks)
         for path in held:

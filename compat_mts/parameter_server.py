@@ -76,6 +76,9 @@ __all__ = ['parameter_server_strategy', 'ParameterServerError', 'current', 'chec
 _DEFAULT_STEP_TIMEOUT_SECS = 600.0
 _PLACED_JOBS = frozenset({'worker', 'chief'})  # Placements that TF2 gives to the scheduled worker instead.
 _NO_STOP = 2**63 - 1
+# Bound at import: the watchdog's thread keeps real time where a program's tests patch `time.sleep` with a fake
+# clock (which would make its loop spin and move the fake clock under the test).
+_sleep = time.sleep
 LOST_CLUSTER_EXIT_CODE = 75  # EX_TEMPFAIL: restart and retry.
 WATCHDOG_GRACE_SECS = 5.0  # After step_timeout_secs, so that a bounded wait raises first where it can.
 _JOIN = 'the runs scheduled on the workers to finish'
@@ -395,7 +398,7 @@ class Scheduler:
         """
         limit = self.timeout_secs + WATCHDOG_GRACE_SECS
         while True:
-            time.sleep(min(1.0, limit / 10))
+            _sleep(min(1.0, limit / 10))
             since = self._busy_since if self._abandoned_at is None else self._abandoned_at
             if since is not None and time.monotonic() - since > limit:
                 message = (

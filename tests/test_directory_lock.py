@@ -134,6 +134,41 @@ def test_a_live_session_renews_its_lease_off_the_training_loop(tmp_path):
         child.stdout.close()
 
 
+FAKE_CLOCK_PROGRAM = """
+import json, sys, time
+from compat_mts import directory_lock
+
+directory_lock.lock_directory(sys.argv[1])
+real_time, real_sleep = time.time, time.sleep
+fake_now = [1000.0]
+
+def fake_sleep(seconds):
+    fake_now[0] += seconds
+
+time.time, time.sleep = (lambda: fake_now[0]), fake_sleep  # A fake clock, as v1's own hook tests patch one.
+real_sleep(1.5)  # The lease thread wakes about ten times meanwhile.
+time.time, time.sleep = real_time, real_sleep
+with open(sys.argv[1] + '/compat_mts.lock') as file:
+    print(json.dumps({'fake_now': fake_now[0], 'renewed': json.load(file)['renewed'], 'now': time.time()}))
+"""
+
+
+@pytest.mark.slow
+def test_a_fake_clock_in_a_programs_tests_neither_moves_with_the_lease_nor_stops_it(tmp_path):
+    result = subprocess.run(
+        [sys.executable, '-c', FAKE_CLOCK_PROGRAM, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=REPO_ROOT, COMPAT_MTS_LOCK_LEASE_SECS='0.3'),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.splitlines()[-1])
+    assert seen['fake_now'] == 1000.0  # The renewing thread slept on the real clock, not on the program's.
+    assert seen['now'] - 60 <= seen['renewed'] <= seen['now']  # Stamped on the real clock, not the fake one.
+
+
 def test_temporary_lock_copies_left_by_a_killed_process_are_removed_once_old(tmp_path):
     old, young = tmp_path / 'compat_mts.lock.0123abcd.tmp', tmp_path / 'compat_mts.lock.4567ef.tmp'
     for left in (old, young):
