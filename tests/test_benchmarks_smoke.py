@@ -16,6 +16,24 @@ pytestmark = pytest.mark.slow  # Every test runs a benchmark in a process of its
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = REPO / 'benchmarks' / 'session_overhead.py'
 VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+
+
+def run_benchmark(script: pathlib.Path, cwd: pathlib.Path, *arguments: str, timeout: float = 170):
+    """Runs a benchmark script with this repository on its path; returns the finished process."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
+    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
+    return subprocess.run(
+        [sys.executable, str(script), *arguments],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 TABLE_LABELS = (
     'bare loop',
     'bare loop, concrete function',
@@ -27,30 +45,8 @@ TABLE_LABELS = (
 
 def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
     out = tmp_path / 'results.json'
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
-    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            '--steps',
-            '20',
-            '--repeats',
-            '2',
-            '--warmup',
-            '3',
-            '--count-steps',
-            '5',
-            '--out',
-            str(out),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
+    result = run_benchmark(
+        SCRIPT, tmp_path, '--steps', '20', '--repeats', '2', '--warmup', '3', '--count-steps', '5', '--out', str(out)
     )
 
     assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
@@ -86,29 +82,8 @@ TRAINERS_SCRIPT = REPO / 'benchmarks' / 'trainers_overhead.py'
 
 def test_session_overhead_feed_dict_reports_the_fed_variants_with_finite_numbers(tmp_path):
     out = tmp_path / 'results.json'
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
-    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            '--feed-dict',
-            '--steps',
-            '20',
-            '--repeats',
-            '2',
-            '--warmup',
-            '3',
-            '--out',
-            str(out),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
+    result = run_benchmark(
+        SCRIPT, tmp_path, '--feed-dict', '--steps', '20', '--repeats', '2', '--warmup', '3', '--out', str(out)
     )
 
     assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
@@ -125,32 +100,21 @@ def test_session_overhead_feed_dict_reports_the_fed_variants_with_finite_numbers
 def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_path):
     """The CIFAR-10 trainer only: each side is a process of its own, and the MNIST one adds two more."""
     out = tmp_path / 'trainers.json'
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
-    env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(TRAINERS_SCRIPT),
-            '--steps',
-            '3',
-            '--warmup',
-            '2',
-            '--repeats',
-            '1',
-            '--trainers',
-            'cifar10',
-            '--variants',
-            'default_frequencies',
-            '--out',
-            str(out),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=170,
-        check=False,
+    result = run_benchmark(
+        TRAINERS_SCRIPT,
+        tmp_path,
+        '--steps',
+        '3',
+        '--warmup',
+        '2',
+        '--repeats',
+        '1',
+        '--trainers',
+        'cifar10',
+        '--variants',
+        'default_frequencies',
+        '--out',
+        str(out),
     )
 
     assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
@@ -171,16 +135,8 @@ def test_trainers_overhead_runs_a_trainer_on_both_sides_with_finite_numbers(tmp_
 
 
 def test_restore_verification_reports_each_variant():
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL='2')
-    result = subprocess.run(
-        [sys.executable, str(REPO / 'benchmarks' / 'restore_verification.py'), '--units', '16', '--layers', '2'],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    script = REPO / 'benchmarks' / 'restore_verification.py'
+    result = run_benchmark(script, REPO, '--units', '16', '--layers', '2', timeout=300)
     assert result.returncode == 0, result.stderr[-6000:]
     rows = {line.split('|')[1].strip(): line for line in result.stdout.splitlines() if line.startswith('| ')}
     for label in ('restore', 'restore + check', 'restore + check every value'):
