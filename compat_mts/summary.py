@@ -300,11 +300,42 @@ _ADVICE = {
 
 
 def flush_all() -> None:
-    """Flushes every writer compat_mts has open, so that what was written is readable."""
+    """Flushes every writer compat_mts has open, so that what was written is readable (`flush`'s warnings)."""
     with _writers_lock:
-        writers = [writer for key, writer in _writers.items() if _users.get(key)]
-    for writer in writers:
-        writer.flush()
+        writers = [(key, writer) for key, writer in _writers.items() if _users.get(key)]
+    for key, writer in writers:
+        flush(writer, key)
+
+
+def flush(writer: tf.summary.SummaryWriter, directory: str | None = None) -> bool:
+    """Flushes `writer`; when its events file cannot take the events (a full disk), says so and never raises.
+
+    A hook's `end()` and a session's close flush: an error there would skip what comes after them, the final
+    checkpoint of `CheckpointSaverHook.end()` among it. What the failed flush held is dropped by TensorFlow (the
+    next flush succeeds). A writer of `summary_writer_for` is warned about once, naming its directory, when the
+    session releases it (`release_writers`); another writer (a hook's own `summary_writer`) here, naming
+    `directory` or its events file. Returns whether the flush succeeded.
+    """
+    try:
+        with global_step_lib.outside_graph_mode():
+            writer.flush()
+    except tf.errors.OpError as error:
+        found = fetches_lib.events_file_error(error)
+        detail = f'{found[0]}: {found[1]}' if found else error.message.strip()
+        if any(known is writer for known in _writers.values()):
+            logging.debug('Flushing the summaries of %s failed: %s', directory, detail)
+            return False
+        if directory is None:
+            directory = os.path.dirname(found[0]) if found else '(a summary writer)'
+        logging.warning(
+            'Summary directory %s %s: its events file lacks the last summaries, which could not be written (%s). '
+            'Checkpoints are not affected.',
+            directory,
+            events_directory_problem(directory) or 'cannot take events',
+            detail,
+        )
+        return False
+    return True
 
 
 def write_simple_value(writer: tf.summary.SummaryWriter, tag: str, value: float, step: int) -> None:
@@ -413,12 +444,11 @@ class Recorder:
     def deactivate(self) -> None:
         """Restores the summary defaults that were in force before `activate`, and flushes."""
         self.record_next_run(None)
+        # Flushed first, warning on a full disk: the writer's `as_default()` flushes again when left, and would
+        # raise there with the writer still the default.
+        flush(self.writer, self._directory)
         while self._contexts:
             self._contexts.pop().__exit__(None, None, None)
-        try:
-            self.writer.flush()
-        except tf.errors.OpError as error:  # The session's close goes on: `release_writers` warns.
-            logging.debug('Flushing the summaries of %s failed: %s', self._directory, error)
 
     @property
     def active(self) -> bool:

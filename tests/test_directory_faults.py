@@ -336,6 +336,38 @@ def test_a_disk_full_between_recordings_stops_recording_with_a_warning_naming_it
     )  # What was flushed before the disk filled.
 
 
+@pytest.mark.slow
+def test_summaries_that_cannot_be_flushed_at_the_end_are_warned_about_and_the_final_checkpoint_is_still_saved(
+    tmp_path, tf_logs
+):
+    # Each step records a text of ~1 KiB: once the disk is full, the hooks' `end()` flushes more than the events
+    # file's last page holds, and TensorFlow's flush fails. SummarySaverHook.end comes before
+    # CheckpointSaverHook.end (v1's order).
+    run = str(tmp_path / 'run')
+    with mounts.small_file_system(str(tmp_path / 'small'), 256) as directory:
+        global_step, step, scaffold = _summarized_program(
+            lambda value: tf.summary.text('blob', tf.strings.as_string(tf.fill([100], value)))
+        )
+        with mts.MonitoredTrainingSession(
+            checkpoint_dir=run,
+            summary_dir=directory,
+            scaffold=scaffold,
+            save_summaries_steps=1,
+            log_step_count_steps=None,
+            hooks=[mts.StopAtStepHook(last_step=8)],
+        ) as session:
+            while not session.should_stop():
+                session.run(step)
+                if int(global_step.numpy()) == 3:
+                    _fill(directory)
+        warnings = [m for m in tf_logs.messages() if m.startswith(f'Summary directory {directory} ')]
+    assert latest_checkpoint_step(run) == 8  # Before the fix: 0, the flush's error skipped the final save.
+    assert warnings == [
+        f'Summary directory {directory} has no space left on its device: its events file may lack the last '
+        'summaries, which TensorFlow dropped without an error. Checkpoints are not affected.'
+    ]
+
+
 def test_a_summary_directory_removed_during_training_stops_recording_with_a_warning_naming_it(tmp_path, tf_logs):
     run, summaries = str(tmp_path / 'run'), str(tmp_path / 'summaries')
     global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))

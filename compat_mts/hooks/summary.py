@@ -136,8 +136,8 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
     def end(self, session=None):
         if self._recorder is not None:
             self._recorder.record_next_run(None)
-        if self._summary_writer is not None:
-            self._summary_writer.flush()
+        if self._summary_writer is not None:  # A full disk is warned about: the final checkpoint comes after.
+            summary_lib.flush(self._summary_writer, self._output_dir)
 
 
 def _serialized_summaries(value) -> list:
