@@ -137,6 +137,12 @@ class _MonitoredSession:
         try:
             self._deployment.guard(self._begin_and_create)
         except BaseException:
+            # A creation that failed after the summaries were activated (a hook's `after_create_session` refused)
+            # must not leave them the process's defaults: a later graph or `tf.summary` call would read them.
+            try:
+                self._close_inner()
+            except Exception as error:  # The creation's error is the one to raise.
+                logging.debug('Closing the session whose creation failed: %s', error)
             self._release_graph()
             self._summaries.release()
             raise

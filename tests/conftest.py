@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -11,6 +12,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import pytest  # noqa: E402
 
 import compat_mts  # noqa: E402
+from compat_mts import summary as summary_lib  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +20,11 @@ def fresh_program():
     """Every test starts without a registered global step or wrapped graph, as a new v1 process would."""
     compat_mts.reset()
     yield
+    # What a closed (or failed) session must not leave behind: its summary writers as the process's defaults. A
+    # later test, in whatever order the tests run, would record into them or read their condition in a graph.
+    active = [recorder for recorder in summary_lib._recorders.values() if recorder.active]
     compat_mts.reset()
+    assert not active, f'summary recording is still active for {[r.writer for r in active]} after the test'
 
 
 class _Records(logging.Handler):
@@ -95,3 +101,58 @@ def _processes_need_the_slow_mark(request):
             f'Started: {started[:3]}',
             pytrace=False,
         )
+
+
+# The suite runs on every core (`-n auto --dist loadfile` in pyproject.toml's addopts, pytest-xdist): each module
+# on one worker, so that its module-scoped fixtures (a TF 2.15 child, a fork server, the guide's blocks) run once.
+# Modules are handed out in collection order, so the longest go first (`_LONGEST_FIRST`, from `.ci/run`'s
+# durations) and the short ones fill in around them; the order changes nothing else.
+_LONGEST_FIRST = (
+    'test_migration_guide.py',
+    'test_parameter_server_cluster.py',
+    'test_upgrade_programs.py',
+    'test_estimator_premade.py',
+    'test_notebooks.py',
+    'test_distribute.py',
+    'test_estimator_distribute.py',
+    'test_distribute_cluster.py',
+    'test_benchmarks_smoke.py',
+    'test_cli.py',
+    'test_check.py',
+    'test_estimator_tpu.py',
+)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto`: one per core, at least two; none when tests are chosen by id (`file::test`).
+
+    `PYTEST_XDIST_AUTO_NUM_WORKERS` overrides, as with pytest-xdist's own rule. A run of a few chosen tests would
+    spend more on starting workers (each imports TensorFlow) than it saves.
+    """
+    if 'PYTEST_XDIST_AUTO_NUM_WORKERS' in os.environ:
+        return int(os.environ['PYTEST_XDIST_AUTO_NUM_WORKERS'])
+    if any('::' in str(argument) for argument in config.args):
+        return 0
+    return max(2, len(os.sched_getaffinity(0)))
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: position for position, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # Stable: each module keeps its order.
+
+
+def pytest_sessionstart(session):
+    # TensorFlow's and Keras's import-time objects never become garbage: out of the collector's way for the run.
+    gc.freeze()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Collects the garbage of a module's tests when the module is done.
+
+    A worker that ran hundreds of tests holds the garbage of their models, graphs and traced functions; left to
+    the collector's own schedule, one collection in a later test freed it all at once, for tens of seconds.
+    """
+    yield
+    if nextitem is None or nextitem.module is not item.module:
+        gc.collect()

@@ -184,3 +184,15 @@ def test_a_checkpoint_manager_on_another_directory_is_refused(tmp_path):
     manager = tf.train.CheckpointManager(model.checkpoint, str(tmp_path / 'elsewhere'), max_to_keep=2)
     with pytest.raises(ValueError, match=r'writes to .*elsewhere.*Create the manager on checkpoint_dir'):
         mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'here'), scaffold=mts.Scaffold(saver=manager))
+
+
+def test_a_refused_session_leaves_no_summary_defaults_behind(tmp_path):
+    # Refused in a hook's after_create_session, once the session's summaries were the defaults: a v1 graph built
+    # afterwards (an Estimator's) read their eager recording condition ("Attempting to capture an EagerTensor").
+    model = Regression()
+    manager = tf.train.CheckpointManager(model.checkpoint, str(tmp_path / 'elsewhere'), max_to_keep=2)
+    with pytest.raises(ValueError, match='Create the manager on checkpoint_dir'):
+        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'here'), scaffold=mts.Scaffold(saver=manager))
+    with tf.Graph().as_default():  # A host_call's `tf.summary` in an Estimator's graph.
+        tf.summary.scalar('loss', tf.constant(1.0), step=tf.constant(0, tf.int64))
+    assert not bool(tf.summary.scalar('eager', 1.0, step=0))  # No default writer, as before the session.
