@@ -76,7 +76,9 @@ class HookDriver:
         # Only these are called around runs; the positions of `select`, `late` and requests are theirs.
         self.run_hooks = tuple(hook for hook in self.hooks if acts_around_runs(hook))
         self._steps_per_run_setters = steps_per_run_setters(self.hooks)
-        self._schedule = HookSchedule(self.run_hooks) if scheduled else None
+        # A schedule only where some hook may be skipped: without `idle_until` every hook is called on every run.
+        may_idle = any(capability(hook, 'idle_until') is not None for hook in self.run_hooks)
+        self._schedule = HookSchedule(self.run_hooks) if scheduled and may_idle else None
         self._every_position = tuple(range(len(self.run_hooks)))
         self._no_options = _RunOptions()  # The options of runs without any; no hook's are merged into it.
         self.requests: list = []
@@ -112,19 +114,21 @@ class HookDriver:
 
     # One run.
 
-    def select(self, stale_step: int) -> list[int]:
-        """The positions of the hooks that act on the run that starts now (scheduled drivers only)."""
+    def select(self, stale_step: int) -> Sequence[int]:
+        """The positions of the hooks that act on the run that starts now (every one's without a schedule)."""
         self._started = False
+        if self._schedule is None:
+            return self._every_position
         return self._schedule.select(stale_step)
 
     @property
-    def called(self) -> list[int]:
-        """The positions of the hooks called on this run so far (`select`'s, then `late`'s), in order (scheduled)."""
-        return self._schedule.called
+    def called(self) -> Sequence[int]:
+        """The positions of the hooks called on this run so far (`select`'s, then `late`'s), in order."""
+        return self._every_position if self._schedule is None else self._schedule.called
 
     def late(self) -> list[int]:
         """The positions of the skipped hooks whose `after_run` clock has come by the end of the run."""
-        return self._schedule.late()
+        return [] if self._schedule is None else self._schedule.late()
 
     def before_run(self, context, fetches: Any, feed_dict: dict | None, options=None, refuse_feeds: str = '') -> tuple:
         """Every hook's `before_run(context)` in order (those `select` chose, when scheduled), merged.

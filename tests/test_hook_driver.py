@@ -164,6 +164,26 @@ def test_a_scheduled_driver_skips_a_hook_that_offers_idle_until_and_calls_one_wi
     assert calls[-2:] == [('periodic', 'end', None), ('own', 'end', None)]
 
 
+def test_a_scheduled_driver_whose_hooks_never_idle_calls_every_hook_on_every_run_as_the_session_does():
+    # No hook offers `idle_until`: nothing is ever skipped, so the driver keeps no schedule (its bookkeeping was
+    # the cost of hooks called on every batch of `fit`, benchmarks/hook_calls.py).
+    calls: list = []
+    hooks = [Recording('first', calls), Recording('second', calls)]
+    driver = HookDriver(hooks, scheduled=True)
+    driver.begin()
+    driver.after_create_session(None, None)
+    drive(driver, [0, 1, 2])
+    assert list(driver.select(3)) == [0, 1] and list(driver.called) == [0, 1] and driver.late() == []
+    assert [(hook, step) for hook, method, step in calls if method == 'after_run'] == [
+        ('first', 0),
+        ('second', 0),
+        ('first', 1),
+        ('second', 1),
+        ('first', 2),
+        ('second', 2),
+    ]
+
+
 def test_hooks_that_do_nothing_around_runs_are_left_out_of_runs_but_not_of_begin_and_end():
     calls: list = []
     quiet = mts.SessionRunHook()
