@@ -9,7 +9,8 @@ the run, how many steps a run goes) is read once, when the driver is made.
 
 A driver without a schedule (the session's) calls every hook on every run. One with a schedule
 (`HooksCallback`'s, `session_run_hook.HookSchedule`) skips the hooks that said they will not act on a run, and
-catches them up when they run again (ARCHITECTURE.md, "The hook-driver seam").
+catches them up when they run again (ARCHITECTURE.md, "The hook-driver seam"); where no hook offers
+`idle_until`, nothing can be skipped and it keeps no schedule.
 """
 
 from __future__ import annotations
