@@ -133,7 +133,8 @@ def pytest_xdist_auto_num_workers(config):
         return int(os.environ['PYTEST_XDIST_AUTO_NUM_WORKERS'])
     if any('::' in str(argument) for argument in config.args):
         return 0
-    return max(2, len(os.sched_getaffinity(0)))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+    return max(2, cores)
 
 
 def pytest_collection_modifyitems(items):

@@ -244,7 +244,7 @@ def test_time_based_saves_happen_on_every_worker_at_the_chiefs_steps(first_run):
     cluster, _, _, _ = first_run
     states = [cluster.event(index, 'time_based_saves') for index in (0, 1)]
     assert states[0]['step'] == states[1]['step'] == cluster.event(0, 'end_of_data')['step'] + 12
-    assert states[0]['save_counter'] == states[1]['save_counter']
+    assert states[0]['save_counter'] == states[1]['save_counter'], cluster.report()
     assert states[0]['w'] == states[1]['w']
 
 
