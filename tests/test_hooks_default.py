@@ -275,3 +275,29 @@ def test_a_step_based_checkpoint_timer_reads_the_global_step_only_on_runs_that_m
             session.run(model.step)
     assert checkpoint_steps(str(tmp_path)) == [0, 50, 100, 150, 200]
     assert len([variable for variable in reads if variable is model.global_step]) < 12  # Not one per run.
+
+
+def test_one_list_of_summary_hooks_serves_session_after_session(tmp_path):
+    # v1 programs build their hooks once and open a session per epoch: each session takes the hooks' writers
+    # again (the last one's close released them; the second close failed with "Resource ... does not exist").
+    directory = str(tmp_path)
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def step():
+        global_step.assign_add(1)
+        tf.summary.scalar('loss', 1.0)
+        return {'loss': tf.constant(1.0)}
+
+    hooks = [
+        mts.SummarySaverHook(save_steps=1, output_dir=directory, scaffold=mts.Scaffold()),
+        mts.StepCounterHook(every_n_steps=1, output_dir=directory),
+    ]
+    for _ in range(2):
+        with mts.MonitoredSession(hooks=hooks) as session:
+            for _ in range(3):
+                session.run(step)
+    events = read_events(directory)
+    assert [recorded for recorded, _ in events['loss']] == [1, 2, 3, 4, 5, 6]
+    # v1's timer is made in the constructor and kept across sessions: the second session's first run records too.
+    assert [recorded for recorded, _ in events['global_step/sec']] == [2, 3, 4, 5, 6]

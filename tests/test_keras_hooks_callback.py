@@ -295,6 +295,29 @@ def test_global_step_is_the_optimizer_iterations_while_fit_runs_and_unregistered
     assert mts.get_global_step() is own_step
 
 
+def test_a_fit_that_raised_is_undone_by_the_next_fit_with_the_same_callback(tmp_path):
+    # Keras calls no `on_train_end` when `fit` raises: the summary defaults and the registered step stay until this
+    # callback's next `fit`, which undoes them first (the hooks' `end()` is not called, as v1 at an unclean close).
+    class FailsOnce(mts.SessionRunHook):
+        failed = False
+
+        def after_run(self, run_context, run_values):
+            if not FailsOnce.failed:
+                FailsOnce.failed = True
+                raise RuntimeError('the hook failed')
+
+    model = compiled_model()
+    saver = mts.SummarySaverHook(save_steps=1, output_dir=str(tmp_path), scaffold=mts.Scaffold())
+    callback = HooksCallback([saver, FailsOnce()])
+    own_step = mts.get_or_create_global_step()
+    with pytest.raises(RuntimeError, match='the hook failed'):
+        model.fit(FEATURES, TARGETS, batch_size=8, epochs=1, verbose=0, callbacks=[callback])
+    assert mts.get_global_step() is model.optimizer.iterations.value  # Left as the failed fit set it.
+    model.fit(FEATURES, TARGETS, batch_size=8, epochs=1, verbose=0, callbacks=[callback])
+    assert mts.get_global_step() is own_step
+    assert not bool(tf.summary.scalar('after', 1.0, step=0))  # No default writer left.
+
+
 def test_stage_2_session_checkpoints_resume_in_fit(tmp_path):
     global_step = mts.get_or_create_global_step()
     model = compiled_model()

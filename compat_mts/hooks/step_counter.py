@@ -61,9 +61,13 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         validation.check_seconds(every_n_secs, 'every_n_secs', infinity='never logs a rate')
         self._output_dir = validation.optional_directory(output_dir, 'output_dir')
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
+        self._given_writer = summary_writer
         self._summary_writer = summary_writer
 
     def begin(self):
+        # Taken again by every session (or fit) that runs the hook: the last one released it (v1's cached
+        # writer never closed, so a hooks list is used for session after session).
+        self._summary_writer = self._given_writer
         if self._summary_writer is None and self._output_dir:
             self._summary_writer = summary_lib.summary_writer_for(self._output_dir)
         self._global_step = global_step_lib.require_global_step('StepCounterHook')

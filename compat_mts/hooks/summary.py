@@ -62,11 +62,15 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
         validation.check_seconds(save_secs, 'save_secs', infinity="saves the first run's summaries only")
         self._output_dir = validation.optional_directory(output_dir, 'output_dir')
         self._summary_op = summary_op
+        self._given_writer = summary_writer
         self._summary_writer = summary_writer
         self._scaffold = scaffold
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
 
     def begin(self):
+        # Taken again by every session (or fit) that runs the hook: the last one released it (v1's cached
+        # writer never closed, so a hooks list is used for session after session).
+        self._summary_writer = self._given_writer
         if self._summary_writer is None and self._output_dir:
             self._summary_writer = summary_lib.summary_writer_for(self._output_dir)
         self._next_step = None

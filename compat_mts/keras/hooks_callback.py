@@ -179,6 +179,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if not self._hooks:
             return
+        if self._session is not None:  # This callback's last `fit` raised: Keras called no `on_train_end`.
+            self._abandon_last_fit()
         model = self.model
         if getattr(model, 'optimizer', None) is None:
             raise ValueError(
@@ -296,6 +298,17 @@ class HooksCallback(tf.keras.callbacks.Callback):
                 self._summaries.deactivate()
                 self._summaries.release()
                 self._put_back_previous_step()
+
+    def _abandon_last_fit(self) -> None:
+        """Undoes what a `fit` that raised set up (summary defaults, the registered step), without the hooks'
+        `end()`: v1 called `end` at a clean close only. Until this callback's next `fit`, they stay as they were."""
+        self._session = None
+        try:
+            self._coord.request_stop()
+        finally:
+            self._summaries.deactivate()
+            self._summaries.release()
+            self._put_back_previous_step()
 
     def _put_back_previous_step(self) -> None:
         """Registers again the global step that was registered before `fit` (or none)."""
