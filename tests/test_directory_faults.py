@@ -244,6 +244,22 @@ def _big_text(value):
     tf.summary.text('blob', tf.strings.as_string(tf.fill([600], value)))
 
 
+def _train_with_a_fault(run, summaries, global_step, step, scaffold, last_step: int, fault_step: int, fault) -> None:
+    """Trains to `last_step`, recording summaries every step; calls `fault()` once the global step is `fault_step`."""
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=run,
+        summary_dir=summaries,
+        scaffold=scaffold,
+        save_summaries_steps=1,
+        log_step_count_steps=None,
+        hooks=[mts.StopAtStepHook(last_step=last_step)],
+    ) as session:
+        while not session.should_stop():
+            session.run(step)
+            if int(global_step.numpy()) == fault_step:  # Read outside the session: a run of it would record.
+                fault()
+
+
 @pytest.mark.slow
 def test_a_summary_directory_on_a_full_disk_is_a_clear_error_naming_it_before_anything_is_written(tmp_path):
     with mounts.small_file_system(str(tmp_path / 'small'), 64) as directory:
@@ -309,18 +325,7 @@ def test_a_disk_full_between_recordings_stops_recording_with_a_warning_naming_it
     run = str(tmp_path / 'run')
     with mounts.small_file_system(str(tmp_path / 'small'), 64) as directory:
         global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
-        with mts.MonitoredTrainingSession(
-            checkpoint_dir=run,
-            summary_dir=directory,
-            scaffold=scaffold,
-            save_summaries_steps=1,
-            log_step_count_steps=None,
-            hooks=[mts.StopAtStepHook(last_step=250)],
-        ) as session:
-            while not session.should_stop():
-                session.run(step)
-                if int(global_step.numpy()) == 100:  # Read outside the session: a run of it would record.
-                    _fill(directory)
+        _train_with_a_fault(run, directory, global_step, step, scaffold, 250, 100, lambda: _fill(directory))
         warnings = [m for m in tf_logs.messages() if m.startswith(f'Summary directory {directory} ')]
         recorded = read_events(directory).get('loss', [])
     assert int(global_step.numpy()) == 250 and latest_checkpoint_step(run) == 250  # Trained and saved to the end.
@@ -348,18 +353,7 @@ def test_summaries_that_cannot_be_flushed_at_the_end_are_warned_about_and_the_fi
         global_step, step, scaffold = _summarized_program(
             lambda value: tf.summary.text('blob', tf.strings.as_string(tf.fill([100], value)))
         )
-        with mts.MonitoredTrainingSession(
-            checkpoint_dir=run,
-            summary_dir=directory,
-            scaffold=scaffold,
-            save_summaries_steps=1,
-            log_step_count_steps=None,
-            hooks=[mts.StopAtStepHook(last_step=8)],
-        ) as session:
-            while not session.should_stop():
-                session.run(step)
-                if int(global_step.numpy()) == 3:
-                    _fill(directory)
+        _train_with_a_fault(run, directory, global_step, step, scaffold, 8, 3, lambda: _fill(directory))
         warnings = [m for m in tf_logs.messages() if m.startswith(f'Summary directory {directory} ')]
     assert latest_checkpoint_step(run) == 8  # Before the fix: 0, the flush's error skipped the final save.
     assert warnings == [
@@ -371,18 +365,7 @@ def test_summaries_that_cannot_be_flushed_at_the_end_are_warned_about_and_the_fi
 def test_a_summary_directory_removed_during_training_stops_recording_with_a_warning_naming_it(tmp_path, tf_logs):
     run, summaries = str(tmp_path / 'run'), str(tmp_path / 'summaries')
     global_step, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
-    with mts.MonitoredTrainingSession(
-        checkpoint_dir=run,
-        summary_dir=summaries,
-        scaffold=scaffold,
-        save_summaries_steps=1,
-        log_step_count_steps=None,
-        hooks=[mts.StopAtStepHook(last_step=120)],
-    ) as session:
-        while not session.should_stop():
-            session.run(step)
-            if int(global_step.numpy()) == 50:
-                shutil.rmtree(summaries)
+    _train_with_a_fault(run, summaries, global_step, step, scaffold, 120, 50, lambda: shutil.rmtree(summaries))
     assert latest_checkpoint_step(run) == 120
     assert [m for m in tf_logs.messages() if m.startswith(f'Summary directory {summaries} ')] == [
         f'Summary directory {summaries} no longer exists: summaries are not recorded from step 101 on, until it can '

@@ -180,7 +180,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
         if not self._hooks:
             return
         if self._session is not None:  # This callback's last `fit` raised: Keras called no `on_train_end`.
-            self._abandon_last_fit()
+            self._session = None
+            self._tear_down()
         model = self.model
         if getattr(model, 'optimizer', None) is None:
             raise ValueError(
@@ -291,20 +292,17 @@ class HooksCallback(tf.keras.callbacks.Callback):
         try:
             self._driver.end(session)
         finally:
-            try:
-                self._coord.request_stop()
-                self._coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
-            finally:
-                self._summaries.deactivate()
-                self._summaries.release()
-                self._put_back_previous_step()
+            self._tear_down()
 
-    def _abandon_last_fit(self) -> None:
-        """Undoes what a `fit` that raised set up (summary defaults, the registered step), without the hooks'
-        `end()`: v1 called `end` at a clean close only. Until this callback's next `fit`, they stay as they were."""
-        self._session = None
+    def _tear_down(self) -> None:
+        """Undoes what `on_train_begin` set up: the coordinator, the summary defaults, the registered step.
+
+        `on_train_end` calls it after the hooks' `end()`; the next `fit` of a callback whose last `fit` raised
+        (Keras calls no `on_train_end` then) calls it without: v1 called `end` at a clean close only.
+        """
         try:
             self._coord.request_stop()
+            self._coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
         finally:
             self._summaries.deactivate()
             self._summaries.release()
