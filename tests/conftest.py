@@ -62,7 +62,9 @@ def tf_logs():
 # `pytestmark = pytest.mark.slow` where every test of it does. `-m "not slow"` leaves the fast subset for the
 # edit-test loop; CI runs all. A test that starts a process without the mark fails (`_processes_need_the_slow_mark`),
 # so that the fast loop stays fast as tests are added.
-_PROCESS_EVENTS = frozenset({'subprocess.Popen', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.system', 'os.exec'})
+_PROCESS_EVENTS = frozenset(
+    {'subprocess.Popen', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.system', 'os.exec', 'tests.support.fork'}
+)
 _started: list[str] = []  # What the running test started, while it is not marked slow.
 _watching = False
 
@@ -152,8 +154,10 @@ def pytest_runtest_protocol(item, nextitem):
     """Collects the garbage of a module's tests when the module is done.
 
     A worker that ran hundreds of tests holds the garbage of their models, graphs and traced functions; left to
-    the collector's own schedule, one collection in a later test freed it all at once, for tens of seconds.
+    the collector's own schedule, one collection in a later test freed it all at once, for tens of seconds. What
+    survives that collection is frozen too, so that later collections do not walk it again.
     """
     yield
     if nextitem is None or nextitem.module is not item.module:
         gc.collect()
+        gc.freeze()  # What outlived the module (TensorFlow's caches, this process's fork servers...) stays.

@@ -23,19 +23,22 @@ _CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
 _CHECKPOINT_PATH = re.compile(r'model\.ckpt-(\d+)$')
 
 
-def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
-    """Runs `sys.executable` on a script file or a code string in a subprocess and returns the CompletedProcess.
+def run_python(code_or_path, *args, env=None, timeout=300, cwd=None, fresh=False):
+    """Runs Python on a script file or a code string in a child process and returns the CompletedProcess.
 
     The child gets `TF_CPP_MIN_LOG_LEVEL=2` (no C++ info noise) and the repository root first on PYTHONPATH, so
-    it imports this checkout's `compat_mts`. stdout and stderr are captured as text; the return code is not
-    checked (callers assert on it, and show stderr when it is not what they expected).
+    it imports this checkout's `compat_mts`. It is forked from a server that imported TensorFlow (`run`), unless
+    `fresh`: a test about what importing prints or loads needs a fresh interpreter. stdout and stderr are
+    captured as text; the return code is not checked (callers assert on it, and show stderr when it is not what
+    they expected).
 
     Args:
       code_or_path: path of an existing `.py` file, or Python source to run with `-c`.
       *args: command-line arguments for the script.
       env: extra environment variables, applied over the current environment.
-      timeout: seconds before `subprocess.TimeoutExpired` is raised.
+      timeout: seconds before the child is killed and `subprocess.TimeoutExpired` raised.
       cwd: working directory of the child (default: the repository root).
+      fresh: run `sys.executable` itself, not a fork of a server.
     """
     child_env = _child_env()
     child_env.update(env or {})
@@ -43,7 +46,7 @@ def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
         command = [sys.executable, code_or_path, *args]
     else:
         command = [sys.executable, '-c', code_or_path, *args]
-    return subprocess.run(
+    return (subprocess.run if fresh else run)(
         command, env=child_env, cwd=cwd or REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
     )
 
@@ -51,89 +54,13 @@ def run_python(code_or_path, *args, env=None, timeout=300, cwd=None):
 def run_pythons(*calls, **common):
     """`run_python` for each of `calls` (tuples of its positional arguments), two at a time; results in order.
 
-    For the v1 and compat_mts sides of one comparison: independent processes, and the machines have two cores.
-    `common` holds keyword arguments of `run_python` shared by all calls.
+    For the v1 and compat_mts sides of one comparison (v1's first, by convention): independent processes, and
+    the machines have two cores. `common` holds keyword arguments of `run_python` shared by all calls.
     """
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(lambda call: run_python(*call, **common), calls))
-
-
-class ForkServer:
-    """A `tests/script_fork_server.py` process that imported `modules`, running one program at a time.
-
-    Each program runs in a process forked from the server, so it starts with those modules imported instead of
-    importing TensorFlow itself (seconds of CPU). See that script for what such a child is and is not.
-    """
-
-    def __init__(self, modules, env):
-        self._process = subprocess.Popen(
-            [sys.executable, os.path.join(TESTS_DIR, 'script_fork_server.py'), *modules],
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._expect('ready')
-
-    def _expect(self, key):
-        line = self._process.stdout.readline()
-        if not line:
-            raise RuntimeError(f'The fork server exited (status {self._process.wait()}) before reporting {key!r}.')
-        message = json.loads(line)
-        if key not in message:
-            raise RuntimeError(f'The fork server reported {message!r} instead of {key!r}.')
-        return message
-
-    def run(self, argv, cwd, timeout):
-        """Runs `python argv[0] argv[1:]` in `cwd`, in a forked child.
-
-        Returns:
-          Its CompletedProcess, with its exit status (-N when killed by signal N) and its output as text.
-
-        Raises:
-          subprocess.TimeoutExpired: the child ran for `timeout` seconds; it was killed.
-        """
-        import signal
-        import tempfile
-        import threading
-
-        argv = [str(part) for part in argv]
-        timed_out = threading.Event()
-
-        def kill(pid):
-            timed_out.set()
-            os.kill(pid, signal.SIGKILL)
-
-        with tempfile.TemporaryDirectory(prefix='forked-') as outputs:
-            stdout, stderr = os.path.join(outputs, 'stdout'), os.path.join(outputs, 'stderr')
-            request = {'argv': argv, 'cwd': str(cwd), 'stdout': stdout, 'stderr': stderr}
-            self._process.stdin.write(json.dumps(request) + '\n')
-            self._process.stdin.flush()
-            timer = threading.Timer(timeout, kill, (self._expect('started')['started'],))
-            timer.start()
-            try:
-                status = self._expect('ended')['status']
-            finally:
-                timer.cancel()
-            with open(stdout, encoding='utf-8', errors='replace') as out:
-                output = out.read()
-            with open(stderr, encoding='utf-8', errors='replace') as err:
-                errors = err.read()
-        if timed_out.is_set():
-            raise subprocess.TimeoutExpired(argv, timeout, output, errors)
-        return subprocess.CompletedProcess(argv, status, output, errors)
-
-    def close(self):
-        self._process.stdin.close()
-        self._process.wait(timeout=60)
-        self._process.stdout.close()
-
-
-_V1_SERVERS_LOCK = threading.Lock()
-_idle_v1_servers = []  # `run_forked`'s servers not running a program now (one per concurrent caller at most).
 
 
 def _child_env():
@@ -146,69 +73,315 @@ def _child_env():
     return child_env
 
 
+# Forked programs (`tests/script_fork_server.py`).
+
+# Variables read when Python, TensorFlow, Keras, matplotlib or compat_mts are imported: a program forked from a
+# server sees the values the server was started with, so each set of values has a server of its own.
+_IMPORT_TIME_VARIABLE = re.compile(
+    r'(TF_(?!CONFIG$)|KERAS_|PYTHON|CUDA_|XLA_|OMP_|MKL|LD_|GRPC_|MPLBACKEND$'
+    r'|COMPAT_MTS_(SHOW_TF_STARTUP|NO_PRIVATE_TF)$)'
+)
+_SERVER_SCRIPT = os.path.join(TESTS_DIR, 'script_fork_server.py')
+
+
+def _import_time(env):
+    """`env`'s import-time variables; PYTHONPATH as the path it makes (an entry given twice counts once)."""
+    variables = {name: value for name, value in env.items() if _IMPORT_TIME_VARIABLE.match(name)}
+    if 'PYTHONPATH' in variables:
+        variables['PYTHONPATH'] = os.pathsep.join(dict.fromkeys(variables['PYTHONPATH'].split(os.pathsep)))
+    return tuple(sorted(variables.items()))
+
+
+class ForkServer:
+    """A `tests/script_fork_server.py` process that imported `modules` with the import-time variables of `env`.
+
+    Each program runs in a process forked from the server, so it starts with those modules imported instead of
+    importing TensorFlow itself (seconds of CPU); programs run side by side. See that script for what such a
+    child is and is not. `fork_server` shares one per set of modules and import-time variables.
+    """
+
+    def __init__(self, modules, env):
+        import tempfile
+
+        self.modules = tuple(modules)
+        self.import_time = _import_time(env)
+        self._directory = tempfile.mkdtemp(prefix='fork-server-')
+        self.path = os.path.join(self._directory, 'socket')
+        # What TensorFlow prints while the server imports it is the server's, not a program's: kept aside.
+        self._log = open(os.path.join(self._directory, 'stderr'), 'w+', encoding='utf-8')  # noqa: SIM115
+        self._process = subprocess.Popen(
+            [sys.executable, _SERVER_SCRIPT, self.path, *self.modules],
+            cwd=REPO_ROOT,
+            env=dict(self.import_time, **{k: v for k, v in os.environ.items() if not _IMPORT_TIME_VARIABLE.match(k)}),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        line = self._process.stdout.readline()
+        if not line or 'ready' not in json.loads(line):
+            self._log.seek(0)
+            raise RuntimeError(
+                f'The fork server of {self.modules} exited (status {self._process.wait()}) before it was ready: '
+                f'{line}{self._log.read()[-3000:]}'
+            )
+
+    def serves(self, modules, env):
+        return self.modules == tuple(modules) and self.import_time == _import_time(env)
+
+    def alive(self):
+        return self._process.poll() is None
+
+    def popen(self, argv, *, cwd, env, stdin=None, stdout=None, stderr=None, text=False):
+        """Starts `python ARGV` (`argv`: a script and its arguments, `-c CODE ...` or `-m MODULE ...`)."""
+        return ForkedProcess(self, [sys.executable, *map(str, argv)], str(cwd), env, stdin, stdout, stderr, text)
+
+    def run(self, argv, cwd, timeout, env=None):
+        """Runs `python ARGV` in `cwd` to its end; its CompletedProcess, with the output as text.
+
+        Raises:
+          subprocess.TimeoutExpired: the child ran for `timeout` seconds; it was killed.
+        """
+        process = self.popen(
+            argv, cwd=cwd, env=env or _child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        return _completed(process, None, timeout)
+
+    def close(self):
+        import shutil
+
+        self._process.stdin.close()
+        self._process.wait(timeout=60)
+        self._process.stdout.close()
+        self._log.close()
+        shutil.rmtree(self._directory, ignore_errors=True)
+
+
+class ForkedProcess:
+    """A program forked from a `ForkServer`, used as a `subprocess.Popen` is.
+
+    `pid`, `args`, `returncode`, `stdin`/`stdout`/`stderr` (for `PIPE`), `poll`, `wait`, `communicate`,
+    `send_signal`, `terminate`, `kill` and `with` behave as Popen's; the process is the server's child, so
+    only the server can reap it, and this object learns its exit status from the server.
+    """
+
+    def __init__(self, server, args, cwd, env, stdin, stdout, stderr, text):
+        import socket
+
+        sys.audit('tests.support.fork', args)  # A process started, as `subprocess.Popen` says (tests/conftest.py).
+        self.args = args
+        self.returncode = None
+        self._lock = threading.Lock()
+        self._readers = {}
+        self._output = {}
+        streams, theirs, ours = [], [], {}
+        for name, spec, default in (('stdin', stdin, 0), ('stdout', stdout, 1), ('stderr', stderr, 2)):
+            if spec is None:
+                descriptor = default
+            elif spec == subprocess.PIPE:
+                read, write = os.pipe()
+                descriptor, mine = (read, write) if name == 'stdin' else (write, read)
+                theirs.append(descriptor)
+                mode = ('w' if name == 'stdin' else 'r') + ('' if text else 'b')
+                ours[name] = open(mine, mode)  # noqa: SIM115  (closed by communicate or `with`)
+            elif spec == subprocess.DEVNULL:
+                descriptor = os.open(os.devnull, os.O_RDWR)
+                theirs.append(descriptor)
+            elif spec == subprocess.STDOUT:
+                descriptor = streams[1]
+            else:
+                descriptor = spec if isinstance(spec, int) else spec.fileno()
+            streams.append(descriptor)
+        self.stdin, self.stdout, self.stderr = ours.get('stdin'), ours.get('stdout'), ours.get('stderr')
+        request = {'argv': args[1:], 'cwd': cwd, 'env': dict(env)}
+        self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._connection.connect(server.path)
+            socket.send_fds(self._connection, [json.dumps(request).encode()], streams)
+            answer = json.loads(self._connection.recv(4096) or b'{}')
+        finally:
+            for descriptor in theirs:
+                os.close(descriptor)
+        if 'pid' not in answer:
+            raise RuntimeError(f'The fork server did not start {args[1:]!r}: {answer or "it closed the connection"}')
+        self.pid = answer['pid']
+
+    def _ended(self, message):
+        if not message:
+            raise RuntimeError(f'The fork server went away before process {self.pid} ({self.args[1:]!r}) ended.')
+        self.returncode = json.loads(message)['status']
+        self._connection.close()
+
+    def poll(self):
+        if self.returncode is None and self._lock.acquire(blocking=False):
+            try:
+                if self.returncode is None:
+                    self._connection.setblocking(False)
+                    try:
+                        message = self._connection.recv(4096)
+                    except BlockingIOError:
+                        return None
+                    self._ended(message)
+            finally:
+                self._lock.release()
+        return self.returncode
+
+    def wait(self, timeout=None):
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        try:
+            if self.returncode is None:
+                self._connection.settimeout(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                try:
+                    message = self._connection.recv(4096)
+                except TimeoutError:
+                    raise subprocess.TimeoutExpired(self.args, timeout) from None
+                self._ended(message)
+        finally:
+            self._lock.release()
+        return self.returncode
+
+    def send_signal(self, signal_number):
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal_number)
+            except ProcessLookupError:
+                pass  # It ended; the server has the status.
+
+    def terminate(self):
+        import signal
+
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, input=None, timeout=None):  # noqa: A002  (Popen's name)
+        """Popen's: writes `input`, reads stdout and stderr to their ends and waits; (stdout, stderr)."""
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self.stdin is not None and not self.stdin.closed:
+            if input:
+                self.stdin.write(input)
+            self.stdin.close()
+        for name in ('stdout', 'stderr'):
+            stream = getattr(self, name)
+            if stream is not None and name not in self._readers:
+                self._readers[name] = threading.Thread(
+                    target=lambda name=name, stream=stream: self._output.__setitem__(name, stream.read()), daemon=True
+                )
+                self._readers[name].start()
+        for reader in self._readers.values():
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for name in ('stdout', 'stderr'):
+            stream = getattr(self, name)
+            if stream is not None:
+                stream.close()
+        return self._output.get('stdout'), self._output.get('stderr')
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        self.wait()
+
+
+def _forkable(command):
+    """Whether `command` is `python SCRIPT ...`, `python -c CODE ...` or `python -m MODULE ...` on this machine."""
+    import socket
+
+    if not (hasattr(os, 'pidfd_open') and hasattr(socket, 'send_fds')):
+        return False  # Not Linux: every program gets a fresh interpreter.
+    if len(command) < 2 or command[0] != sys.executable:
+        return False
+    return command[1] in ('-c', '-m') and len(command) > 2 or not command[1].startswith('-')
+
+
+_SERVERS_LOCK = threading.Lock()
+_servers = []  # The ForkServers of this process, each for its modules and import-time variables.
+
+
+def fork_server(modules=('tensorflow',), env=None):
+    """The `ForkServer` of this process for `modules` and `env`'s import-time variables; started on first use."""
+    env = _child_env() if env is None else env
+    with _SERVERS_LOCK:
+        for server in _servers:
+            if server.serves(modules, env) and server.alive():
+                return server
+        server = ForkServer(modules, env)
+        _servers.append(server)
+        return server
+
+
 @atexit.register
-def _close_v1_servers():
-    with _V1_SERVERS_LOCK:
-        servers, _idle_v1_servers[:] = list(_idle_v1_servers), []
+def _close_servers():
+    with _SERVERS_LOCK:
+        servers, _servers[:] = list(_servers), []
     for server in servers:
         server.close()
 
 
-def run_forked(code_or_path, *args, timeout=300, cwd=None):
-    """`run_python` for a v1 graph-mode program, forked from a server that imported TensorFlow (only) once.
+def popen(command, *, env=None, cwd=None, stdin=None, stdout=None, stderr=None, text=False, modules=('tensorflow',)):
+    """`subprocess.Popen(command, ...)` for `[sys.executable, ...]`, forked from the server that imported `modules`.
 
-    The program is a process of its own with its own TensorFlow runtime (it may disable eager execution) and
-    nothing of compat_mts loaded, as with `run_python`, but it does not pay TensorFlow's import: for the v1
-    sides of comparisons, many short programs. Not for a program whose test is about what importing prints or
-    loads, nor one that needs another environment (`run_python(env=...)`): those need a fresh interpreter.
-    The servers are started on first use and serve the rest of the test session.
-
-    Args:
-      code_or_path: path of an existing `.py` file, or Python source (run from a file of its own).
-      *args: command-line arguments for the program.
-      timeout: seconds before the program is killed and `subprocess.TimeoutExpired` raised.
-      cwd: working directory of the program (default: the repository root).
-
-    Returns:
-      The CompletedProcess; the return code is not checked.
+    The program is a process of its own, with its own TensorFlow runtime, environment, directory and streams, as
+    with Popen, but it does not pay TensorFlow's import. The default server imported only TensorFlow, so nothing
+    of compat_mts is loaded in a v1 program. Not for a program whose test is about what importing prints or
+    loads: that needs `subprocess.Popen`. Another command line, or a machine without `pidfd_open` and file
+    descriptor passing, gets `subprocess.Popen` itself.
     """
-    import tempfile
+    command = [str(part) for part in command]
+    env = dict(os.environ if env is None else env)
+    cwd = str(cwd or os.getcwd())
+    if not _forkable(command):
+        return subprocess.Popen(command, env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, text=text)
+    return fork_server(modules, env).popen(
+        command[1:], cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, text=text
+    )
 
-    with _V1_SERVERS_LOCK:
-        server = _idle_v1_servers.pop() if _idle_v1_servers else None
-    if server is None:
-        server = ForkServer(['tensorflow'], _child_env())
-    with tempfile.TemporaryDirectory(prefix='forked-program-') as scratch:
-        script = code_or_path
-        if not os.path.isfile(code_or_path):
-            script = os.path.join(scratch, 'program.py')
-            with open(script, 'w', encoding='utf-8') as program:
-                program.write(code_or_path)
+
+def run(command, *, input=None, capture_output=False, timeout=None, check=False, **popen_kwargs):  # noqa: A002
+    """`subprocess.run` on `popen`: the CompletedProcess of `command`, killed after `timeout` seconds."""
+    if capture_output:
+        popen_kwargs['stdout'] = popen_kwargs['stderr'] = subprocess.PIPE
+    if input is not None:
+        popen_kwargs['stdin'] = subprocess.PIPE
+    completed = _completed(popen(command, **popen_kwargs), input, timeout)
+    if check:
+        completed.check_returncode()
+    return completed
+
+
+def _completed(process, input, timeout):  # noqa: A002
+    with process:
         try:
-            return server.run([script, *args], cwd or REPO_ROOT, timeout)
+            stdout, stderr = process.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise  # The server reaped the killed child: it serves the next program.
-        except BaseException:
-            server = None  # A server in doubt is left to exit with this process.
+            process.kill()
+            process.communicate()
             raise
-        finally:
-            if server is not None:
-                with _V1_SERVERS_LOCK:
-                    _idle_v1_servers.append(server)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def run_v1_and_compat(v1_call, compat_call, **common):
-    """The v1 side of a comparison by `run_forked` and the compat_mts side by `run_python`, at the same time.
+    """The v1 and compat_mts sides of a comparison by `run_python`, at the same time.
 
     `v1_call` and `compat_call` are tuples of positional arguments; `common` holds keyword arguments shared by
     both (`timeout`, `cwd`). Returns the two CompletedProcesses, v1's first.
     """
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        v1 = pool.submit(run_forked, *v1_call, **common)
-        compat = pool.submit(run_python, *compat_call, **common)
-        return v1.result(), compat.result()
+    return run_pythons(v1_call, compat_call, **common)
 
 
 def last_json_line(stdout):

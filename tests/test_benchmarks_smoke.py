@@ -6,10 +6,11 @@ import json
 import math
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
+
+from tests import support
 
 pytestmark = pytest.mark.slow  # Every test runs a benchmark in a process of its own.
 
@@ -23,7 +24,7 @@ def run_benchmark(script: pathlib.Path, cwd: pathlib.Path, *arguments: str, time
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
     env['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    return subprocess.run(
+    return support.run(
         [sys.executable, str(script), *arguments],
         cwd=cwd,
         env=env,

@@ -18,8 +18,9 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from tests import support
 from tests.models import Regression
-from tests.support import REPO_ROOT, checkpoint_steps, run_forked, state_file_steps
+from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
 from tests.v1_programs.directory_legs import leg_compat
 
 _LEGS = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'directory_legs.py')
@@ -29,7 +30,7 @@ def _v1_legs(
     directory: str, *legs: str, cwd: str | None = None, model: str = 'regression', max_to_keep: int | None = None
 ) -> list[dict]:
     options = ['--max-to-keep', str(max_to_keep)] if max_to_keep is not None else []
-    result = run_forked(_LEGS, 'v1', directory, *legs, '--model', model, *options, cwd=cwd)
+    result = run_python(_LEGS, 'v1', directory, *legs, '--model', model, *options, cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')]
 
@@ -188,7 +189,7 @@ def test_a_flipped_byte_in_the_newest_v1_named_checkpoint_falls_back_to_the_prev
 @pytest.mark.slow
 def test_a_second_live_writer_is_refused_and_a_killed_ones_lock_is_taken_over(tmp_path, tf_logs):
     directory = str(tmp_path)
-    child = subprocess.Popen(
+    child = support.popen(
         [sys.executable, os.path.join(REPO_ROOT, 'tests', 'train_until.py'), directory, '100000'],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

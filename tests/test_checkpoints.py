@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from tests import support
 from tests.models import FEATURES, TARGETS, Regression
 from tests.support import REPO_ROOT, checkpoint_steps, read_events
 
@@ -94,7 +95,7 @@ def test_when_no_checkpoint_loads_the_session_refuses_to_start_afresh_over_them(
 
 def _start(directory: str, last_step: int) -> subprocess.Popen:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=REPO_ROOT)
-    return subprocess.Popen(
+    return support.popen(
         [sys.executable, _TRAIN_UNTIL, directory, str(last_step)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -170,10 +171,10 @@ with tf.compat.v1.train.MonitoredTrainingSession(
 
 @pytest.mark.slow
 def test_a_checkpoint_of_the_real_v1_session_is_resumed(tmp_path):
-    from tests.support import run_forked
+    from tests.support import run_python
 
     directory = str(tmp_path)
-    result = run_forked(_V1_PROGRAM, directory)
+    result = run_python(_V1_PROGRAM, directory)
     assert result.returncode == 0, result.stderr[-2000:]
     reference = Regression()
     for _ in range(3):

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from compat_mts import cli
+from tests import support
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -24,7 +25,8 @@ def checkout_env() -> dict[str, str]:
 
 
 def run_command(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    """`python -m compat_mts ARGS`, forked from a server that imported TensorFlow (`tests/support.py`)."""
+    return support.run(
         [sys.executable, '-m', 'compat_mts', *args],
         cwd=cwd,
         env=checkout_env(),

@@ -20,7 +20,6 @@ from tests.support import (
     checkpoint_steps,
     latest_checkpoint_step,
     read_events,
-    run_forked,
     run_python,
     state_file_steps,
 )
@@ -64,11 +63,11 @@ def _restore_only_compat(directory: str, **saving) -> dict:
 @pytest.mark.slow
 def test_a_restore_only_chief_reads_a_read_only_directory_as_v1_does(tmp_path):
     written = str(tmp_path / 'written')
-    trained = run_forked(_LEGS, 'v1', written, '3:1')
+    trained = run_python(_LEGS, 'v1', written, '3:1')
     assert trained.returncode == 0, trained.stderr[-3000:]
     before = _files(written)
     with mounts.read_only_view(written, str(tmp_path / 'read_only')) as read_only:
-        v1 = run_forked(_V1_RESTORE_ONLY, read_only)
+        v1 = run_python(_V1_RESTORE_ONLY, read_only)
         assert v1.returncode == 0, v1.stderr[-3000:]
         assert _restore_only_compat(read_only) == json.loads(v1.stdout.splitlines()[-1]) == {'start': 3, 'after': 4}
         with pytest.raises(PermissionError, match=f"`checkpoint_dir` '{read_only}' is not writable"):
@@ -125,7 +124,7 @@ def test_a_lock_path_that_is_a_directory_is_a_clear_error_of_the_session(tmp_pat
 
 @pytest.mark.slow
 def test_convert_into_a_directory_whose_name_is_not_utf8_is_a_clear_error(tmp_path):
-    trained = run_forked(_LEGS, 'v1', str(tmp_path / 'v1'), '2:1')
+    trained = run_python(_LEGS, 'v1', str(tmp_path / 'v1'), '2:1')
     assert trained.returncode == 0, trained.stderr[-3000:]
     destination = os.path.join(os.fsencode(tmp_path), b'caf\xe9')
     result = run_python(
@@ -192,7 +191,7 @@ def test_the_legacy_tools_and_the_demo_read_an_unreadable_state_file_from_the_ch
     from compat_mts.legacy.convert import convert_checkpoint
 
     v1 = str(tmp_path / 'v1')
-    trained = run_forked(_LEGS, 'v1', v1, '2:1')
+    trained = run_python(_LEGS, 'v1', v1, '2:1')
     assert trained.returncode == 0, trained.stderr[-3000:]
     garbage = bytes(range(128, 256))
     (tmp_path / 'v1' / 'checkpoint').write_bytes(garbage)

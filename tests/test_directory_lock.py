@@ -16,6 +16,7 @@ import time
 import pytest
 
 from compat_mts import directory_lock
+from tests import support
 from tests import lock_race
 from tests.support import REPO_ROOT
 
@@ -111,7 +112,7 @@ def test_a_lock_path_that_is_a_directory_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_a_live_session_renews_its_lease_off_the_training_loop(tmp_path):
-    child = subprocess.Popen(
+    child = support.popen(
         [sys.executable, os.path.join(REPO_ROOT, 'tests', 'train_until.py'), str(tmp_path), '100000'],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -155,7 +156,7 @@ with open(sys.argv[1] + '/compat_mts.lock') as file:
 
 @pytest.mark.slow
 def test_a_fake_clock_in_a_programs_tests_neither_moves_with_the_lease_nor_stops_it(tmp_path):
-    result = subprocess.run(
+    result = support.run(
         [sys.executable, '-c', FAKE_CLOCK_PROGRAM, str(tmp_path)],
         capture_output=True,
         text=True,

@@ -23,6 +23,7 @@ import compat_mts as mts
 from compat_mts import deployment
 from compat_mts import distribute
 from compat_mts import preemption
+from tests import support
 from tests.models import Regression
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, latest_checkpoint_step, read_events
 
@@ -74,7 +75,7 @@ def server_target():
         'print(server.target, flush=True)\n'
         'server.join()\n'
     )
-    server = subprocess.Popen([sys.executable, '-c', code], env=child_env(), stdout=subprocess.PIPE, text=True)
+    server = support.popen([sys.executable, '-c', code], env=child_env(), stdout=subprocess.PIPE, text=True)
     try:
         target = server.stdout.readline().strip()
         assert re.fullmatch(r'grpc://localhost:[1-9]\d*', target), target
@@ -86,7 +87,7 @@ def server_target():
 
 @pytest.fixture(scope='module')
 def remote_run(server_target):
-    result = subprocess.run(
+    result = support.run(
         [sys.executable, os.path.join(TESTS_DIR, 'distributed_local.py'), 'remote', server_target],
         env=child_env(),
         cwd=REPO_ROOT,
@@ -155,7 +156,7 @@ def placement_lines(stdout: str, op_name: str) -> list[str]:
 
 
 def run_placement_program(when: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(
+    result = support.run(
         [sys.executable, os.path.join(TESTS_DIR, 'placement_program.py'), when],
         env=dict(child_env(), TF_CPP_MIN_LOG_LEVEL='2'),
         cwd=REPO_ROOT,
@@ -197,7 +198,7 @@ def test_log_device_placement_after_the_runtime_started_is_one_warning_that_says
 @pytest.fixture(scope='module')
 def local_run(tmp_path_factory):
     directory = tmp_path_factory.mktemp('mirrored')
-    result = subprocess.run(
+    result = support.run(
         [sys.executable, os.path.join(TESTS_DIR, 'distributed_local.py'), 'local', str(directory)],
         env=child_env(),
         cwd=REPO_ROOT,
@@ -273,7 +274,7 @@ def test_a_session_outside_the_strategy_scope_of_a_tf_config_cluster_says_it_run
 def test_sigterm_saves_a_checkpoint_at_the_current_step_exits_42_and_the_next_start_resumes(tmp_path):
     directory = str(tmp_path)
     program = os.path.join(TESTS_DIR, 'train_until.py')
-    child = subprocess.Popen(
+    child = support.popen(
         [sys.executable, program, directory, '100000'],
         env=child_env(),
         cwd=REPO_ROOT,
@@ -295,7 +296,7 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step_exits_42_and_the_next_st
     assert code == preemption.PREEMPTION_EXIT_CODE == 42, child.stderr.read()[-3000:]
     assert steps[-1] < 100000
     assert latest_checkpoint_step(directory) == steps[-1]
-    resumed = subprocess.run(
+    resumed = support.run(
         [sys.executable, program, directory, str(steps[-1] + 1)],
         env=child_env(),
         cwd=REPO_ROOT,

@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from tests import support
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, latest_checkpoint_step, read_events
 
 pytestmark = pytest.mark.slow  # Every test runs a cluster of processes.
@@ -84,7 +85,7 @@ class LocalCluster:
             stderr_path = root / f'worker{index}.stderr'
             self.stderr_paths.append(stderr_path)
             with open(stderr_path, 'w') as stderr:
-                process = subprocess.Popen(
+                process = support.popen(
                     [sys.executable, os.path.join(TESTS_DIR, 'distributed_worker.py'), scenario, checkpoint_dir],
                     env=env,
                     cwd=REPO_ROOT,

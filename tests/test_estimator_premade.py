@@ -13,7 +13,6 @@ initialisations (random on each side) do not matter:
 """
 
 import json
-import subprocess
 import sys
 import os
 
@@ -152,7 +151,7 @@ def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
     env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
     script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
     arguments = ['--steps', '5', '--warmup', '3', '--rounds', '1', '--tf215-python', tf215.python(), '--out', str(out)]
-    result = subprocess.run(
+    result = support.run(
         [sys.executable, script, *arguments], env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -48,7 +48,7 @@ class V1Side:
         env['PYTHONPATH'] = os.pathsep.join(filter(None, [support.REPO_ROOT, env.get('PYTHONPATH')]))
         self._log_path = log_path
         self._log = open(log_path, 'w', encoding='utf-8')
-        self._process = subprocess.Popen(
+        self._process = support.popen(
             [sys.executable, RUNNER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import pathlib
-import queue
 import re
 import subprocess
 import sys
@@ -93,21 +92,17 @@ def needs_a_fresh_interpreter(source: str) -> bool:
 
 
 def _fork_server() -> support.ForkServer:
-    """A fork server for the blocks: compat_mts imported first, as the blocks import it, then TensorFlow."""
-    return support.ForkServer(['compat_mts', 'tensorflow'], subprocess_env())
+    """The blocks' fork server: compat_mts imported first, as the blocks import it, then TensorFlow."""
+    return support.fork_server(['compat_mts', 'tensorflow'], subprocess_env())
 
 
-def _run_block(source: str, directory: pathlib.Path, servers: queue.Queue) -> subprocess.CompletedProcess:
+def _run_block(source: str, directory: pathlib.Path) -> subprocess.CompletedProcess:
     script = directory / 'block.py'
     script.write_text(source, encoding='utf-8')
     work = directory / 'work'
     work.mkdir()
     if not needs_a_fresh_interpreter(source):
-        server = servers.get()
-        try:
-            return server.run([script], work, BLOCK_TIMEOUT_SECS)
-        finally:
-            servers.put(server)
+        return _fork_server().run([script], work, BLOCK_TIMEOUT_SECS, env=subprocess_env())
     return subprocess.run(
         [sys.executable, str(script)],
         cwd=work,
@@ -126,58 +121,41 @@ def block_results(request, tmp_path_factory):
         for item in request.session.items
         if item.module is request.module and hasattr(item, 'callspec')
     ]
-    forked = [block for block in selected if not needs_a_fresh_interpreter(BLOCKS[block][0])]
-    servers: queue.Queue = queue.Queue()
-    started = []
-    try:
-        for _ in range(min(PARALLEL_BLOCKS, len(forked))):
-            started.append(_fork_server())
-            servers.put(started[-1])
-        with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BLOCKS) as pool:
-            futures = {
-                block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block'), servers)
-                for block in selected
-            }
-        return {block: future.result() for block, future in futures.items()}
-    finally:
-        for server in started:
-            server.close()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL_BLOCKS) as pool:
+        futures = {
+            block: pool.submit(_run_block, BLOCKS[block][0], tmp_path_factory.mktemp('block')) for block in selected
+        }
+    return {block: future.result() for block, future in futures.items()}
 
 
 def test_a_forked_block_is_a_process_of_its_own_with_the_exit_status_and_streams_of_its_program(tmp_path):
     """A block's exit status, streams, `__main__`, directory and threads, as `python block.py` has them."""
-    servers: queue.Queue = queue.Queue()
-    server = _fork_server()
-    servers.put(server)
-    try:
-        failing = tmp_path / 'failing'
-        failing.mkdir()
-        result = _run_block('import sys\nprint("out")\nraise ValueError("the claim is wrong")\n', failing, servers)
-        assert (result.returncode, result.stdout) == (1, 'out\n')
-        assert 'ValueError: the claim is wrong' in result.stderr
+    failing = tmp_path / 'failing'
+    failing.mkdir()
+    result = _run_block('import sys\nprint("out")\nraise ValueError("the claim is wrong")\n', failing)
+    assert (result.returncode, result.stdout) == (1, 'out\n')
+    assert 'ValueError: the claim is wrong' in result.stderr
 
-        exiting = tmp_path / 'exiting'
-        exiting.mkdir()
-        assert _run_block('import sys\nsys.exit(3)\n', exiting, servers).returncode == 3
+    exiting = tmp_path / 'exiting'
+    exiting.mkdir()
+    assert _run_block('import sys\nsys.exit(3)\n', exiting).returncode == 3
 
-        passing = tmp_path / 'passing'
-        passing.mkdir()
-        source = (
-            'import os, sys, threading, time\n'
-            'import tensorflow as tf\n'
-            'assert __name__ == "__main__"\n'
-            'assert os.path.basename(os.getcwd()) == "work" and os.listdir(".") == [], os.getcwd()\n'
-            'assert os.path.realpath(sys.argv[0]) == os.path.realpath("../block.py"), sys.argv\n'
-            'print(int(tf.reduce_sum(tf.constant([1, 2]))))\n'
-            'threading.Thread(target=lambda: (time.sleep(0.2), print("thread done", flush=True))).start()\n'
-            'tf.get_logger().warning("on stderr")\n'
-        )
-        result = _run_block(source, passing, servers)
-        assert result.returncode == 0, result.stderr
-        assert result.stdout == '3\nthread done\n'
-        assert 'on stderr' in result.stderr
-    finally:
-        server.close()
+    passing = tmp_path / 'passing'
+    passing.mkdir()
+    source = (
+        'import os, sys, threading, time\n'
+        'import tensorflow as tf\n'
+        'assert __name__ == "__main__"\n'
+        'assert os.path.basename(os.getcwd()) == "work" and os.listdir(".") == [], os.getcwd()\n'
+        'assert os.path.realpath(sys.argv[0]) == os.path.realpath("../block.py"), sys.argv\n'
+        'print(int(tf.reduce_sum(tf.constant([1, 2]))))\n'
+        'threading.Thread(target=lambda: (time.sleep(0.2), print("thread done", flush=True))).start()\n'
+        'tf.get_logger().warning("on stderr")\n'
+    )
+    result = _run_block(source, passing)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '3\nthread done\n'
+    assert 'on stderr' in result.stderr
 
 
 @pytest.mark.parametrize('block', list(BLOCKS))

@@ -386,9 +386,9 @@ with tf.compat.v1.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1]) as 
 
 @pytest.mark.slow
 def test_when_the_data_runs_out_inside_the_step_the_final_checkpoint_is_v1s(tmp_path):
-    from tests.support import latest_checkpoint_step, run_forked
+    from tests.support import latest_checkpoint_step
 
-    result = run_forked(_DATA_RUNS_OUT_V1, str(tmp_path / 'v1'))
+    result = run_python(_DATA_RUNS_OUT_V1, str(tmp_path / 'v1'))
     assert result.returncode == 0, result.stderr[-2000:]
     global_step = mts.get_or_create_global_step()
     total = tf.Variable(0.0)

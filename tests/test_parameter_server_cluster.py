@@ -23,6 +23,7 @@ import pytest
 import tensorflow as tf
 
 from compat_mts import parameter_server
+from tests import support
 from tests.parameter_server_task import (
     AFTER_WORKER_LOSS,
     FIRST_STEPS,
@@ -69,7 +70,7 @@ class Cluster:
         self.tasks = {}
         for job, index in [('ps', 0)] + [('worker', index) for index in range(workers)]:
             stderr = open(self.root / f'{job}{index}.stderr', 'w')
-            self.tasks[job, index] = subprocess.Popen(
+            self.tasks[job, index] = support.popen(
                 [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), job, str(index), '-'],
                 env=self.env,
                 cwd=REPO_ROOT,
@@ -103,7 +104,7 @@ class Cluster:
             PS_FREEZE_PS=str(ps),
             TF_CONFIG=json.dumps({'cluster': self.cluster, 'task': {'type': 'chief', 'index': 0}}),
         )
-        self.chief = subprocess.run(
+        self.chief = support.run(
             [sys.executable, os.path.join(TESTS_DIR, 'parameter_server_task.py'), chief, '0', self.checkpoint_dir],
             env=env,
             cwd=REPO_ROOT,

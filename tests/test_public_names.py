@@ -53,7 +53,8 @@ def test_compat_mts_hooks_imports_nothing_until_a_name_is_used():
         'import sys, compat_mts.hooks\n'
         'assert "tensorflow" not in sys.modules, "imported at once"\n'
         'compat_mts.hooks.StopAtStepHook\n'
-        'assert "compat_mts.hooks.stop" in sys.modules\n'
+        'assert "compat_mts.hooks.stop" in sys.modules\n',
+        fresh=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
 

@@ -83,6 +83,8 @@ def test_the_core_tests_pass_on_the_public_fallbacks():
         '-q',
         '-p',
         'no:cacheprovider',
+        '-n',
+        '0',  # No workers: each would import TensorFlow again.
         '-m',
         'not slow',
         *CORE_TESTS,

@@ -32,7 +32,7 @@ PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 def _verify(tmp_path, script: str, args: str, *extra: str) -> tuple[subprocess.CompletedProcess, str]:
     report_dir = str(tmp_path / 'report')
     env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
-    result = subprocess.run(
+    result = support.run(
         [
             sys.executable,
             '-m',
@@ -130,7 +130,7 @@ def test_verify_says_so_when_the_upgraded_program_trains_differently(tmp_path):
 
 
 def _start(command: list[str], env: dict, log) -> subprocess.Popen:
-    return subprocess.Popen(command, env=env, cwd=support.REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
+    return support.popen(command, env=env, cwd=support.REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
 
 
 def _cluster_run(tmp_path, name: str, jobs: dict, script: list[str], runner: str, tf1: bool) -> list[float]:
@@ -151,7 +151,7 @@ def _cluster_run(tmp_path, name: str, jobs: dict, script: list[str], runner: str
         for job, index in serving
     ]
     try:
-        trainer = subprocess.run(
+        trainer = support.run(
             [
                 sys.executable,
                 upgrade_verify.PROBE,
@@ -231,7 +231,7 @@ def _horovod_workers(tmp_path, script: str, workers: int) -> list[dict]:
             env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
         log = open(tmp_path / f'worker_{index}.log', 'w', encoding='utf-8')  # noqa: SIM115
         command = [sys.executable, script, str(tmp_path / f'checkpoints_{index}'), str(HOROVOD_STEPS)]
-        processes.append((subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True), log))
+        processes.append((support.popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True), log))
     outputs = []
     try:
         for process, log in processes:
