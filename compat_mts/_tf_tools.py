@@ -29,6 +29,8 @@ import sys
 import types
 from typing import Callable
 
+from compat_mts import program as program_lib
+
 PRIVATE_TF = os.environ.get('COMPAT_MTS_NO_PRIVATE_TF', '').lower() not in ('1', 'true', 'yes')
 _PACKAGE = 'tensorflow.tools.compatibility'
 
@@ -86,3 +88,11 @@ def renamer() -> Callable[[str], str | None] | None:
         return renamed if processed else None
 
     return rename
+
+
+program_lib.PROGRAM.register(
+    '_tf_tools.renamer',
+    "tf_upgrade_v2's rename tables, built once (TensorFlow's tools, not a program's)",
+    size=lambda: renamer.cache_info().currsize,
+    kind='process',
+)

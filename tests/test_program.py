@@ -25,6 +25,7 @@ from compat_mts.estimator import _evaluation
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Every module that registers a table, imported so that all are registered.
 REGISTERING = (
+    '_tf_tools',
     'global_step',
     'fetches',
     'scaffold',
@@ -33,6 +34,7 @@ REGISTERING = (
     'distribute',
     'parameter_server',
     'legacy.horovod',
+    'estimator.canned',
 )
 for _name in REGISTERING:
     importlib.import_module(f'compat_mts.{_name}')
@@ -52,8 +54,19 @@ def sizes() -> dict[str, int]:
 def test_the_tables_are_those_architecture_md_lists():
     registered = {table.name: table.kind for table in program_lib.PROGRAM.tables()}
     assert registered == documented_tables()
-    assert len(registered) == 20
+    assert len(registered) == 22
     assert all(table.holds for table in program_lib.PROGRAM.tables())
+
+
+def test_every_cache_of_the_package_is_a_registered_table():
+    """A `functools.cache` outlives sessions as any module-level table does: it must be registered too."""
+    registered = {table.name.rsplit('.', 1)[-1].lstrip('_') for table in program_lib.PROGRAM.tables()}
+    cached = []
+    for path in sorted((REPO / 'compat_mts').rglob('*.py')):
+        source = path.read_text(encoding='utf-8')
+        cached += [(path.name, name) for name in re.findall(r'@functools\.(?:cache|lru_cache)\S*\s+def (\w+)', source)]
+    assert cached, 'the scan finds the caches'
+    assert [(module, name) for module, name in cached if name.lstrip('_') not in registered] == []
 
 
 def _build_graph():

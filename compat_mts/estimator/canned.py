@@ -16,6 +16,7 @@ from typing import Callable
 
 import tensorflow as tf
 
+from compat_mts import program as program_lib
 from compat_mts.estimator import _heads
 from compat_mts.estimator import _optimizers
 from compat_mts.estimator.estimator import Estimator
@@ -37,6 +38,14 @@ def _column_bases() -> tuple[type, type]:
     """
     bases = type(tf.feature_column.numeric_column('x')).__mro__
     return tuple(next(base for base in bases if base.__name__ == name) for name in ('FeatureColumn', 'DenseColumn'))
+
+
+program_lib.PROGRAM.register(
+    'estimator.column_bases',
+    "tf.feature_column's two base classes, found once (TensorFlow's types, not a program's)",
+    size=lambda: _column_bases.cache_info().currsize,
+    kind='process',
+)
 
 
 def _check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
