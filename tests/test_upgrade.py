@@ -430,10 +430,11 @@ def test_horovod_names_compat_mts_does_not_provide_are_left_for_a_person_with_th
 
         hvd.init()
         total = hvd.allreduce(tf.constant(1.0))
+        gathered = hvd.allgather(tf.constant([1.0]))
         """)
     assert 'from compat_mts.legacy import horovod as hvd' in text
     [left] = [note for note in notes if not note.done]
-    assert left.line == 3 and left.text.startswith('hvd.allreduce: not in compat_mts.legacy.horovod')
+    assert left.line == 3 and left.text.startswith('hvd.allgather: not in compat_mts.legacy.horovod')
 
 
 def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():

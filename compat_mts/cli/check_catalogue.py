@@ -1054,7 +1054,8 @@ _HOROVOD_NOTE = (
     'MultiWorkerMirroredStrategy is the same synchronous all-reduce training, one process per worker '
     f'described by TF_CONFIG instead of horovodrun; {_HOROVOD_GUIDE} maps each hvd call. At stage 1, '
     '`from compat_mts.legacy import horovod as hvd` runs the graph calls (init, rank, size, DistributedOptimizer, '
-    "BroadcastGlobalVariablesHook) on the strategy's collectives: `compat-mts upgrade` makes that edit."
+    'BroadcastGlobalVariablesHook, allreduce, broadcast, broadcast_variables, broadcast_global_variables) on the '
+    "strategy's collectives: `compat-mts upgrade` makes that edit."
 )
 _HOROVOD_NAMES = {
     '': 'tf.distribute.MultiWorkerMirroredStrategy (TF_CONFIG in place of horovodrun)',

@@ -34,11 +34,19 @@ from compat_mts.session_run_hook import SessionRunHook
 __all__ = [
     'Average',
     'Sum',
+    'Min',
+    'Max',
+    'Product',
+    'Adasum',
     'init',
     'rank',
     'size',
     'local_rank',
     'local_size',
+    'allreduce',
+    'broadcast',
+    'broadcast_variables',
+    'broadcast_global_variables',
     'DistributedOptimizer',
     'BroadcastGlobalVariablesHook',
 ]
@@ -47,7 +55,27 @@ Average = 'Average'
 """Horovod's `hvd.Average`, `DistributedOptimizer`'s default `op`: the mean of the workers' gradients."""
 Sum = 'Sum'
 """Horovod's `hvd.Sum`: the sum of the workers' gradients."""
+Min = 'Min'
+"""Horovod's `hvd.Min` (`allreduce` only): the smallest of the workers' values, element by element."""
+Max = 'Max'
+"""Horovod's `hvd.Max` (`allreduce` only): the largest of the workers' values, element by element."""
+Product = 'Product'
+"""Horovod's `hvd.Product` (`allreduce` only): the product of the workers' values, element by element."""
+Adasum = 'Adasum'
+"""Horovod's `hvd.Adasum`: refused, with what to use instead (no collective of TensorFlow's computes it)."""
 _OPS = (Average, Sum)
+# Each reduction as TensorFlow's collective computes it: (how the workers' values merge, what is done after).
+_COLLECTIVE_OPS = {
+    Average: ('Add', 'Div'),
+    Sum: ('Add', 'Id'),
+    Min: ('Min', 'Id'),
+    Max: ('Max', 'Id'),
+    Product: ('Mul', 'Id'),
+}
+_ADASUM = (
+    "hvd.Adasum has no counterpart in TensorFlow's collectives: use hvd.Average (what "
+    'MultiWorkerMirroredStrategy computes) and, if the step size must grow with the workers, scale the learning rate'
+)
 # Far from the keys the strategy gives its own collectives (from 1 up), so that the two never meet.
 _GROUP_KEY = 1 << 20
 _instance_keys = itertools.count(1 << 20)
@@ -132,15 +160,151 @@ def local_size() -> int:
 def _all_reduce(value: tf.Tensor, op: str) -> tf.Tensor:
     if isinstance(value, tf.IndexedSlices):
         value = tf.convert_to_tensor(value)  # Horovod's sparse_as_dense: one dense all-reduce.
+    merge, final = _COLLECTIVE_OPS[op]
     return tf.raw_ops.CollectiveReduceV2(
         input=value,
         group_size=tf.constant(size()),
         group_key=tf.constant(_GROUP_KEY),
         instance_key=tf.constant(next(_instance_keys)),
         ordering_token=[],
-        merge_op='Add',
-        final_op='Div' if op == Average else 'Id',
+        merge_op=merge,
+        final_op=final,
     )
+
+
+def _check_defaults(function: str, **options: Any) -> None:
+    """Horovod's options that have no counterpart here, refused unless left at their defaults (None, '' or False)."""
+    for option, value in options.items():
+        if value not in (None, '', False):
+            raise ValueError(
+                f'{function}({option}={value!r}) is not supported on MultiWorkerMirroredStrategy collectives: '
+                'leave it out'
+            )
+
+
+def allreduce(
+    tensor: Any,
+    average: bool | None = None,
+    device_dense: str = '',
+    device_sparse: str = '',
+    compression: Any = None,
+    op: str | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    name: str | None = None,
+    process_set: Any = None,
+    ignore_name_scope: bool = False,
+) -> tf.Tensor:
+    """Horovod's `hvd.allreduce`: `tensor` reduced across the workers, the same result on every worker.
+
+    In a v1 graph it adds a collective op, which runs when a session runs it (on every worker, as with Horovod);
+    eagerly it runs at once. A `tf.IndexedSlices` is reduced as a dense tensor (Horovod gathers its slices).
+
+    Args:
+      tensor: the worker's value.
+      average: Horovod's older argument: True is `op=Average`, False `op=Sum`.
+      device_dense, device_sparse: ignored (each worker reduces on its own device).
+      compression: Horovod's; only its default (none) is taken.
+      op: `Average` (the default), `Sum`, `Min`, `Max` or `Product`.
+      prescale_factor: multiplies each worker's value before the reduction.
+      postscale_factor: multiplies the result.
+      name: the name scope of the ops.
+      process_set, ignore_name_scope: Horovod's; only their defaults are taken.
+
+    Returns:
+      The reduced tensor.
+
+    Raises:
+      ValueError: both `average` and `op` are given, `op` is not one of those above (`Adasum` among them), or
+        `compression` or `process_set` is given; `init()` was not called.
+    """
+    if average is not None and op is not None:
+        raise ValueError('allreduce takes `average` or `op`, not both (average is the older form of op)')
+    if op is None:
+        op = Sum if average is False else Average
+    if op == Adasum:
+        raise ValueError(f'allreduce(op=hvd.Adasum): {_ADASUM}')
+    if op not in _COLLECTIVE_OPS:
+        raise ValueError(f'op must be one of {", ".join(_COLLECTIVE_OPS)} (hvd.Average, ...), got {op!r}')
+    _check_defaults('allreduce', compression=compression, process_set=process_set)
+    workers = size()
+    with tf.name_scope(name or 'HorovodAllreduce'):
+        value = tensor if isinstance(tensor, tf.IndexedSlices) else tf.convert_to_tensor(tensor)
+        if prescale_factor != 1.0:
+            value = value * tf.cast(prescale_factor, value.dtype)
+        reduced = _all_reduce(value, op) if workers > 1 else tf.convert_to_tensor(value)
+        if postscale_factor != 1.0:
+            reduced = reduced * tf.cast(postscale_factor, reduced.dtype)
+        return tf.identity(reduced)
+
+
+def broadcast(
+    tensor: Any, root_rank: int, name: str | None = None, ignore_name_scope: bool = False, process_set: Any = None
+) -> tf.Tensor:
+    """Horovod's `hvd.broadcast`: `root_rank`'s `tensor` on every worker (same shape and type on each).
+
+    Raises:
+      ValueError: `root_rank` is not a worker of the cluster, or `process_set` is given; `init()` was not called.
+    """
+    _check_defaults('broadcast', process_set=process_set)
+    workers = size()
+    _check_root_rank(root_rank, workers)
+    with tf.name_scope(name or 'HorovodBroadcast'):
+        value = tf.convert_to_tensor(tensor)
+        if workers == 1:
+            return tf.identity(value)
+        common = dict(
+            group_size=tf.constant(workers),
+            group_key=tf.constant(_GROUP_KEY),
+            instance_key=tf.constant(next(_instance_keys)),
+        )
+        if rank() == root_rank:
+            return tf.raw_ops.CollectiveBcastSendV2(input=value, **common)
+        return tf.raw_ops.CollectiveBcastRecvV2(T=value.dtype, shape=tf.shape(value, out_type=tf.int64), **common)
+
+
+def _check_root_rank(root_rank: Any, workers: int) -> None:
+    if not isinstance(root_rank, int) or isinstance(root_rank, bool):
+        raise ValueError(f'root_rank must be a worker index (an int), got {root_rank!r}')
+    if not 0 <= root_rank < workers:
+        raise ValueError(f'root_rank is {root_rank}; the cluster has workers 0-{workers - 1}')
+
+
+def broadcast_variables(variables: Any, root_rank: int, process_set: Any = None, inplace: bool = False) -> Any:
+    """Horovod's `hvd.broadcast_variables`: every worker's `variables` take `root_rank`'s values.
+
+    Returns:
+      In a v1 graph, the op that assigns them (run it in the session, on every worker at once); eagerly, None
+      (they are assigned at once).
+
+    Raises:
+      ValueError: as `broadcast`.
+    """
+    _check_defaults('broadcast_variables', process_set=process_set)
+    variables = list(variables)
+    if size() == 1:
+        _check_root_rank(root_rank, 1)
+        return None if tf.executing_eagerly() else tf.no_op(name='BroadcastVariables')
+    with tf.name_scope('BroadcastVariables'):
+        assignments = [
+            tf.compat.v1.assign(variable, broadcast(variable.read_value(), root_rank)) for variable in variables
+        ]
+        return None if tf.executing_eagerly() else tf.group(*assignments)
+
+
+def broadcast_global_variables(root_rank: int) -> tf.Operation:
+    """Horovod's `hvd.broadcast_global_variables`: the op that gives every worker `root_rank`'s global variables.
+
+    Raises:
+      RuntimeError: eager execution is on (as Horovod: there are no global variables; use `broadcast_variables`).
+      ValueError: as `broadcast`.
+    """
+    if tf.executing_eagerly():
+        raise RuntimeError(
+            'hvd.broadcast_global_variables() does not support eager execution: use '
+            "hvd.broadcast_variables(<the model's and optimizer's variables>, root_rank) instead"
+        )
+    return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
 class DistributedOptimizer(tf.compat.v1.train.Optimizer):
@@ -191,6 +355,8 @@ class DistributedOptimizer(tf.compat.v1.train.Optimizer):
                 f'DistributedOptimizer takes a v1 optimizer (tf.compat.v1.train.*Optimizer), got '
                 f'{type(optimizer).__name__}'
             )
+        if op == Adasum:
+            raise ValueError(f'DistributedOptimizer(op=hvd.Adasum): {_ADASUM}')
         if op not in _OPS:
             raise ValueError(f'op must be one of {", ".join(_OPS)} (hvd.Average, hvd.Sum), got {op!r}')
         for option, value in horovod_options.items():
@@ -258,21 +424,7 @@ class BroadcastGlobalVariablesHook(SessionRunHook):
     def begin(self) -> None:
         if size() == 1:
             return
-        if not 0 <= self._root_rank < size():
-            raise ValueError(f'root_rank is {self._root_rank}; the cluster has workers 0-{size() - 1}')
-        assignments = []
-        with tf.name_scope('BroadcastGlobalVariables'):
-            for variable in tf.compat.v1.global_variables():
-                key = tf.constant(next(_instance_keys))
-                common = dict(group_size=tf.constant(size()), group_key=tf.constant(_GROUP_KEY), instance_key=key)
-                if rank() == self._root_rank:
-                    value = tf.raw_ops.CollectiveBcastSendV2(input=variable.read_value(), **common)
-                else:
-                    value = tf.raw_ops.CollectiveBcastRecvV2(
-                        T=variable.dtype.base_dtype, shape=tf.constant(variable.shape.as_list(), tf.int64), **common
-                    )
-                assignments.append(tf.compat.v1.assign(variable, value))
-        self._broadcast = tf.group(*assignments)
+        self._broadcast = broadcast_global_variables(self._root_rank)
 
     def after_create_session(self, session: Any, coord: Any) -> None:
         if self._broadcast is not None:
