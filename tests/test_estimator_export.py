@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -136,3 +137,70 @@ def test_export_savedmodel_is_v1s_alias_and_warns_once(trained, tmp_path, tf_log
         np.testing.assert_allclose(
             serve(x=features)['y'].numpy(), [p['y'] for p in model.predict(linear.predict_input_fn(count=3))], rtol=1e-6
         )
+
+
+_SERVE_IN_A_FRESH_PROCESS = """
+import json, sys
+import tensorflow as tf
+serve = tf.saved_model.load(sys.argv[1]).signatures['predict']
+examples = tf.constant([bytes.fromhex(example) for example in json.loads(sys.argv[2])])
+print(json.dumps(serve(examples=examples)['probabilities'].numpy().tolist()))
+"""
+
+
+def _example(color, city, size) -> bytes:
+    feature = {
+        'color': tf.train.Feature(bytes_list=tf.train.BytesList(value=[color.encode()])),
+        'city': tf.train.Feature(bytes_list=tf.train.BytesList(value=[city.encode()])),
+        'size': tf.train.Feature(float_list=tf.train.FloatList(value=[size])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+@pytest.mark.slow
+def test_a_premade_model_on_vocabulary_columns_serves_what_predict_yields_without_its_vocabulary_file(tmp_path):
+    """Vocabulary columns (a list with an out-of-vocabulary bucket, a file) hold lookup tables: the export saves
+    their keys and values, so the SavedModel serves in another process, the vocabulary file gone."""
+    vocabulary_file = tmp_path / 'cities.txt'
+    vocabulary_file.write_text('paris\nlima\noslo\n')
+    color = tf.feature_column.categorical_column_with_vocabulary_list(
+        'color', ['red', 'green', 'blue'], num_oov_buckets=1
+    )
+    city = tf.feature_column.categorical_column_with_vocabulary_file('city', str(vocabulary_file), default_value=0)
+    size = tf.feature_column.numeric_column('size')
+    model = estimator.DNNLinearCombinedClassifier(
+        linear_feature_columns=[color, city],
+        dnn_feature_columns=[
+            tf.feature_column.indicator_column(color),
+            tf.feature_column.embedding_column(city, 2),
+            size,
+        ],
+        dnn_hidden_units=[4],
+        model_dir=str(tmp_path / 'model'),
+    )
+    colors, cities = ['red', 'green', 'blue', 'grey'], ['paris', 'lima', 'oslo', 'rome']  # grey, rome: unknown.
+    rows = [(colors[i % 4], cities[(i // 2) % 4], float(i % 5)) for i in range(16)]
+
+    def features():
+        return {
+            'color': np.array([row[0] for row in rows]),
+            'city': np.array([row[1] for row in rows]),
+            'size': np.array([row[2] for row in rows], np.float32),
+        }
+
+    labels = np.array([int(row[0] in ('red', 'grey')) for row in rows])
+    model.train(lambda: tf.data.Dataset.from_tensor_slices((features(), labels)).repeat().batch(8), steps=20)
+    predicted = [
+        p['probabilities'] for p in model.predict(lambda: tf.data.Dataset.from_tensor_slices(features()).batch(8))
+    ]
+    spec = tf.feature_column.make_parse_example_spec([color, city, size])
+    export_dir = model.export_saved_model(
+        str(tmp_path / 'export'), estimator.export.build_parsing_serving_input_receiver_fn(spec)
+    )
+    vocabulary_file.unlink()
+    examples = [_example(*row).hex() for row in rows]
+    result = run_python(_SERVE_IN_A_FRESH_PROCESS, os.fsdecode(export_dir), json.dumps(examples))
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.splitlines()[-1])
+    np.testing.assert_allclose(served, predicted, rtol=1e-5, atol=1e-6)
+    assert len({tuple(np.round(p, 4)) for p in predicted}) > 4, 'the colors and cities change the predictions'

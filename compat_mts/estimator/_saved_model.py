@@ -5,6 +5,10 @@ which needs a `tf.compat.v1.Session`. Eagerly the graph is a `compat_mts.wrap_gr
 wrapped function pruned to the receiver tensors and the outputs, called by a `tf.function` whose input
 signature names the receiver tensors; a `tf.Module` holding the graph's variables is saved with those
 signatures by `tf.saved_model.save`.
+
+The graph's lookup tables (those of vocabulary and hash-bucket feature columns, made by `index_table_from_*`) are
+saved with their keys and values (`_ExportedTable`): the SavedModel makes each table again when it is loaded and
+fills it with them, where v1's ran the graph's table initializers. The tables hold the same keys and values.
 """
 
 from __future__ import annotations
@@ -69,19 +73,52 @@ def _signature(wrapped, receiver_tensors: dict, outputs: dict):
     return pruned, serve
 
 
-def _tracked_variables(wrapped, functions: list) -> list:
-    """The variables the signatures capture; raises for captured resources that are not variables."""
+class _ExportedTable(tf.saved_model.experimental.TrackableResource):
+    """A hash table of the PREDICT graph, saved with its keys and values (see the module's docstring).
+
+    Its handle is the one the signatures capture, so that saving maps their capture to the table it makes again.
+    """
+
+    def __init__(self, handle: tf.Tensor, key_dtype: tf.DType, value_dtype: tf.DType):
+        super().__init__()
+        self._key_dtype, self._value_dtype = key_dtype, value_dtype
+        self._keys, self._values = tf.raw_ops.LookupTableExportV2(
+            table_handle=handle, Tkeys=key_dtype, Tvalues=value_dtype
+        )
+        self._resource_handle = handle
+
+    def _create_resource(self) -> tf.Tensor:
+        return tf.raw_ops.HashTableV2(key_dtype=self._key_dtype, value_dtype=self._value_dtype)
+
+    def _initialize(self) -> tf.Operation:
+        return tf.raw_ops.InitializeTableV2(table_handle=self.resource_handle, keys=self._keys, values=self._values)
+
+
+def _tracked_resources(wrapped, functions: list) -> tuple[list, list]:
+    """The variables and the hash tables (as `_ExportedTable`s) the signatures capture.
+
+    Raises:
+      NotImplementedError: a captured resource is neither (an iterator, a mutable table...).
+    """
     by_handle = {id(variable.handle): variable for variable in wrapped.variables}
-    untracked = []
+    made_by = {id(external): internal.op for external, internal in wrapped.function.graph.captures}
+    tables, untracked = {}, []
     for function in functions:
-        untracked += [tensor for tensor in function.captured_inputs if id(tensor) not in by_handle]
+        for tensor in function.captured_inputs:
+            if id(tensor) in by_handle or id(tensor) in tables:
+                continue
+            op = made_by.get(id(tensor))
+            if op is not None and op.type == 'HashTableV2':
+                tables[id(tensor)] = _ExportedTable(tensor, op.get_attr('key_dtype'), op.get_attr('value_dtype'))
+            else:
+                untracked.append(f'{op.name} ({op.type})' if op is not None else repr(tensor))
     if untracked:
         raise NotImplementedError(
-            'The PREDICT graph holds resources other than variables (lookup tables, iterators: {}), which a TF2 '
-            'SavedModel of a wrapped v1 graph cannot track. Export a Keras or tf.Module model instead (stage 2 '
-            'of migration_guide/estimator.md).'.format(untracked)
+            'The PREDICT graph holds resources other than variables and hash tables ({}), which a TF2 SavedModel '
+            'of a wrapped v1 graph cannot track. Export a Keras or tf.Module model instead (stage 2 of '
+            'migration_guide/estimator.md).'.format(', '.join(untracked))
         )
-    return list(wrapped.variables)
+    return list(wrapped.variables), list(tables.values())
 
 
 def export(
@@ -101,7 +138,7 @@ def export(
         signatures[key] = serve
         pruned_functions.append(pruned)
     module = tf.Module()
-    module.variables_of_graph = _tracked_variables(wrapped, pruned_functions)
+    module.variables_of_graph, module.tables_of_graph = _tracked_resources(wrapped, pruned_functions)
     export_dir = _timestamped_dir(export_dir_base)
     temp_dir = os.path.join(os.path.dirname(export_dir), b'temp-' + os.path.basename(export_dir))
     with checkpoints.root_logger_left_alone():  # TensorFlow's writer logs through absl: lines would print twice.
