@@ -129,6 +129,20 @@ def test_verify_says_so_when_the_upgraded_program_trains_differently(tmp_path):
     assert text.rstrip().endswith('verdict: NOT the same training')
 
 
+@pytest.mark.slow
+def test_verify_does_not_vouch_for_a_training_where_nothing_trained(tmp_path):
+    """Equal losses that never change show no training: an optimizer that updates nothing on both sides."""
+    original = tmp_path / 'frozen.py'
+    original.write_text(LEARNING_PROGRAM.replace('LEARNING_RATE', '0.0'))
+    upgraded = upgrade.upgrade_source(original.read_text(), str(original)).upgraded
+    comparison = upgrade_verify.verify(str(original), upgraded, 4, ['{dir}/ckpt'], report_dir=str(tmp_path / 'report'))
+    assert comparison.v1.losses == comparison.upgraded.losses and len(set(comparison.v1.losses)) == 1
+    assert comparison.losses_equal and not comparison.trained and not comparison.equal
+    text = comparison.format()
+    assert 'losses: one value at every step on both sides: nothing trained' in text
+    assert text.rstrip().endswith('verdict: NOT shown: nothing trained on either side')
+
+
 def _start(command: list[str], env: dict, log) -> subprocess.Popen:
     return support.popen(command, env=env, cwd=support.REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
 

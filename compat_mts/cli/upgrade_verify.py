@@ -61,10 +61,20 @@ class Comparison:
         )
 
     @property
+    def trained(self) -> bool:
+        """Whether the loss changed on either side: losses that stay at one value on both show no training (an
+        optimizer that updates nothing in v1 graph mode, such as tf-keras' non-legacy ones), only that neither
+        side trained."""
+        return any(len(set(side.losses)) > 1 for side in (self.v1, self.upgraded)) or all(
+            len(side.losses) < 2 for side in (self.v1, self.upgraded)
+        )
+
+    @property
     def equal(self) -> bool:
         return (
             self.v1.returncode == 0
             and self.upgraded.returncode == 0
+            and self.trained
             and self.losses_equal
             and self.variables_equal
             and self.v1.tags == self.upgraded.tags
@@ -78,6 +88,12 @@ class Comparison:
             difference = f'{abs(values[0] - values[1]):>12.3g}' if None not in values else f'{"-":>12}'
             lines.append(f'{index + 1:>6}  {cells[0]}  {cells[1]}  {difference}')
         lines.append('losses: ' + ('equal at every step' if self.losses_equal else 'DIFFER') + f' (rtol {RTOL})')
+        if not self.trained:
+            lines.append(
+                'losses: one value at every step on both sides: nothing trained, so equal losses show nothing '
+                "(does the optimizer update the variables in v1 graph mode? tf-keras' optimizers need "
+                'tf.keras.optimizers.legacy there)'
+            )
         lines.extend(self._variables_lines())
         only_v1, only_upgraded = self.v1.tags - self.upgraded.tags, self.upgraded.tags - self.v1.tags
         lines.append(
@@ -94,7 +110,13 @@ class Comparison:
                 'the v1 side needs tf.estimator, which left TensorFlow in 2.16: --v1-python PYTHON of an environment '
                 "with 'tensorflow==2.15.*' and 'tensorflow-estimator==2.15.*' (migration_guide/upgrade.md)"
             )
-        lines.append('verdict: ' + ('the same training' if self.equal else 'NOT the same training'))
+        if self.equal:
+            verdict = 'the same training'
+        elif not self.trained and self.losses_equal:
+            verdict = 'NOT shown: nothing trained on either side'
+        else:
+            verdict = 'NOT the same training'
+        lines.append('verdict: ' + verdict)
         return '\n'.join(lines) + '\n'
 
     def _variables_lines(self) -> list[str]:
