@@ -318,6 +318,39 @@ def test_a_fit_that_raised_is_undone_by_the_next_fit_with_the_same_callback(tmp_
     assert not bool(tf.summary.scalar('after', 1.0, step=0))  # No default writer left.
 
 
+def test_a_fit_that_raised_is_undone_by_the_next_fit_with_another_callback_and_two_callbacks_share_a_fit(tmp_path):
+    """A program that makes its callback anew for each fit (`callbacks=[HooksCallback(...)]`) after one raised; and
+    two HooksCallbacks in one fit, which must not undo each other."""
+
+    class Fails(mts.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            raise RuntimeError('the hook failed')
+
+    model = compiled_model()
+    own_step = mts.get_or_create_global_step()
+    saver = mts.SummarySaverHook(save_steps=1, output_dir=str(tmp_path / 'first'), scaffold=mts.Scaffold())
+    with pytest.raises(RuntimeError, match='the hook failed'):
+        model.fit(FEATURES, TARGETS, batch_size=8, epochs=1, verbose=0, callbacks=[HooksCallback([saver, Fails()])])
+    assert mts.get_global_step() is model.optimizer.iterations.value  # Left as the failed fit set it.
+
+    calls = []
+
+    class Counts(mts.SessionRunHook):
+        def __init__(self, name):
+            self.name = name
+
+        def after_run(self, run_context, run_values):
+            calls.append(self.name)
+
+    steps = mts.StepCounterHook(every_n_steps=1, output_dir=str(tmp_path / 'second'))
+    callbacks = [HooksCallback([Counts('a'), steps]), HooksCallback([Counts('b')])]
+    model.fit(FEATURES, TARGETS, batch_size=8, epochs=1, verbose=0, callbacks=callbacks)
+    assert calls == ['a', 'b'] * (len(FEATURES) // 8)  # Both ran every batch: neither undid the other.
+    assert mts.get_global_step() is own_step  # The failed fit's step is gone, and each fit put back its own.
+    assert not bool(tf.summary.scalar('after', 1.0, step=0))  # No default writer left.
+    assert read_events(str(tmp_path / 'second')).get('global_step/sec'), 'the second fit recorded'
+
+
 def test_stage_2_session_checkpoints_resume_in_fit(tmp_path):
     global_step = mts.get_or_create_global_step()
     model = compiled_model()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Sequence
 
 import numpy as np
@@ -10,6 +11,7 @@ import tensorflow as tf
 from compat_mts import checkpoints
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
+from compat_mts import program as program_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
 from compat_mts.fetches import STALE_GLOBAL_STEP
@@ -27,6 +29,54 @@ from compat_mts.session_run_hook import (
 _NO_CALLER_FETCHES = SessionRunArgs(None)
 _STOP_GRACE_PERIOD_SECS = 120  # v1's default `stop_grace_period_secs`.
 _NO_FEEDS = 'inside model.fit there is no step to feed; feed the data through the dataset given to fit.'
+
+
+class _FitSetUp:
+    """What a `fit` with hooks set up in the process, which its end undoes: the summary defaults, the registered
+    global step (the one before it is put back) and the coordinator. `begun_in` is the frame that called
+    `on_train_begin` (Keras's callback list of that `fit`), which tells the callbacks of one `fit` from a later one.
+    """
+
+    def __init__(self, begun_in):
+        self.begun_in = begun_in
+        self.ended = False  # Its `on_train_end` ran: undone once those begun after it in its `fit` ended too.
+        self.previous_step = global_step_lib.get_global_step()
+        self.previous_step_name = (
+            global_step_lib.step_name(self.previous_step) if self.previous_step is not None else None
+        )
+        self.summaries = summary_lib.SessionSummaries()
+        self.coord: tf.train.Coordinator | None = None
+
+    def undo(self) -> None:
+        self.begun_in = None  # The frame holds that `fit`'s callbacks and model.
+        try:
+            if self.coord is not None:
+                self.coord.request_stop()
+                self.coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
+        finally:
+            self.summaries.deactivate()
+            self.summaries.release()
+            if self.previous_step is None:
+                global_step_lib.reset_global_step()
+            else:
+                global_step_lib.set_global_step(self.previous_step, name=self.previous_step_name)
+
+
+# The set-ups of the `fit`s under way or that raised (Keras calls no `on_train_end` then), oldest first: the next
+# `fit` of any `HooksCallback` undoes those of earlier fits, newest first, so that each puts back the step it found.
+_unfinished: list[_FitSetUp] = program_lib.PROGRAM.table(
+    'keras.unfinished_fits',
+    [],
+    'what the HooksCallback fits that raised left set up (summary defaults, global step), for the next fit to undo',
+    'process',
+)
+
+
+def _undo_unfinished_fits(begun_in) -> None:
+    """Undoes the set-ups of the `fit`s that raised: those not begun in `begun_in`, the current `fit`'s."""
+    for set_up in reversed([set_up for set_up in _unfinished if set_up.begun_in is not begun_in]):
+        _unfinished.remove(set_up)
+        set_up.undo()
 
 
 class FitSession:
@@ -179,9 +229,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if not self._hooks:
             return
-        if self._session is not None:  # This callback's last `fit` raised: Keras called no `on_train_end`.
-            self._session = None
-            self._tear_down()
+        begun_in = inspect.currentframe().f_back  # Keras's callback list of this `fit`.
+        _undo_unfinished_fits(begun_in)  # Those of a `fit` that raised: Keras called no `on_train_end` then.
         model = self.model
         if getattr(model, 'optimizer', None) is None:
             raise ValueError(
@@ -189,18 +238,13 @@ class HooksCallback(tf.keras.callbacks.Callback):
                 'count. Compile the model with an optimizer: model.compile(optimizer=..., loss=...).'
             )
         _model.build_optimizer(model)
-        self._previous_step = global_step_lib.get_global_step()
-        self._previous_step_name = (
-            global_step_lib.step_name(self._previous_step) if self._previous_step is not None else None
-        )
+        self._set_up = _FitSetUp(begun_in)
+        self._summaries = self._set_up.summaries
         step = global_step_lib.set_global_step(model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
-        self._summaries = summary_lib.SessionSummaries()
         try:
             self._begin(model, step)
         except BaseException:  # Leave the process as fit found it: no summary defaults, no step registered.
-            self._summaries.deactivate()
-            self._summaries.release()
-            self._put_back_previous_step()
+            self._set_up.undo()
             raise
 
     def _begin(self, model, step: tf.Variable) -> None:
@@ -221,9 +265,10 @@ class HooksCallback(tf.keras.callbacks.Callback):
         self._summaries.activate()
         if self._summaries.recorders:
             model.make_train_function(force=True)  # Traced anew, under the recorders' writers.
-        self._coord = tf.train.Coordinator(clean_stop_exception_types=[])
+        self._coord = self._set_up.coord = tf.train.Coordinator(clean_stop_exception_types=[])
         self._driver.after_create_session(session, self._coord)  # The schedule starts afresh.
         self._session = session
+        _unfinished.append(self._set_up)  # Until on_train_end: a `fit` that raises calls none.
 
     def on_epoch_begin(self, epoch, logs=None):
         self._next_stale_step = None  # Read at the first batch: the last epoch's data may have run out mid-step.
@@ -290,27 +335,10 @@ class HooksCallback(tf.keras.callbacks.Callback):
         if logs:
             session.logs = logs
         try:
-            self._driver.end(session)
+            self._driver.end(session)  # v1 called `end` at a clean close only: a `fit` that raised gets none.
         finally:
-            self._tear_down()
-
-    def _tear_down(self) -> None:
-        """Undoes what `on_train_begin` set up: the coordinator, the summary defaults, the registered step.
-
-        `on_train_end` calls it after the hooks' `end()`; the next `fit` of a callback whose last `fit` raised
-        (Keras calls no `on_train_end` then) calls it without: v1 called `end` at a clean close only.
-        """
-        try:
-            self._coord.request_stop()
-            self._coord.join(stop_grace_period_secs=_STOP_GRACE_PERIOD_SECS, ignore_live_threads=True)
-        finally:
-            self._summaries.deactivate()
-            self._summaries.release()
-            self._put_back_previous_step()
-
-    def _put_back_previous_step(self) -> None:
-        """Registers again the global step that was registered before `fit` (or none)."""
-        if self._previous_step is None:
-            global_step_lib.reset_global_step()
-        else:
-            global_step_lib.set_global_step(self._previous_step, name=self._previous_step_name)
+            # Undone in the reverse order of their set-ups, each putting back what it found: Keras ends the
+            # callbacks of a `fit` in the order it began them.
+            self._set_up.ended = True
+            while _unfinished and _unfinished[-1].ended:
+                _unfinished.pop().undo()
