@@ -106,6 +106,9 @@ class ForkServer:
         self.modules = tuple(modules)
         self.import_time = _import_time(env)
         self._directory = tempfile.mkdtemp(prefix='fork-server-')
+        if len(self._directory) > 80:  # A socket's path has room for about 100 bytes.
+            os.rmdir(self._directory)
+            self._directory = tempfile.mkdtemp(prefix='fork-server-', dir='/tmp')
         self.path = os.path.join(self._directory, 'socket')
         # What TensorFlow prints while the server imports it is the server's, not a program's: kept aside.
         self._log = open(os.path.join(self._directory, 'stderr'), 'w+', encoding='utf-8')  # noqa: SIM115
@@ -298,12 +301,24 @@ class ForkedProcess:
         self.wait()
 
 
-def _forkable(command):
-    """Whether `command` is `python SCRIPT ...`, `python -c CODE ...` or `python -m MODULE ...` on this machine."""
+@functools.cache
+def _can_fork_servers():
+    """Whether this machine has what the fork servers use: `pidfd_open` (Linux 5.3) and file-descriptor passing."""
     import socket
 
     if not (hasattr(os, 'pidfd_open') and hasattr(socket, 'send_fds')):
-        return False  # Not Linux: every program gets a fresh interpreter.
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:  # An older kernel, or a sandbox that refuses the call.
+        return False
+    return True
+
+
+def _forkable(command):
+    """Whether `command` is `python SCRIPT ...`, `python -c CODE ...` or `python -m MODULE ...` on this machine."""
+    if not _can_fork_servers():
+        return False  # Every program gets a fresh interpreter.
     if len(command) < 2 or command[0] != sys.executable:
         return False
     return command[1] in ('-c', '-m') and len(command) > 2 or not command[1].startswith('-')
