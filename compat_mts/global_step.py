@@ -145,6 +145,18 @@ def set_global_step(variable, *, name: str | None = None) -> tf.Variable:
     return variable
 
 
+def registration() -> tuple[tf.Variable | None, str | None]:
+    """The registered global step and the name it was registered under (None for either when not given), for
+    `restore_registration` to put back once something that registers its own step is done."""
+    return _registered, _registered_name
+
+
+def restore_registration(saved: tuple[tf.Variable | None, str | None]) -> None:
+    """Registers again what `registration()` returned: that global step and name, or none."""
+    global _registered, _registered_name
+    _registered, _registered_name = saved
+
+
 def as_tf_variable(value):
     """The `tf.Variable` a Keras 3 variable holds; any other value as it is."""
     if not isinstance(value, tf.Variable) and type(value).__module__.startswith('keras'):

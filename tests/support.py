@@ -12,9 +12,14 @@ import json
 import logging
 import os
 import re
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS_DIR = os.path.join(REPO_ROOT, 'tests')
@@ -101,8 +106,6 @@ class ForkServer:
     """
 
     def __init__(self, modules, env):
-        import tempfile
-
         self.modules = tuple(modules)
         self.import_time = _import_time(env)
         self._directory = tempfile.mkdtemp(prefix='fork-server-')
@@ -139,20 +142,7 @@ class ForkServer:
         """Starts `python ARGV` (`argv`: a script and its arguments, `-c CODE ...` or `-m MODULE ...`)."""
         return ForkedProcess(self, [sys.executable, *map(str, argv)], str(cwd), env, stdin, stdout, stderr, text)
 
-    def run(self, argv, cwd, timeout, env=None):
-        """Runs `python ARGV` in `cwd` to its end; its CompletedProcess, with the output as text.
-
-        Raises:
-          subprocess.TimeoutExpired: the child ran for `timeout` seconds; it was killed.
-        """
-        process = self.popen(
-            argv, cwd=cwd, env=env or _child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        return _completed(process, None, timeout)
-
     def close(self):
-        import shutil
-
         self._process.stdin.close()
         self._process.wait(timeout=60)
         self._process.stdout.close()
@@ -169,8 +159,6 @@ class ForkedProcess:
     """
 
     def __init__(self, server, args, cwd, env, stdin, stdout, stderr, text):
-        import socket
-
         sys.audit('tests.support.fork', args)  # A process started, as `subprocess.Popen` says (tests/conftest.py).
         self.args = args
         self.returncode = None
@@ -230,8 +218,6 @@ class ForkedProcess:
         return self.returncode
 
     def wait(self, timeout=None):
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
         if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
             raise subprocess.TimeoutExpired(self.args, timeout)
@@ -255,19 +241,13 @@ class ForkedProcess:
                 pass  # It ended; the server has the status.
 
     def terminate(self):
-        import signal
-
         self.send_signal(signal.SIGTERM)
 
     def kill(self):
-        import signal
-
         self.send_signal(signal.SIGKILL)
 
     def communicate(self, input=None, timeout=None):  # noqa: A002  (Popen's name)
         """Popen's: writes `input`, reads stdout and stderr to their ends and waits; (stdout, stderr)."""
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
         if self.stdin is not None and not self.stdin.closed:
             if input:
@@ -304,8 +284,6 @@ class ForkedProcess:
 @functools.cache
 def _can_fork_servers():
     """Whether this machine has what the fork servers use: `pidfd_open` (Linux 5.3) and file-descriptor passing."""
-    import socket
-
     if not (hasattr(os, 'pidfd_open') and hasattr(socket, 'send_fds')):
         return False
     try:
@@ -373,21 +351,17 @@ def run(command, *, input=None, capture_output=False, timeout=None, check=False,
         popen_kwargs['stdout'] = popen_kwargs['stderr'] = subprocess.PIPE
     if input is not None:
         popen_kwargs['stdin'] = subprocess.PIPE
-    completed = _completed(popen(command, **popen_kwargs), input, timeout)
-    if check:
-        completed.check_returncode()
-    return completed
-
-
-def _completed(process, input, timeout):  # noqa: A002
-    with process:
+    with popen(command, **popen_kwargs) as process:
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
             raise
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    completed = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    if check:
+        completed.check_returncode()
+    return completed
 
 
 def run_v1_and_compat(v1_call, compat_call, **common):
@@ -642,7 +616,6 @@ def run_scenarios(scenarios, names, side):
       names: the scenario names to run (all when empty).
       side: the object passed to each scenario; `side.prepare()` returns a context manager.
     """
-    import tempfile
     import traceback
 
     recorder = LogRecorder().install()

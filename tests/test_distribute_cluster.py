@@ -48,6 +48,38 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def worker_json_lines(command_of, workers: int, timeout: float = 600) -> list[dict]:
+    """Runs `command_of(index)` once per worker, side by side, and returns each worker's last line as JSON.
+
+    Each worker gets TF_CONFIG naming them all on loopback ports (none when there is one: the program alone). When
+    another process took a port before its worker bound it, they all start again on other ports, as `LocalCluster`
+    does.
+    """
+    for _attempt in range(START_ATTEMPTS):
+        cluster = {'worker': [f'localhost:{port}' for port in free_ports(workers)]}
+        processes = []
+        for index in range(workers):
+            env = support._child_env()
+            env.pop('TF_CONFIG', None)
+            if workers > 1:
+                env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
+            processes.append(
+                support.popen(command_of(index), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            )
+        try:
+            outputs = [process.communicate(timeout=timeout) for process in processes]
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        if not any(PORT_TAKEN in stderr for _, stderr in outputs):
+            break
+    for process, (_, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr[-5000:]
+    return [json.loads(stdout.splitlines()[-1]) for stdout, _ in outputs]
+
+
 class LocalCluster:
     """Worker processes of `tests/distributed_worker.py` on loopback ports, and the events they print.
 

@@ -9,9 +9,7 @@ What Horovod gives is from its documentation (`hvd.allreduce`'s `op`, `average`,
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -19,7 +17,7 @@ import tensorflow as tf
 
 from compat_mts.legacy import horovod as hvd
 from tests import support
-from tests.test_distribute_cluster import PORT_TAKEN, free_ports
+from tests.test_distribute_cluster import worker_json_lines
 
 COLLECTIVES = os.path.join(support.TESTS_DIR, 'v1_programs', 'horovod_collectives.py')
 
@@ -73,31 +71,7 @@ def test_allreduce_names_what_it_takes_before_it_builds_anything():
 
 def _run_workers(workers: int) -> list[dict]:
     """`horovod_collectives.py` once per worker (with TF_CONFIG when several); each worker's JSON line."""
-    for _attempt in range(3):  # Another process may take a free port before a worker binds it.
-        cluster = {'worker': [f'localhost:{port}' for port in free_ports(workers)]}
-        processes = []
-        for index in range(workers):
-            env = support._child_env()
-            env.pop('TF_CONFIG', None)
-            if workers > 1:
-                env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
-            processes.append(
-                support.popen(
-                    [sys.executable, COLLECTIVES], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-                )
-            )
-        try:
-            outputs = [process.communicate(timeout=300) for process in processes]
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-        if not any(PORT_TAKEN in stderr for _, stderr in outputs):
-            break
-    for process, (_, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr[-5000:]
-    return [json.loads(stdout.splitlines()[-1]) for stdout, _ in outputs]
+    return worker_json_lines(lambda index: [sys.executable, COLLECTIVES], workers, timeout=300)
 
 
 @pytest.mark.slow

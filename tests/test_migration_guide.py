@@ -91,26 +91,18 @@ def needs_a_fresh_interpreter(source: str) -> bool:
     return 'os.environ' in source
 
 
-def _fork_server() -> support.ForkServer:
-    """The blocks' fork server: compat_mts imported first, as the blocks import it, then TensorFlow."""
-    return support.fork_server(['compat_mts', 'tensorflow'], subprocess_env())
-
-
 def _run_block(source: str, directory: pathlib.Path) -> subprocess.CompletedProcess:
+    """The block in a process of its own: forked from a server that imported compat_mts first, as the blocks import
+    it, then TensorFlow; in a fresh interpreter when it sets environment variables."""
     script = directory / 'block.py'
     script.write_text(source, encoding='utf-8')
     work = directory / 'work'
     work.mkdir()
-    if not needs_a_fresh_interpreter(source):
-        return _fork_server().run([script], work, BLOCK_TIMEOUT_SECS, env=subprocess_env())
-    return subprocess.run(
-        [sys.executable, str(script)],
-        cwd=work,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=BLOCK_TIMEOUT_SECS,
-    )
+    command = [sys.executable, str(script)]
+    options = dict(cwd=work, env=subprocess_env(), capture_output=True, text=True, timeout=BLOCK_TIMEOUT_SECS)
+    if needs_a_fresh_interpreter(source):
+        return subprocess.run(command, **options)
+    return support.run(command, modules=('compat_mts', 'tensorflow'), **options)
 
 
 @pytest.fixture(scope='module')

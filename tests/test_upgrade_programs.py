@@ -21,7 +21,7 @@ import pytest
 
 from compat_mts.cli import upgrade, upgrade_verify
 from tests import support, tf215
-from tests.test_distribute_cluster import free_ports
+from tests.test_distribute_cluster import free_ports, worker_json_lines
 
 SAMPLES = os.path.join(support.TESTS_DIR, 'upgrade_samples')
 V1_PROGRAMS = os.path.join(support.TESTS_DIR, 'v1_programs')
@@ -235,30 +235,9 @@ HOROVOD_STEPS = 12
 def _horovod_workers(tmp_path, script: str, workers: int) -> list[dict]:
     """Runs `script CHECKPOINT_DIR HOROVOD_STEPS` once per worker (one process each; with TF_CONFIG when several)
     and returns each worker's JSON line."""
-    ports = free_ports(workers)
-    cluster = {'worker': [f'localhost:{port}' for port in ports]}
-    processes = []
-    for index in range(workers):
-        env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
-        env.pop('TF_CONFIG', None)
-        if workers > 1:
-            env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
-        log = open(tmp_path / f'worker_{index}.log', 'w', encoding='utf-8')  # noqa: SIM115
-        command = [sys.executable, script, str(tmp_path / f'checkpoints_{index}'), str(HOROVOD_STEPS)]
-        processes.append((support.popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True), log))
-    outputs = []
-    try:
-        for process, log in processes:
-            stdout, _ = process.communicate(timeout=600)
-            log.close()
-            assert process.returncode == 0, (tmp_path / log.name).read_text(encoding='utf-8')[-5000:]
-            outputs.append(json.loads(stdout.splitlines()[-1]))
-    finally:
-        for process, _ in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    return outputs
+    return worker_json_lines(
+        lambda index: [sys.executable, script, str(tmp_path / f'checkpoints_{index}'), str(HOROVOD_STEPS)], workers
+    )
 
 
 @pytest.fixture(scope='module')

@@ -655,17 +655,14 @@ class Estimator:
     @contextlib.contextmanager
     def _graph(self, build_fn: Callable[[], _Program]):
         """The graph `build_fn` builds, wrapped; dropped afterwards, with the global step registered before."""
-        previous_step = global_step_lib.get_global_step()
+        previous = global_step_lib.registration()
         wrapped = legacy.wrap_graph(build_fn)
         try:
             with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
                 yield wrapped
         finally:
             legacy.forget_graph(wrapped)
-            if previous_step is None:
-                global_step_lib.reset_global_step()
-            else:
-                global_step_lib.set_global_step(previous_step)
+            global_step_lib.restore_registration(previous)
 
     def _start_graph(self):
         """What v1 did first in each mode's graph: the random seed, then the global step."""

@@ -40,10 +40,7 @@ class _FitSetUp:
     def __init__(self, begun_in):
         self.begun_in = begun_in
         self.ended = False  # Its `on_train_end` ran: undone once those begun after it in its `fit` ended too.
-        self.previous_step = global_step_lib.get_global_step()
-        self.previous_step_name = (
-            global_step_lib.step_name(self.previous_step) if self.previous_step is not None else None
-        )
+        self.previous_registration = global_step_lib.registration()
         self.summaries = summary_lib.SessionSummaries()
         self.coord: tf.train.Coordinator | None = None
 
@@ -56,10 +53,7 @@ class _FitSetUp:
         finally:
             self.summaries.deactivate()
             self.summaries.release()
-            if self.previous_step is None:
-                global_step_lib.reset_global_step()
-            else:
-                global_step_lib.set_global_step(self.previous_step, name=self.previous_step_name)
+            global_step_lib.restore_registration(self.previous_registration)
 
 
 # The set-ups of the `fit`s under way or that raised (Keras calls no `on_train_end` then), oldest first: the next
@@ -239,7 +233,6 @@ class HooksCallback(tf.keras.callbacks.Callback):
             )
         _model.build_optimizer(model)
         self._set_up = _FitSetUp(begun_in)
-        self._summaries = self._set_up.summaries
         step = global_step_lib.set_global_step(model.optimizer.iterations, name=global_step_lib.GLOBAL_STEP_NAME)
         try:
             self._begin(model, step)
@@ -259,14 +252,15 @@ class HooksCallback(tf.keras.callbacks.Callback):
             hook._set_default_scaffold(state)
         session = FitSession(_model.variables_by_name(model))
         self._run_metadata = tf.compat.v1.RunMetadata()
-        with self._summaries.collecting():
+        summaries = self._set_up.summaries
+        with summaries.collecting():
             self._driver.begin()
         self._restore_latest_checkpoint()
-        self._summaries.activate()
-        if self._summaries.recorders:
+        summaries.activate()
+        if summaries.recorders:
             model.make_train_function(force=True)  # Traced anew, under the recorders' writers.
-        self._coord = self._set_up.coord = tf.train.Coordinator(clean_stop_exception_types=[])
-        self._driver.after_create_session(session, self._coord)  # The schedule starts afresh.
+        self._set_up.coord = tf.train.Coordinator(clean_stop_exception_types=[])
+        self._driver.after_create_session(session, self._set_up.coord)  # The schedule starts afresh.
         self._session = session
         _unfinished.append(self._set_up)  # Until on_train_end: a `fit` that raises calls none.
 

@@ -263,10 +263,11 @@ def broadcast(
         return tf.raw_ops.CollectiveBcastRecvV2(T=value.dtype, shape=tf.shape(value, out_type=tf.int64), **common)
 
 
-def _check_root_rank(root_rank: Any, workers: int) -> None:
+def _check_root_rank(root_rank: Any, workers: int | None = None) -> None:
+    """A worker index; one of the `workers` workers when their number is given."""
     if not isinstance(root_rank, int) or isinstance(root_rank, bool):
         raise ValueError(f'root_rank must be a worker index (an int), got {root_rank!r}')
-    if not 0 <= root_rank < workers:
+    if workers is not None and not 0 <= root_rank < workers:
         raise ValueError(f'root_rank is {root_rank}; the cluster has workers 0-{workers - 1}')
 
 
@@ -282,8 +283,8 @@ def broadcast_variables(variables: Any, root_rank: int, process_set: Any = None,
     """
     _check_defaults('broadcast_variables', process_set=process_set)
     variables = list(variables)
+    _check_root_rank(root_rank, size())
     if size() == 1:
-        _check_root_rank(root_rank, 1)
         return None if tf.executing_eagerly() else tf.no_op(name='BroadcastVariables')
     with tf.name_scope('BroadcastVariables'):
         assignments = [
@@ -416,8 +417,7 @@ class BroadcastGlobalVariablesHook(SessionRunHook):
     """
 
     def __init__(self, root_rank: int, device: str = ''):
-        if not isinstance(root_rank, int) or isinstance(root_rank, bool):
-            raise ValueError(f'root_rank must be a worker index (an int), got {root_rank!r}')
+        _check_root_rank(root_rank)  # Its range once the cluster is known, in `begin()`.
         self._root_rank = root_rank
         self._broadcast = None
 
