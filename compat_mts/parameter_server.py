@@ -53,6 +53,8 @@ they are missing (or `COMPAT_MTS_NO_PRIVATE_TF=1`), `parameter_server_strategy` 
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import gc
 import json
 import math
@@ -219,13 +221,33 @@ _strategies: list = program_lib.PROGRAM.table(
 )
 
 
+_LOCAL_GRAPHS = contextvars.ContextVar('compat_mts_parameter_server_local_graphs', default=False)
+
+
+@contextlib.contextmanager
+def local_graphs():
+    """Within it, `current()` is None: the graphs and sessions made run in this process, not on the cluster.
+
+    For what v1 ran in a local session on a chief (an Estimator's evaluation and export, whose
+    `evaluation_master` was ''), in a process that joined a parameter-server cluster.
+    """
+    token = _LOCAL_GRAPHS.set(True)
+    try:
+        yield
+    finally:
+        _LOCAL_GRAPHS.reset(token)
+
+
 def current() -> 'Scheduler | None':
     """The `Scheduler` whose graphs and sessions run on a parameter-server cluster, or None.
 
     The strategy in scope if it is a `ParameterServerStrategy` (one made without
     `parameter_server_strategy` gets a scheduler with one step per run), else the process's latest
     `parameter_server_strategy`: v1 graph code runs in a graph of its own, where no strategy scope is seen.
+    None inside `local_graphs()`.
     """
+    if _LOCAL_GRAPHS.get():
+        return None
     with tf.init_scope():
         strategy = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
     if isinstance(strategy, tf.distribute.ParameterServerStrategy):
@@ -424,6 +446,7 @@ class Scheduler:
         fetch: bool,
         tensors_only: Callable[[], Any] | None = None,
         trains: bool = True,
+        worker_input: Any = None,
     ) -> list | None:
         """Schedules `function` (a pruned function of a wrapped graph) on a worker: K times, once if it does not train.
 
@@ -431,6 +454,9 @@ class Scheduler:
         fetches runs once the steps have reached the stop hooks' `last_step`. A function that does not
         `train` (it moves no global step: `sess.run(loss)` between train runs, a summary, an eval op) runs
         once, as in v1, and its steps are not counted: the stop follows the train runs alone.
+
+        `worker_input`, if given, is a per-worker iterator (`per_worker_iterator`): each step takes its next
+        element on the worker, and its components are the function's first arguments, before `args`.
 
         Returns the values of its outputs in the last of those steps, as NumPy, when `fetch`; else None
         without waiting for the worker (at most `2 * workers` runs are pending).
@@ -441,10 +467,11 @@ class Scheduler:
             self._next_step += count
             if count == 0 and fetch and tensors_only is not None:
                 function, count = tensors_only(), 1  # Past the last step: the values, no training.
-        scheduled = self._scheduled_function(function, fetch)
+        scheduled = self._scheduled_function(function, fetch, worker_input is not None)
         count = max(count, 1) if fetch else count
+        inputs = () if worker_input is None else (worker_input,)
         try:  # A failure of an earlier run is raised here (or by a later wait), as TensorFlow reports it.
-            value = self.coordinator.schedule(scheduled, args=(tf.constant(count), *args))
+            value = self.coordinator.schedule(scheduled, args=(tf.constant(count), *inputs, *args))
         except tf.errors.UnavailableError as error:
             raise self._lost(error) from error
         self.runs += 1
@@ -460,22 +487,34 @@ class Scheduler:
         last_steps = [hook.last_step for hook in self._stop_hooks if hook.last_step is not None]
         return min(last_steps) if last_steps else _NO_STOP
 
-    def _scheduled_function(self, function, fetch: bool) -> Callable:
-        key = (id(function), fetch)
+    def per_worker_iterator(self, dataset_fn: Callable[[], tf.data.Dataset]) -> Any:
+        """An iterator of `dataset_fn()` made on each worker (`ClusterCoordinator.create_per_worker_dataset`)."""
+        return iter(self.coordinator.create_per_worker_dataset(dataset_fn))
+
+    def _scheduled_function(self, function, fetch: bool, with_input: bool = False) -> Callable:
+        key = (id(function), fetch, with_input)
         known = self._scheduled.get(key)
         if known is not None:
             return known[1]
         output_count = len(function.outputs)
         last = 1 if fetch else 0  # A run that fetches runs its last step apart, for its outputs.
 
+        def step(inputs, args):
+            if not with_input:
+                return function(*args)
+            element = tf.nest.flatten(next(inputs[0]), expand_composites=True)
+            return function(*element, *args)
+
         def run_steps(count, *args):
+            inputs, args = (args[:1], args[1:]) if with_input else ((), args)
+
             def body(index):
-                function(*args)
+                step(inputs, args)
                 return index + 1
 
             tf.while_loop(lambda index: index < count - last, body, [tf.constant(0)])
             if fetch:
-                return list(tf.nest.flatten(function(*args))[:output_count])
+                return list(tf.nest.flatten(step(inputs, args))[:output_count])
             return None
 
         scheduled = tf.function(run_steps)

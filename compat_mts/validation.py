@@ -24,6 +24,7 @@ never holds a NUL byte: the file system cannot name it, and v1 failed at the fir
 from __future__ import annotations
 
 import collections.abc
+import json
 import math
 import numbers
 import os
@@ -404,3 +405,56 @@ def check_fetch(value: Any, argument: str, nested: bool = False) -> None:
             if nested:
                 accepted += ', or a list, tuple or dict of these'
             raise TypeError(f'`{argument}` must be {accepted}; got {leaf!r} ({type(leaf).__name__}).')
+
+
+def read_tf_config() -> dict:
+    """`TF_CONFIG` as a dict (`{}` when unset), checked the way every task of a cluster needs it.
+
+    A job manager (Kubeflow TFJob, AI Platform, SageMaker, TonY) writes `TF_CONFIG` for each task it starts. A
+    mistake in it would otherwise surface as a bare `JSONDecodeError`, or, for a task index past the end of its
+    job, as a process that quietly trains alone. The evaluator may be listed in `cluster` or not, and its index
+    has no upper bound (it is not part of the training cluster), as in TF 2.15.
+
+    Raises:
+      ValueError: `TF_CONFIG` is not JSON, not an object, or its `cluster`/`task` do not describe a task of the
+        cluster (no task type, a type not in it, an index out of range); the message names `TF_CONFIG` and what
+        is wrong.
+    """
+    text = os.environ.get('TF_CONFIG') or ''
+    if not text.strip():
+        return {}
+    try:
+        config = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f'TF_CONFIG is not JSON ({error}): {text[:200]!r}') from None
+    if not isinstance(config, dict):
+        raise ValueError(f'TF_CONFIG must be a JSON object with "cluster" and "task", got {text[:200]!r}.')
+    cluster = config.get('cluster') or {}
+    task = config.get('task') or {}
+    if not isinstance(cluster, dict) or not all(isinstance(tasks, (list, dict)) for tasks in cluster.values()):
+        raise ValueError(f'TF_CONFIG["cluster"] must map each job name to its list of addresses, got {cluster!r}.')
+    if not isinstance(task, dict):
+        raise ValueError(f'TF_CONFIG["task"] must be an object {{"type": ..., "index": ...}}, got {task!r}.')
+    if not cluster:
+        return config
+    task_type, index = task.get('type'), task.get('index', 0)
+    if not isinstance(index, int) or isinstance(index, bool):
+        try:
+            index = int(index)
+        except (TypeError, ValueError):
+            raise ValueError(f'TF_CONFIG["task"]["index"] must be an integer, got {index!r}.') from None
+    if index < 0:
+        raise ValueError(f'TF_CONFIG["task"]["index"] must be >= 0, got {index}.')
+    if not task_type:
+        raise ValueError(f'TF_CONFIG has a "cluster" ({sorted(cluster)}), so its "task" must name a "type": {task!r}.')
+    if task_type != 'evaluator':
+        if task_type not in cluster:
+            raise ValueError(
+                f'TF_CONFIG names the task {task_type!r}, which is not a job of its cluster {sorted(cluster)}.'
+            )
+        if index >= len(cluster[task_type]):
+            raise ValueError(
+                f'TF_CONFIG names the task {task_type}:{index}, but its cluster has {len(cluster[task_type])} '
+                f'{task_type} task(s) (indices 0 to {len(cluster[task_type]) - 1}).'
+            )
+    return config

@@ -55,16 +55,58 @@ def test_run_config_rejects_bad_values_with_v1s_messages(kwargs, message):
     assert str(error.value) == message
 
 
-def test_run_config_refuses_distribution_and_clusters(monkeypatch):
+def test_run_config_refuses_device_fn_and_reads_model_dir_from_tf_config(monkeypatch):
     with pytest.raises(NotImplementedError, match=r'RunConfig\(device_fn=...\) is not supported'):
         estimator.RunConfig(device_fn=lambda op: '/cpu:0')
-    monkeypatch.setenv(
-        'TF_CONFIG', json.dumps({'cluster': {'chief': ['localhost:2222']}, 'task': {'type': 'chief', 'index': 0}})
-    )
-    with pytest.raises(NotImplementedError, match='TF_CONFIG describes a cluster'):
-        estimator.RunConfig()
     monkeypatch.setenv('TF_CONFIG', json.dumps({'model_dir': '/from/tf_config'}))
     assert estimator.RunConfig().model_dir == '/from/tf_config'
+
+
+CLUSTER = {'chief': ['h:1'], 'worker': ['h:2', 'h:3'], 'ps': ['h:4']}
+
+
+@pytest.mark.parametrize(
+    'tf_config, message',
+    [
+        ('{"cluster": {"chief": ["h:1"]', r'^TF_CONFIG is not JSON \(Expecting'),
+        ('[1, 2]', r'^TF_CONFIG must be a JSON object'),
+        (json.dumps({'cluster': CLUSTER, 'task': {'type': 'trainer', 'index': 0}}), r"'trainer', which is not a job"),
+        (json.dumps({'cluster': CLUSTER, 'task': {'type': 'worker', 'index': 2}}), r'worker:2, but its cluster has 2'),
+        (json.dumps({'cluster': CLUSTER, 'task': {'type': 'worker', 'index': -1}}), r'must be >= 0, got -1'),
+        (json.dumps({'cluster': CLUSTER, 'task': {'index': 0}}), r'its "task" must name a "type"'),
+        (json.dumps({'cluster': CLUSTER, 'task': {'type': 'worker', 'index': 'one'}}), r'must be an integer'),
+        (
+            json.dumps({'cluster': {'worker': ['h:2'], 'ps': ['h:4']}, 'task': {'type': 'worker', 'index': 0}}),
+            r'must have one "chief" node\. TF_CONFIG\'s cluster has the jobs \[\'ps\', \'worker\'\]',
+        ),
+        (
+            json.dumps({'cluster': {'chief': ['h:1', 'h:5']}, 'task': {'type': 'chief', 'index': 0}}),
+            r'must have only one "chief" node',
+        ),
+        (
+            json.dumps({'cluster': {'master': ['h:1'], 'chief': ['h:2']}, 'task': {'type': 'master', 'index': 0}}),
+            r'job `chief` is not supported',
+        ),
+        (
+            json.dumps({'cluster': {'master': ['h:1'], 'worker': ['h:2']}, 'task': {'type': 'evaluator', 'index': 0}}),
+            r'task_type `evaluator` is not supported',
+        ),
+    ],
+)
+def test_a_bad_tf_config_is_an_error_naming_tf_config_and_the_mistake(monkeypatch, tf_config, message):
+    monkeypatch.setenv('TF_CONFIG', tf_config)
+    with pytest.raises(ValueError, match=message) as error:
+        estimator.RunConfig()
+    assert 'TF_CONFIG' in str(error.value) or '`master`' in str(error.value)
+
+
+def test_train_refuses_on_a_ps_or_evaluator_task_as_v1(monkeypatch, tmp_path):
+    for task in ({'type': 'ps', 'index': 0}, {'type': 'evaluator', 'index': 0}):
+        monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': CLUSTER, 'task': task}))
+        model = estimator.Estimator(linear.model_fn, model_dir=str(tmp_path), params={})
+        with pytest.raises(ValueError, match='^Train has been called wrong configuration'):
+            model.train(lambda: ({'x': [[1.0]]}, [[1.0]]), steps=1)
+    assert not os.listdir(tmp_path)
 
 
 def test_estimator_resolves_model_dir_and_config_as_v1(tmp_path, tf_logs):

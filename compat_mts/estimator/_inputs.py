@@ -66,6 +66,31 @@ def parse_input_fn_result(result: Any) -> tuple[Any, Any, list]:
     return features, labels, hooks
 
 
+def placeholders_like(dataset: tf.data.Dataset) -> tuple[Any, Any, list]:
+    """`(features, labels, placeholders)`: placeholders shaped as `dataset`'s elements, in the graph being built.
+
+    `placeholders` are the component tensors in `tf.nest.flatten(..., expand_composites=True)` order, as the
+    elements' components come on a worker (a `tf.SparseTensor` is its indices, values and dense shape).
+
+    Raises:
+      TypeError: an element holds a component other than a dense or sparse tensor.
+    """
+
+    def placeholder(spec):
+        if isinstance(spec, tf.SparseTensorSpec):
+            return tf.compat.v1.sparse_placeholder(spec.dtype, spec.shape)
+        if isinstance(spec, tf.TensorSpec):
+            return tf.compat.v1.placeholder(spec.dtype, spec.shape)
+        raise TypeError(
+            f"On a parameter-server cluster, the input_fn's dataset elements must hold dense or sparse tensors; "
+            f'this one holds a {type(spec).__name__}.'
+        )
+
+    element = tf.nest.map_structure(placeholder, dataset.element_spec)
+    features, labels = parse_iterator_result(element)
+    return features, labels, tf.nest.flatten(element, expand_composites=True)
+
+
 def parse_iterator_result(result: Any) -> tuple[Any, Any]:
     if isinstance(result, (list, tuple)):
         if len(result) != 2:

@@ -26,8 +26,10 @@ from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import legacy
 from compat_mts import monitored_session
+from compat_mts import parameter_server
 from compat_mts import summary as summary_lib
 from compat_mts import validation
+from compat_mts.estimator import _cluster
 from compat_mts.estimator import _distributed
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
@@ -140,7 +142,9 @@ class Estimator:
         warm_start_from=None,
     ):
         _assert_members_are_not_overridden(Estimator, self)
-        self._user_session_config = getattr(config, 'session_config', None)
+        # A cluster's default session_config (TF 2.15's device filters) is a property only: not applied here.
+        given = config is not None and not getattr(config, '_session_config_is_default', False)
+        self._user_session_config = getattr(config, 'session_config', None) if given else None
         self._config = _config_with_model_dir(config, model_dir)
         self._model_dir = self._config.model_dir
         self._session_config = self._config.session_config
@@ -209,14 +213,23 @@ class Estimator:
         the spec's `training_hooks`; a `CheckpointSaverHook` (with `saving_listeners`) and the spec's
         `training_chief_hooks`; and the session's step counter and summary saver.
 
+        In a `TF_CONFIG` cluster with ps tasks (and no `train_distribute`), the chief trains on the cluster
+        (its steps run on the workers, its variables on the ps tasks) and a worker serves until training has
+        ended (`compat_mts.estimator._cluster`); a ps task or the evaluator refuses, as in v1.
+
         Returns:
           `self`, for chaining.
 
         Raises:
-          ValueError: both `steps` and `max_steps`, or either not positive (v1's messages); listeners
-            without checkpoints.
+          ValueError: a ps or evaluator task; both `steps` and `max_steps`, or either not positive (v1's
+            messages); listeners without checkpoints.
           TypeError: a hook or listener of the wrong type (v1's messages).
         """
+        if self._config.task_type in ('evaluator', 'ps'):
+            raise ValueError(
+                'Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate which calls '
+                'proper API according to given configuration. Current configuration: {}.'.format(self._config)
+            )
         if steps is not None and max_steps is not None:
             raise ValueError('Can not provide both steps and max_steps.')
         validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
@@ -225,6 +238,12 @@ class Estimator:
             raise ValueError('Must specify steps > 0, given: {}'.format(steps))
         if max_steps is not None and max_steps <= 0:
             raise ValueError('Must specify max_steps > 0, given: {}'.format(max_steps))
+        cluster = _cluster.training_cluster(self._config)
+        if cluster is not None and self._config.task_type == 'worker':  # The chief schedules the steps.
+            if steps is not None:
+                max_steps = _load_global_step_from_checkpoint_dir(self._model_dir) + steps
+            _cluster.serve_until_trained(self._config, cluster, max_steps)
+            return self
         if max_steps is not None:
             start_step = _load_global_step_from_checkpoint_dir(self._model_dir)
             if max_steps <= start_step:
@@ -234,6 +253,8 @@ class Estimator:
         if steps is not None or max_steps is not None:
             hooks.append(StopAtStepHook(steps, max_steps))
         saving_listeners = _check_listeners_type(saving_listeners)
+        if cluster is not None:
+            _cluster.join_as_chief(cluster)
         loss = self._train_model(input_fn, hooks, saving_listeners)
         logging.info('Loss for final step: %s.', loss)
         return self
@@ -241,13 +262,19 @@ class Estimator:
     def _train_model(self, input_fn, hooks: list, saving_listeners: list):
         strategy = self._config.train_distribute
 
+        on_cluster = strategy is None and parameter_server.current() is not None
+        worker_input = []
+
         def build():
             if strategy is not None:
                 with _distributed.scope(strategy):
                     return build_distributed()
             global_step = self._start_graph()
             tf_internals.get_or_create_global_step_read()  # In v1's graph too.
-            features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
+            if on_cluster:  # Each worker reads the input_fn's dataset of its own, as in v1.
+                features, labels, input_hooks = self._input_on_workers(input_fn, worker_input)
+            else:
+                features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             if self._warm_start_settings:
                 self._warm_start()
@@ -285,7 +312,9 @@ class Estimator:
             tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, loss)
             return _Program(spec, input_hooks, _distributed.first_replica(strategy, global_step))
 
-        with self._graph(build) as wrapped:
+        with self._graph(build, on_cluster=on_cluster) as wrapped:
+            if worker_input:
+                wrapped.feed_from_workers(*worker_input)
             program = wrapped.outputs
             spec = program.spec
             worker_hooks = list(program.input_hooks) + hooks + [NanTensorHook(spec.loss)]
@@ -653,16 +682,21 @@ class Estimator:
     # Building the graph of a mode.
 
     @contextlib.contextmanager
-    def _graph(self, build_fn: Callable[[], _Program]):
-        """The graph `build_fn` builds, wrapped; dropped afterwards, with the global step registered before."""
+    def _graph(self, build_fn: Callable[[], _Program], on_cluster: bool = False):
+        """The graph `build_fn` builds, wrapped; dropped afterwards, with the global step registered before.
+
+        Only training runs on a parameter-server cluster (`on_cluster`); a chief's evaluation, prediction
+        and export run in its own process, as v1's did in a local session (`evaluation_master` '').
+        """
         previous = global_step_lib.registration()
-        wrapped = legacy.wrap_graph(build_fn)
-        try:
-            with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
-                yield wrapped
-        finally:
-            legacy.forget_graph(wrapped)
-            global_step_lib.restore_registration(previous)
+        with contextlib.nullcontext() if on_cluster else parameter_server.local_graphs():
+            wrapped = legacy.wrap_graph(build_fn)
+            try:
+                with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
+                    yield wrapped
+            finally:
+                legacy.forget_graph(wrapped)
+                global_step_lib.restore_registration(previous)
 
     def _start_graph(self):
         """What v1 did first in each mode's graph: the random seed, then the global step."""
@@ -674,6 +708,21 @@ class Estimator:
 
     def _input(self, input_fn, mode: str):
         return _inputs.parse_input_fn_result(_inputs.call_input_fn(input_fn, mode, self.params, self.config))
+
+    def _input_on_workers(self, input_fn, worker_input: list):
+        """The training input of a parameter-server chief: placeholders fed from each worker's own dataset.
+
+        Appends to `worker_input` the placeholders and the dataset function for `feed_from_workers`; an
+        `input_fn` that returns tensors keeps them in the graph (they run on the worker of each step).
+        """
+        result = _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)
+        if not isinstance(result, tf.data.Dataset):
+            return _inputs.parse_input_fn_result(result)
+        features, labels, placeholders = _inputs.placeholders_like(result)
+        worker_input.extend(
+            [placeholders, lambda: _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)]
+        )
+        return features, labels, []
 
     def _warm_start(self) -> None:
         logging.info('Warm-starting with WarmStartSettings: %s' % (self._warm_start_settings,))

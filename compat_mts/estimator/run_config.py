@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import json
 import numbers
-import os
 from typing import Any
 
 import tensorflow as tf
@@ -63,17 +61,24 @@ class RunConfig:
     steps, `global_step/sec` and the loss logged every 100 steps, the last 5 checkpoints kept. `model_dir`
     may come from `TF_CONFIG['model_dir']`.
 
-    compat_mts.estimator runs in one process, eagerly:
+    The cluster comes from `TF_CONFIG`, as a job manager (Kubeflow TFJob, AI Platform, SageMaker, TonY) writes
+    it for each task: `cluster_spec`, `task_type`, `task_id`, `is_chief`, `master` (`grpc://` and this task's
+    address, or `TF_CONFIG["session_master"]`), `num_ps_replicas`, `num_worker_replicas` (the chief and the
+    workers), `global_id_in_cluster` and `evaluation_master` are TF 2.15's, for a `chief` or a legacy `master`
+    job, and for an evaluator listed in the cluster or not (its `cluster_spec` is empty: it is not part of the
+    training cluster). `tf.estimator.train_and_evaluate` runs each task's part (migration_guide/
+    distributed_estimator.md). With `train_distribute` set on a cluster without `master`, the properties are
+    a local worker's but for `cluster_spec`, as TF 2.15's distribute coordinator left them.
 
-    - `session_config` is applied as `compat_mts.MonitoredTrainingSession` applies a `config`;
+    Eagerly, here:
+
+    - `session_config` is applied as `compat_mts.MonitoredTrainingSession` applies a `config`; in a cluster
+      the property holds TF 2.15's default (its device filters), which is not applied: TensorFlow 2's
+      strategies place the work;
     - `train_distribute` and `eval_distribute` take a `tf.distribute.MirroredStrategy` over the devices of
       this process or a `tf.distribute.OneDeviceStrategy`: the `model_fn` is called once per replica as in
       v1 (each replica reads a batch of the `input_fn` of its own); other strategies raise `ValueError`;
-    - a `TF_CONFIG` that describes a cluster, `experimental_distribute` and `device_fn` raise
-      `NotImplementedError` (a distributed program's loop is `compat_mts.MonitoredTrainingSession` under a
-      `tf.distribute` strategy; see migration_guide/distributed.md);
-    - the cluster properties are those of a single local worker: `is_chief=True`, `master=''`,
-      `task_type='worker'`, `task_id=0`, no parameter servers, one worker.
+    - `experimental_distribute` and `device_fn` raise `NotImplementedError`.
 
     Example:
 
@@ -84,7 +89,10 @@ class RunConfig:
     Raises:
       ValueError: v1's messages for invalid values (both checkpoint periods, negative steps, ...); a
         `train_distribute` or `eval_distribute` that is not one of the strategies above.
-      NotImplementedError: a cluster, `experimental_distribute` or `device_fn` (see above).
+      ValueError: a `TF_CONFIG` that is not JSON or names no task of its cluster, a cluster without one
+        `chief` (or `master`), both `chief` and `master`, an evaluator beside a `master` (TF 2.15's messages,
+        naming `TF_CONFIG`).
+      NotImplementedError: `experimental_distribute` or `device_fn`.
     """
 
     def __init__(
@@ -115,10 +123,9 @@ class RunConfig:
             save_checkpoints_steps = None
         elif save_checkpoints_steps is not None and save_checkpoints_secs is not None:
             raise ValueError(_SAVE_CKPT_ERR)
-        tf_config = json.loads(os.environ.get('TF_CONFIG') or '{}')
+        tf_config = validation.read_tf_config()
         if tf_config:
             logging.info('TF_CONFIG environment variable: %s', tf_config)
-        _check_local(tf_config)
         self._set(
             model_dir=_model_dir(tf_config, model_dir),
             tf_random_seed=tf_random_seed,
@@ -138,16 +145,22 @@ class RunConfig:
             session_creation_timeout_secs=session_creation_timeout_secs,
             checkpoint_save_graph_def=checkpoint_save_graph_def,
         )
-        self._task_type = TaskType.WORKER
-        self._task_id = 0
-        self._master = tf_config.get('session_master', '')
-        self._evaluation_master = tf_config.get('eval_session_master', '')
-        self._cluster_spec = tf.train.ClusterSpec({})
-        self._service = tf_config.get('service')
-        self._is_chief = True
-        self._num_ps_replicas = 0
-        self._num_worker_replicas = 1
-        self._global_id_in_cluster = 0
+        cluster = tf.train.ClusterSpec(tf_config.get('cluster') or {})
+        self._distribute_coordinator_mode = None
+        if train_distribute is not None or eval_distribute is not None:
+            logging.info('Initializing RunConfig with distribution strategies.')
+        if train_distribute is not None and cluster and TaskType.MASTER not in cluster.jobs:
+            # TF 2.15's distribute coordinator: each worker's own properties come with the copy of this config
+            # that its training gets; this one is local but for the cluster.
+            _init_distributed_setting(self, {})
+            self._cluster_spec = cluster
+            self._distribute_coordinator_mode = 'independent_worker'
+            logging.info('RunConfig initialized for Distribute Coordinator with INDEPENDENT_WORKER mode')
+        else:
+            _init_distributed_setting(self, tf_config)
+            if self._session_config is None and self._cluster_spec:
+                self._session_config = _distributed_session_config(self._task_type, self._task_id)
+                self._session_config_is_default = True
 
     def _set(self, **properties) -> 'RunConfig':
         for key, value in properties.items():
@@ -156,6 +169,8 @@ class RunConfig:
             if key == 'model_dir' and value not in (None, ''):  # v1's "should be non-empty" for ''.
                 value = validation.path(value, 'model_dir')
             setattr(self, '_' + key, value)
+        if 'session_config' in properties:
+            self._session_config_is_default = False  # The Estimator applies only a session_config given to it.
         if 'save_checkpoints_steps' in properties and 'save_checkpoints_secs' in properties:
             if self._save_checkpoints_steps is not None and self._save_checkpoints_secs is not None:
                 raise ValueError(_SAVE_CKPT_ERR)
@@ -291,18 +306,77 @@ class RunConfig:
         return self._protocol
 
 
-def _check_local(tf_config: dict) -> None:
-    if tf_config.get('cluster'):
-        raise NotImplementedError(
-            'TF_CONFIG describes a cluster, and compat_mts.estimator runs in a single process. A distributed '
-            'Estimator program becomes a compat_mts.MonitoredTrainingSession loop under a tf.distribute strategy '
-            '(migration_guide/distributed.md); unset TF_CONFIG to run this one locally.'
+def _init_distributed_setting(config: RunConfig, tf_config: dict) -> None:
+    """TF 2.15's cluster properties of `config` from `tf_config` (`RunConfig` says what each task gets)."""
+    config._service = tf_config.get('service')
+    if config._service is not None and not isinstance(config._service, dict):
+        raise TypeError('If "service" is set in TF_CONFIG, it must be a dict. Given %s' % type(config._service))
+    cluster = tf.train.ClusterSpec(tf_config.get('cluster') or {})
+    task = tf_config.get('task') or {}
+    config._cluster_spec = cluster
+    config._master = tf_config.get('session_master', '')
+    config._evaluation_master = tf_config.get('eval_session_master', '')
+    if not cluster:
+        config._task_type = task.get('type', TaskType.WORKER)
+        config._task_id = int(task.get('index', 0))
+        if config._task_type != TaskType.WORKER:
+            raise ValueError('If "cluster" is not set in TF_CONFIG, task type must be WORKER.')
+        if config._task_id != 0:
+            raise ValueError('If "cluster" is not set in TF_CONFIG, task index must be 0.')
+        config._is_chief, config._num_ps_replicas, config._num_worker_replicas = True, 0, 1
+        config._global_id_in_cluster = 0
+        return
+    chief = TaskType.MASTER if TaskType.MASTER in cluster.jobs else TaskType.CHIEF
+    if chief == TaskType.MASTER and TaskType.CHIEF in cluster.jobs:
+        raise ValueError('If `master` node exists in `cluster`, job `chief` is not supported.')
+    if chief not in cluster.jobs:
+        raise ValueError(
+            'If "cluster" is set in TF_CONFIG, it must have one "chief" node. TF_CONFIG\'s cluster has the jobs '
+            f'{sorted(cluster.jobs)}: add the chief (or the legacy "master") task, the one that writes the '
+            'checkpoints.'
         )
-    task = tf_config.get('task', {})
-    if task.get('type', TaskType.WORKER) != TaskType.WORKER:
-        raise ValueError('If "cluster" is not set in TF_CONFIG, task type must be WORKER.')
-    if int(task.get('index', 0)) != 0:
-        raise ValueError('If "cluster" is not set in TF_CONFIG, task index must be 0.')
+    if len(cluster.job_tasks(chief)) > 1:
+        raise ValueError('The "cluster" in TF_CONFIG must have only one "%s" node.' % chief)
+    config._task_type, config._task_id = task['type'], int(task.get('index', 0))
+    if config._task_type == TaskType.EVALUATOR:
+        if chief == TaskType.MASTER:
+            raise ValueError('If `master` node exists in `cluster`, task_type `evaluator` is not supported.')
+        # The evaluator is not part of the training cluster.
+        config._cluster_spec = tf.train.ClusterSpec({})
+        config._master = ''
+        config._num_ps_replicas = config._num_worker_replicas = 0
+        config._global_id_in_cluster = None
+        config._is_chief = False
+        return
+    jobs = cluster.as_dict()
+    if 'session_master' not in tf_config:
+        only_task = len(cluster.jobs) == 1 and len(cluster.job_tasks(cluster.jobs[0])) == 1
+        config._master = '' if only_task else 'grpc://' + cluster.job_tasks(config._task_type)[config._task_id]
+    config._evaluation_master = ''
+    config._num_ps_replicas = len(jobs.get(TaskType.PS, []))
+    config._num_worker_replicas = len(jobs.get(TaskType.WORKER, [])) + len(jobs.get(chief, []))
+    order = [chief] + [job for job in sorted(cluster.jobs) if job not in (chief, TaskType.PS)]
+    order += [TaskType.PS] if TaskType.PS in cluster.jobs else []
+    first_ids = {}
+    for job in order:
+        first_ids[job] = sum(len(cluster.job_tasks(earlier)) for earlier in order[: order.index(job)])
+    config._global_id_in_cluster = first_ids[config._task_type] + config._task_id
+    config._is_chief = config._task_type == chief
+
+
+def _distributed_session_config(task_type: str, task_id: int) -> tf.compat.v1.ConfigProto | None:
+    """TF 2.15's default `session_config` of a task of a cluster: its device filters (the property only)."""
+    filters = {
+        TaskType.MASTER: ['/job:ps', '/job:master'],
+        TaskType.CHIEF: ['/job:ps', '/job:chief'],
+        TaskType.WORKER: ['/job:ps', '/job:worker/task:%d' % task_id],
+        TaskType.PS: ['/job:ps', '/job:worker', '/job:chief', '/job:master'],
+    }.get(task_type)
+    if filters is None:
+        return None
+    config = get_default_session_config()
+    config.device_filters.extend(filters)
+    return config
 
 
 def _model_dir(tf_config: dict, model_dir: Any) -> str | None:

@@ -1,19 +1,24 @@
-"""`TrainSpec`, `EvalSpec` and `train_and_evaluate`: v1's train-then-evaluate loop, in one process.
+"""`TrainSpec`, `EvalSpec` and `train_and_evaluate`: v1's train-then-evaluate loop, locally or per task of a job.
 
 As in v1's local (non-distributed) mode, `train_and_evaluate` calls `Estimator.train` once, with a
 checkpoint listener that evaluates (and runs the exporters) after each new checkpoint once at least
-`throttle_secs` have passed since the last evaluation, and after the last step.
+`throttle_secs` have passed since the last evaluation, and after the last step. In a `TF_CONFIG` cluster each
+task does its part, as v1's `_TrainingExecutor` did: the chief and workers train (`estimator._cluster` says how
+on TensorFlow 2), the ps tasks serve, the legacy `master` trains and evaluates after its checkpoints, and the
+evaluator evaluates each new checkpoint in a process of its own until the global step reaches `max_steps`.
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import time
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import validation
+from compat_mts.estimator import _cluster
 from compat_mts.estimator.estimator import Estimator
 from compat_mts.estimator.exporter import Exporter
 from compat_mts.hooks.checkpoint import CheckpointSaverListener
@@ -147,15 +152,16 @@ class _Evaluator:
         self._eval_spec = eval_spec
         self._max_training_steps = max_training_steps
         self._previous_checkpoint_path = None
+        self._last_warning_time = 0.0
 
     def evaluate_and_export(self):
         """`(metrics or None, export results)`: None when there is no new checkpoint to evaluate."""
         latest = self._estimator.latest_checkpoint()
         if not latest:
-            logging.warning('Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.')
+            self._warn('Estimator is not trained yet. Will start an evaluation when a checkpoint is ready.')
             return None, []
         if latest == self._previous_checkpoint_path:
-            logging.warning(
+            self._warn(
                 'No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation '
                 'results are expected to be same for the same checkpoint.'
             )
@@ -184,7 +190,14 @@ class _Evaluator:
             for exporter in self._eval_spec.exporters
         ]
         self._previous_checkpoint_path = latest
+        self._last_warning_time = 0.0
         return metrics, export_results
+
+    def _warn(self, message: str) -> None:
+        """Logs `message` at most every 10 minutes, as v1's evaluator did while it waited."""
+        if time.time() - self._last_warning_time > 600:
+            logging.warning(message)
+            self._last_warning_time = time.time()
 
 
 class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
@@ -223,17 +236,31 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
 
 
 def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
-    """Trains `estimator` and evaluates it after its checkpoints, locally (v1's local mode).
+    """Trains `estimator` and evaluates it after its checkpoints: locally, or this task's part of a job.
 
-    Training runs once, to `train_spec.max_steps`; an evaluation of `eval_spec` follows each checkpoint save
-    (`RunConfig.save_checkpoints_steps`/`_secs`) when `eval_spec.throttle_secs` have passed since the last
-    one, and the last step's checkpoint is always evaluated.
+    Without a cluster in `TF_CONFIG`: training runs once, to `train_spec.max_steps`; an evaluation of
+    `eval_spec` follows each checkpoint save (`RunConfig.save_checkpoints_steps`/`_secs`) when
+    `eval_spec.throttle_secs` have passed since the last one, and the last step's checkpoint is always
+    evaluated. In a cluster, per `RunConfig.task_type` (v1's `_TrainingExecutor`):
+
+    - `chief`: trains, with `train_spec.saving_listeners`; with ps tasks, on the cluster (its variables on the
+      ps tasks, its steps on the workers);
+    - `worker`: with ps tasks, serves the chief's steps until training has ended; without, trains as v1;
+    - `ps`: serves until training has ended, then returns (v1's joined forever);
+    - `master` (legacy): trains like the chief, and evaluates after its checkpoints as in local mode;
+    - `evaluator` (index 0 only): waits `eval_spec.start_delay_secs`, then evaluates each new checkpoint at most
+      every `eval_spec.throttle_secs` and runs the exporters, until an evaluation's global step reaches
+      `train_spec.max_steps` (forever without one).
+
+    A task that watches the ps tasks (workers, ps, the evaluator) raises `LostTaskError` when one stops
+    answering before training has ended, so the job fails instead of hanging.
 
     Returns:
-      `(metrics of the last evaluation, export results of the exporters)`, as v1's local mode.
+      Locally, `(metrics of the last evaluation, export results of the exporters)`; None in a cluster, as v1.
 
     Raises:
       TypeError: an argument of the wrong type (v1's messages).
+      ValueError: an evaluator with an index other than 0, or a task type v1 did not run (v1's messages).
     """
     if not isinstance(eval_spec, EvalSpec):
         raise TypeError('`eval_spec` must have type `tf.estimator.EvalSpec`. Got: {}'.format(type(eval_spec)))
@@ -241,7 +268,56 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         raise TypeError('`estimator` must have type `tf.estimator.Estimator`. Got: {}'.format(type(estimator)))
     if not isinstance(train_spec, TrainSpec):
         raise TypeError('`train_spec` must have type `tf.estimator.TrainSpec`. Got: {}'.format(type(train_spec)))
-    logging.info('Running training and evaluation locally (non-distributed).')
+    config = estimator.config
+    if config.task_type == 'evaluator' and config.task_id > 0:
+        raise ValueError(
+            'For distributed training, there can only be one `evaluator` task (with task id 0).  Given task id '
+            '{}'.format(config.task_id)
+        )
+    if not config.cluster_spec and config.task_type != 'evaluator':
+        logging.info('Running training and evaluation locally (non-distributed).')
+        return _train_evaluating_after_checkpoints(estimator, train_spec, eval_spec)
+    if config.task_type == 'local':
+        raise ValueError(
+            '`task.type` in TF_CONFIG cannot be `local`. Leaving `cluster` and `task` properties in TF_CONFIG '
+            'absent triggers train and evaluate `Estimator` locally (non-distributed).'
+        )
+    tasks = {
+        'chief': lambda: _train(estimator, train_spec, train_spec.saving_listeners),
+        'worker': lambda: _train(estimator, train_spec, ()),
+        'master': lambda: _train_evaluating_after_checkpoints(estimator, train_spec, eval_spec),
+        'ps': lambda: _serve(estimator, train_spec),
+        'evaluator': lambda: _evaluate_continuously(estimator, train_spec, eval_spec),
+    }
+    if config.task_type not in tasks:
+        raise ValueError(
+            'Task type {} is not supported. Supported task types are {}'.format(config.task_type, sorted(tasks))
+        )
+    tasks[config.task_type]()
+    return None
+
+
+def _train(estimator: Estimator, train_spec: TrainSpec, saving_listeners) -> None:
+    estimator.train(
+        input_fn=train_spec.input_fn,
+        max_steps=train_spec.max_steps,
+        hooks=list(train_spec.hooks),
+        saving_listeners=saving_listeners,
+    )
+
+
+def _serve(estimator: Estimator, train_spec: TrainSpec) -> None:
+    cluster = _cluster.training_cluster(estimator.config)
+    if cluster is None:
+        raise ValueError(
+            'A ps task serves the variables of parameter-server training, and this job has no ps part: '
+            f'RunConfig(train_distribute={estimator.config.train_distribute!r}) distributes its training.'
+        )
+    _cluster.serve_until_trained(estimator.config, cluster, train_spec.max_steps)
+
+
+def _train_evaluating_after_checkpoints(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
+    """v1's local mode (and its `master`): one `train`, evaluating after each new checkpoint."""
     config = estimator.config
     logging.info(
         'Start train and evaluate loop. The evaluate will happen after every checkpoint. Checkpoint '
@@ -250,10 +326,42 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     )
     evaluator = _Evaluator(estimator, eval_spec, train_spec.max_steps)
     listener = _NewCheckpointListenerForEvaluate(evaluator, eval_spec.throttle_secs)
-    estimator.train(
-        input_fn=train_spec.input_fn,
-        max_steps=train_spec.max_steps,
-        hooks=list(train_spec.hooks),
-        saving_listeners=train_spec.saving_listeners + (listener,),
-    )
+    _train(estimator, train_spec, train_spec.saving_listeners + (listener,))
     return listener.eval_result, listener.export_results
+
+
+def _evaluate_continuously(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+    """The evaluator's loop (v1's `_start_continuous_evaluation`), watching the ps tasks of `TF_CONFIG`."""
+    watch = _cluster.ClusterWatch(validation.read_tf_config().get('cluster') or {})
+    max_steps = train_spec.max_steps
+    if eval_spec.start_delay_secs:
+        logging.info('Waiting %f secs before starting eval.', eval_spec.start_delay_secs)
+        _wait(eval_spec.start_delay_secs, watch, estimator.model_dir, max_steps)
+    evaluator = _Evaluator(estimator, eval_spec, max_steps)
+    while True:
+        start = time.time()
+        metrics, _ = evaluator.evaluate_and_export()
+        global_step = metrics.get(tf.compat.v1.GraphKeys.GLOBAL_STEP) if metrics else None
+        if global_step and max_steps and global_step >= max_steps:
+            logging.info('Exiting evaluation, global_step=%s >= train max_steps=%s', global_step, max_steps)
+            return
+        remaining = eval_spec.throttle_secs - (time.time() - start)
+        if remaining > 0:
+            logging.info('Waiting %f secs before starting next eval run.', remaining)
+        elif eval_spec.throttle_secs == 0 and metrics is None:
+            logging.warning(
+                'EvalSpec.throttle_secs is set as 0. This might overload the job before finding (next) new '
+                'checkpoint. Please consider to increase it.'
+            )
+        _wait(max(remaining, _cluster.POLL_SECS if metrics is None else 0.0), watch, estimator.model_dir, max_steps)
+
+
+def _wait(seconds: float, watch: _cluster.ClusterWatch, model_dir: str, max_steps) -> None:
+    """Sleeps `seconds`, raising `LostTaskError` as soon as `watch` finds a ps task lost before training ended."""
+    deadline = time.monotonic() + seconds
+    while True:
+        _cluster.raise_if_lost(watch, model_dir, max_steps)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        _cluster.sleep(min(left, _cluster.POLL_SECS))

@@ -291,12 +291,14 @@ class _Plan:
         'anchors',
         'tensors_only',
         'trains',
+        'worker_input',
     )
 
     def __init__(self, function, feeds: list, outputs: list, reads: list, anchors: tuple):
         self.function = function  # None when no fetch needs the graph (only variables or nothing).
         self.tensors_only = None  # On a parameter-server cluster: the function of the tensor fetches alone.
         self.trains = True  # On a parameter-server cluster: whether the function moves the global step.
+        self.worker_input = False  # On a parameter-server cluster: its first arguments come from the workers' input.
         if function is not None:
             self.name = function.function_def.signature.name.encode()
             self.captures = list(function.captured_inputs)
@@ -360,6 +362,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._targets: dict[Any, tuple[Any, tuple[str, Any] | None]] = {}
         self._foreign_names: set[str] = set()
         self._plans: dict[tuple, _Plan] = {}
+        self._worker_input: tuple[list[str], Any] | None = None  # (placeholder names, the per-worker iterator).
         self._functions: dict[tuple, Any] = {}
         graph.finalize()
 
@@ -471,6 +474,23 @@ class WrappedGraph(fetches_lib.GraphRunner):
             checkpoint.global_step = self.global_step
         return checkpoint
 
+    def feed_from_workers(self, placeholders: Sequence[tf.Tensor], dataset_fn: Callable[[], tf.data.Dataset]) -> None:
+        """Feeds `placeholders` on each worker of a parameter-server cluster from its own `dataset_fn()` dataset.
+
+        What v1's between-graph workers did, each reading its own input pipeline: the chief's runs that need the
+        placeholders take, on the worker they are scheduled on, the next element of that worker's iterator
+        (`ClusterCoordinator.create_per_worker_dataset`), one per step, its components (`expand_composites`) in
+        the order of `placeholders`.
+
+        Raises:
+          ValueError: this graph does not run on a parameter-server cluster.
+        """
+        if self._parameter_servers is None:
+            raise ValueError('feed_from_workers: this graph does not run on the chief of a parameter-server cluster.')
+        iterator = self._parameter_servers.per_worker_iterator(dataset_fn)
+        self._worker_input = ([placeholder.name for placeholder in placeholders], iterator)
+        self._plans.clear()
+
     # The fetch model's runner interface.
 
     def owns(self, fetch: Any) -> bool:
@@ -506,7 +526,13 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if plan.function is not None and self._parameter_servers is not None:
             args = [feed.value(feeds[feed.key]) for feed in plan.feeds]
             outputs = self._parameter_servers.run(
-                plan.function, args, self.global_step, bool(plan.outputs), plan.tensors_only, plan.trains
+                plan.function,
+                args,
+                self.global_step,
+                bool(plan.outputs),
+                plan.tensors_only,
+                plan.trains,
+                worker_input=self._worker_input[1] if plan.worker_input else None,
             )
             for position, index in plan.outputs:
                 results[position] = outputs[index]
@@ -557,7 +583,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
         anchors = (tuple(fetches), tuple(feeds))
         if not tensors and not operations:
             return _Plan(None, feed_specs, [], reads, anchors)
-        function = self._pruned(tensors, operations, feed_specs)
+        worker_feeds = self._worker_feeds(tensors + operations, {feed.name for feed in feed_specs})
+        function = self._pruned(tensors, operations, worker_feeds + feed_specs)
         index_of = {name: index for index, name in enumerate(tensors)}
         outputs = [
             (position, index_of[target[1]])
@@ -565,12 +592,32 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if target is not None and target[0] == 'tensor'
         ]
         plan = _Plan(function, feed_specs, outputs, reads, anchors)
+        plan.worker_input = bool(worker_feeds)
         if self._parameter_servers is not None:
             plan.trains = self._trains(function)
             if tensors and operations:
                 # What a run after the last step fetches: the tensors, without the ops that would train on.
-                plan.tensors_only = lambda: self._pruned(tensors, [], feed_specs)
+                plan.tensors_only = lambda: self._pruned(tensors, [], worker_feeds + feed_specs)
         return plan
+
+    def _worker_feeds(self, names: list[str], fed: set[str]) -> list[_Feed]:
+        """The placeholders of `feed_from_workers` (all of them, in order) when `names` need one, else none."""
+        if self._worker_input is None:
+            return []
+        placeholders = self._worker_input[0]
+        bound = set(placeholders) - fed
+        seen, pending = set(), [self.graph.as_graph_element(name) for name in names]
+        while pending:
+            element = pending.pop()
+            if element in seen:
+                continue
+            seen.add(element)
+            if not isinstance(element, tf.Operation) and element.name in bound:
+                return [_Feed(None, self.graph.get_tensor_by_name(name)) for name in placeholders]
+            op = element if isinstance(element, tf.Operation) else element.op
+            pending.extend(op.inputs)
+            pending.extend(op.control_inputs)
+        return []
 
     def _trains(self, function) -> bool:
         """Whether the pruned `function` is a training step: it writes the global step (any variable, in a graph
