@@ -340,3 +340,17 @@ def test_a_chief_and_an_evaluator_killed_and_restarted_resume_from_the_last_chec
     assert max(checkpoint_steps(job.model_dir)) == 240
     evaluated = [step for step, _ in read_events(os.path.join(job.model_dir, 'eval'))['loss']]
     assert evaluated[-1] == 240
+
+
+@pytest.mark.parametrize('kind', ['custom', 'tpu'])
+def test_a_custom_model_fn_and_a_tpu_estimator_train_on_the_cluster(tmp_path, kind):
+    job = Job(tmp_path, kind=kind, max_steps=40)
+    try:
+        codes = job.wait()
+    finally:
+        job.kill()
+    assert set(codes.values()) == {0}, job.report()
+    assert checkpoint_steps(job.model_dir)[-1] == 40
+    assert job.stderr(('worker', 0)).count('input batch') + job.stderr(('worker', 1)).count('input batch') >= 40
+    evaluated = read_events(os.path.join(job.model_dir, 'eval'))
+    assert max(step for step, _ in evaluated['loss']) == 40
