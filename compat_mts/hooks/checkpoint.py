@@ -170,6 +170,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
             )
             if not self._allow_other_writers:  # Before the session restores: the other writer may be mid-save.
                 checkpoints.lock_directory(self._checkpoint_dir)
+                checkpoints.remove_leftover_saves(self._checkpoint_dir)  # No one else saves there: a kill's.
             self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
         self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
         for listener in self._listeners:
