@@ -48,6 +48,17 @@ STALE_GLOBAL_STEP = _StaleGlobalStep()
 trigger arithmetic is v1's.
 """
 
+class OutputName(str):
+    """A fetch name as v1's hooks read it: a step output or variable of that name, else `name:0` in a legacy graph.
+
+    `LoggingTensorHook({'loss': 'loss'})` means the step's `'loss'` when the step returns one, and the tensor
+    `loss:0` of the session's graph when it does not (v1's hooks read a name without `:` as the op's only
+    output). A plain string `'loss'` fetched from a graph is the op, as in v1's `Session.run`.
+    """
+
+    __slots__ = ()
+
+
 _STRUCTURES = (list, tuple, dict)
 _DISTRIBUTED_VALUES = tf.distribute.DistributedValues
 _NOT_CALLED = object()
@@ -644,14 +655,16 @@ class Run:
         if by_runner:
             self._state.step_at_eager_fetch = None  # The graph's fetches may move the global step.
         for runner, fetches in by_runner.values():
-            values = runner.run(fetches, self._graph_feeds)
+            values = runner.run([_graph_key(fetch) if type(fetch) is OutputName else fetch for fetch in fetches],
+                                self._graph_feeds)
             for fetch, value in zip(fetches, values):
                 self._graph_values[_graph_key(fetch)] = value
 
     def _graph_runner_of(self, leaf: Any) -> GraphRunner | None:
         if isinstance(leaf, str):
+            name = _graph_key(leaf)
             for runner in self._state.runners():
-                if runner.owns_name(leaf):
+                if runner.owns_name(name):
                     return runner
             return None
         runner = _runner_for(leaf)
@@ -697,8 +710,8 @@ class Run:
         variable = _lookup_variable(name)
         if variable is not None:
             return global_step_lib.read_value(variable)
-        if name in self._graph_values:
-            return self._graph_values[name]
+        if _graph_key(name) in self._graph_values:
+            return self._graph_values[_graph_key(name)]
         available = sorted(set(self._named) | set(_variable_names()))
         raise KeyError(
             f'Fetch name {name!r} is neither an output of the callables of this run nor a registered '
@@ -915,6 +928,9 @@ def _plain_eager_context() -> bool:
 
 
 def _graph_key(fetch: Any) -> Any:
+    """What a graph fetch's value is kept under: a name as it is named in the graph, else the object's id."""
+    if type(fetch) is OutputName:
+        return fetch + ':0'
     return fetch if isinstance(fetch, str) else id(fetch)
 
 

@@ -526,3 +526,22 @@ def test_a_wrapped_graph_given_to_a_session_resolves_its_names_there_and_not_in_
         with pytest.raises(KeyError, match="'b:0' is neither an output"):
             session.run('b:0')  # Neither graph is this session's.
     assert earlier in fetches_lib.graph_runners()  # Registered still, and never asked.
+
+
+@pytest.mark.parametrize('source', ['placeholder', 'variable'])
+def test_a_step_output_comes_before_the_wrapped_graphs_tensor_of_the_same_name_in_a_hook(source, tf_logs):
+    # The other order: the eager program goes on with the wrapped graph's global step (no reset between), so the
+    # graph is the session's own; the step's 'b' is still what LoggingTensorHook({'b': 'b'}) logs.
+    _run_a_wrap_graph_program_whose_b_reads(source)
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step():
+        global_step.assign_add(1)
+        return {'b': tf.constant(2.0)}
+
+    with mts.MonitoredTrainingSession(hooks=[mts.LoggingTensorHook({'b': 'b'}, every_n_iter=1)]) as session:
+        session.run(train_step)
+        session.run(train_step)
+    logged = [message.split(' (')[0] for message in tf_logs.messages() if message.startswith('b = ')]
+    assert logged == ['b = 2.0'] * 2

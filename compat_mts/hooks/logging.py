@@ -179,8 +179,8 @@ def _tags_and_fetches(tensors: Any) -> tuple[list, list]:
 def _as_graph_tensor_name(name: str, state: fetches_lib.SessionState) -> str:
     """v1's reading of a name without `:` in a graph: the op's only output, `name:0`.
 
-    Only a name of one of the session's graphs (`state.runners()`) is read so; step outputs and variables are
-    looked up as named.
+    Only a name of one of the session's graphs (`state.runners()`) is read so, and a step output or variable of
+    that name still comes first (`compat_mts.fetches.OutputName`).
 
     Raises:
       ValueError: the op has several outputs (v1's message).
@@ -189,7 +189,7 @@ def _as_graph_tensor_name(name: str, state: fetches_lib.SessionState) -> str:
         return name
     if state.has_name(name + ':1'):
         raise ValueError('Name %s is ambiguous, as this `Operation` has multiple outputs (at least 2).' % name)
-    return name + ':0'
+    return fetches_lib.OutputName(name)
 
 
 def _list_tag(item: Any) -> Any:
