@@ -245,6 +245,13 @@ def _check_feed_keys(feed_dict: dict | None, state: SessionState) -> tuple[dict,
             if runner is not None:
                 state.given(runner)
             graph_feeds[key] = value
+        elif isinstance(key, _REFERENCE):  # `tensor.ref()`, what TensorFlow says to key a dict of tensors by.
+            raise TypeError(
+                f'`feed_dict` cannot feed {key.deref()!r} (given as .ref()): an eager tensor or variable holds '
+                'its value and is not fed. `feed_dict` keys must be strings, the keyword arguments of the step '
+                "callable (feed_dict={'x': batch} for a step `def train_step(x)`), or placeholders of a "
+                '`compat_mts.wrap_graph` graph.'
+            )
         else:
             raise TypeError(
                 f'`feed_dict` keys must be strings (keyword arguments of the step callable) or '
@@ -254,6 +261,7 @@ def _check_feed_keys(feed_dict: dict | None, state: SessionState) -> tuple[dict,
 
 
 _PYTHON_SCALARS = (bool, int, float)
+_REFERENCE = type(tf.constant(0).ref())  # `tf.Tensor.ref()` and `tf.Variable.ref()`'s type.
 
 
 def _as_feeds(kwargs: dict) -> dict:
