@@ -7,7 +7,7 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | a callable (a `tf.function` step, a plain function) | called once in this run; its return value, as NumPy |
 | `tf.Variable` (or a Keras 3 variable) | its value, read after the run's callables have executed |
 | eager `tf.Tensor` | its value |
-| a string | a key of a dict a callable of this run returned, else the global step's name, else a name in the session's legacy graphs (`SessionState.runners`) |
+| a string | a key of a dict a callable of this run returned, else the global step's name, else a session graph's name |
 | `STALE_GLOBAL_STEP` | the global step as it was before this run's callables executed (what v1 hooks fetched) |
 | a tensor or op of a `wrap_graph` graph | executed by the graph's runner, all graph fetches of a run in one call |
 | list / tuple / namedtuple / dict of the above | the same structure back |
@@ -47,6 +47,7 @@ STALE_GLOBAL_STEP = _StaleGlobalStep()
 `SessionRunArgs(compat_mts.STALE_GLOBAL_STEP)` gets it without a second read after the step, so a hook's
 trigger arithmetic is v1's.
 """
+
 
 class OutputName(str):
     """A fetch name as v1's hooks read it: a step output or variable of that name, else `name:0` in a legacy graph.
@@ -663,8 +664,9 @@ class Run:
         if by_runner:
             self._state.step_at_eager_fetch = None  # The graph's fetches may move the global step.
         for runner, fetches in by_runner.values():
-            values = runner.run([_graph_key(fetch) if type(fetch) is OutputName else fetch for fetch in fetches],
-                                self._graph_feeds)
+            values = runner.run(
+                [_graph_key(fetch) if type(fetch) is OutputName else fetch for fetch in fetches], self._graph_feeds
+            )
             for fetch, value in zip(fetches, values):
                 self._graph_values[_graph_key(fetch)] = value
 

@@ -418,8 +418,8 @@ _ROUND_4 = [
         'MonitoredTrainingSession.run-feed_dict={tensor.ref(): 2}',
         lambda d: _feed({tf.constant([1.0], name='x').ref(): 2}),
         TypeError,
-        r"^`feed_dict` cannot feed <tf.Tensor: .*> \(given as .ref\(\)\): an eager tensor or variable holds its "
-        r"value and is not fed\. `feed_dict` keys must be strings, the keyword arguments of the step callable "
+        r'^`feed_dict` cannot feed <tf.Tensor: .*> \(given as .ref\(\)\): an eager tensor or variable holds its '
+        r'value and is not fed\. `feed_dict` keys must be strings, the keyword arguments of the step callable '
         r"\(feed_dict=\{'x': batch\}",
     ),
     (

@@ -291,9 +291,17 @@ def test_the_temp_folder_of_a_save_killed_midway_is_removed_at_the_next_start(ki
 def test_the_temp_folder_stays_while_another_live_process_holds_the_directory(killed_mid_save, tmp_path):
     directory = _copy_of(killed_mid_save, tmp_path)
     holder = support.popen(
-        [sys.executable, '-c', 'import sys\nfrom compat_mts import directory_lock\n'
-         'directory_lock.lock_directory(sys.argv[1])\nprint("locked", flush=True)\nsys.stdin.read()', directory],
-        cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=REPO_ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [
+            sys.executable,
+            '-c',
+            'import sys\nfrom compat_mts import directory_lock\n'
+            'directory_lock.lock_directory(sys.argv[1])\nprint("locked", flush=True)\nsys.stdin.read()',
+            directory,
+        ],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=REPO_ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
     )
     try:
