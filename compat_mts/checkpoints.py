@@ -491,8 +491,8 @@ def remove_leftover_saves(directory: str) -> list[str]:
 
     TensorFlow writes a checkpoint's shards into that folder and merges them into `<prefix>-<step>.index` and
     `.data-*` at the end, removing it; a process killed during a save leaves it behind, and it stays for good.
-    Called only by the holder of the directory's lock (`compat_mts.directory_lock`): no other live process
-    saves there then, so every such folder is a leftover.
+    Called only by a writer that has just taken the directory's lock (`compat_mts.directory_lock`), which no other
+    session of its process held: no one else saves there then, so every such folder is a leftover.
     """
     if '://' in directory or not os.path.isdir(directory):
         return []

@@ -316,6 +316,18 @@ def test_the_temp_folder_stays_while_another_live_process_holds_the_directory(ki
 
 
 @pytest.mark.slow
+def test_the_temp_folder_stays_while_another_writer_of_this_process_holds_the_directory(killed_mid_save, tmp_path):
+    directory = _copy_of(killed_mid_save, tmp_path)
+    assert checkpoints_lib.lock_directory(directory)  # Taken over from the killed process: this writer's now.
+    try:
+        assert not checkpoints_lib.lock_directory(directory)  # Held already: that writer may be mid-save.
+        assert _restored_step(directory) == 20
+        assert os.path.isdir(os.path.join(directory, 'model.ckpt-30_temp'))
+    finally:
+        checkpoints_lib.unlock_directory(directory)
+
+
+@pytest.mark.slow
 def test_the_newest_complete_checkpoint_wins_over_a_state_file_naming_a_missing_one(killed_mid_save, tmp_path):
     directory = _copy_of(killed_mid_save, tmp_path)
     # The state file names step 30, which never finished, and lists 10 but not the complete newer 20.
