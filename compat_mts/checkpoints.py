@@ -19,6 +19,9 @@ restoring needs:
   under the directory given, so relative, `~` and symlinked `checkpoint_dir`s resume as absolute ones do.
 - **One writer.** A live process saving into a directory holds a lock file there, so a second one is refused
   instead of both rotating each other's files away (`compat_mts.directory_lock`).
+- **A killed save leaves nothing that stays.** The `<prefix>-<step>_temp` folder of a save whose process was
+  killed is removed by the next writer once it holds the lock (`remove_leftover_saves`), and a state file whose
+  newest entry is missing does not hide a complete newer checkpoint: the newest complete one is restored.
 
 Object-based (`tf.train.Checkpoint`) and v1 name-based (`tf.compat.v1.train.Saver`) files are both read; a
 name-based file is matched by variable names, as `tf.train.Checkpoint.restore` does.
@@ -100,8 +103,29 @@ def checkpoint_paths(directory: str) -> list[str]:
     newest = _in_directory(state.model_checkpoint_path, directory)
     if newest not in paths:
         paths.append(newest)
+    if not tf.io.gfile.exists(newest + '.index'):
+        return list(reversed(_with_complete_ones_on_disk(paths, directory)))
     paths.sort(key=lambda path: (path == newest, _step_of(path)))
     return list(reversed(paths))
+
+
+def _with_complete_ones_on_disk(paths: list[str], directory: str) -> list[str]:
+    """The complete checkpoints of `paths` (a state file's, whose newest is missing) and of the disk, by step.
+
+    The state file's newest entry is gone (deleted, or never finished), so it says nothing of which of the rest is
+    newest; a complete checkpoint on disk that it does not list (saved after the file was last written) counts
+    as any listed one, and the highest step is tried first. Entries without their index file are left out.
+    """
+    listed = [path for path in paths if tf.io.gfile.exists(path + '.index')]
+    on_disk = [path for path in _numbered_on_disk(directory) if path not in listed]
+    logging.warning(
+        'The checkpoint state file of %s names %s as the newest checkpoint, which is missing; restoring from the '
+        'newest complete checkpoint instead, of those it lists and those on disk%s.',
+        directory,
+        os.path.basename(paths[-1]),
+        f' ({", ".join(os.path.basename(path) for path in on_disk)} not listed)' if on_disk else '',
+    )
+    return sorted(listed + on_disk, key=_step_of)
 
 
 def latest_checkpoint(directory: str) -> str | None:
@@ -379,6 +403,12 @@ def prepare_directory_state(directory: str) -> None:
         newest = _in_directory(state.model_checkpoint_path, directory)
         paths = [path for path in paths if path != newest] + [newest]
         times = list(state.all_model_checkpoint_timestamps)
+        if not tf.io.gfile.exists(newest + '.index'):  # Listed as they are restored: the complete ones, by step.
+            paths = _with_complete_ones_on_disk(paths, directory)
+            times = []
+            if not paths:
+                tf.io.gfile.remove(os.path.join(directory, 'checkpoint'))  # Lists nothing that exists.
+                return
         local = all(os.path.realpath(os.path.dirname(path)) == os.path.realpath(directory) for path in paths)
         if local and len(times) == len(paths) and min(times) > state.last_preserved_timestamp:
             return
@@ -451,6 +481,29 @@ def save_numbered(manager: tf.train.CheckpointManager, step: int) -> str:
             f'({detail}). Its partial files were removed; the last good checkpoint ({latest or "none yet"}) is '
             'kept. Free some space and run again to resume from it.',
         ) from None
+
+
+_LEFTOVER_SAVE = re.compile(r'^.+-\d+_temp(_[0-9a-f]+)?$')  # TensorFlow's folder for the shards of one save.
+
+
+def remove_leftover_saves(directory: str) -> list[str]:
+    """Removes the `<prefix>-<step>_temp` folders of saves that never finished in `directory`; returns them.
+
+    TensorFlow writes a checkpoint's shards into that folder and merges them into `<prefix>-<step>.index` and
+    `.data-*` at the end, removing it; a process killed during a save leaves it behind, and it stays for good.
+    Called only by a writer that has just taken the directory's lock (`compat_mts.directory_lock`), which no other
+    session of its process held: no one else saves there then, so every such folder is a leftover.
+    """
+    if '://' in directory or not os.path.isdir(directory):
+        return []
+    removed = []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if _LEFTOVER_SAVE.match(name) and os.path.isdir(path) and not os.path.islink(path):
+            logging.warning('Removing %s, left by a save that never finished (its process was stopped).', path)
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def _disk_full(error: Exception) -> bool:

@@ -63,7 +63,7 @@ class CheckpointDirectoryInUseError(RuntimeError):
     """Another live process is saving checkpoints into the same directory (its lock file says which)."""
 
 
-def lock_directory(directory: str) -> None:
+def lock_directory(directory: str) -> bool:
     """Marks `directory` as written by this process, or raises if another live process writes there.
 
     A lock of this process is taken again; a lock whose lease ran out, or whose process is gone (same
@@ -74,12 +74,16 @@ def lock_directory(directory: str) -> None:
     Args:
       directory: the checkpoint directory, which exists.
 
+    Returns:
+      True when no writer of this process held the lock already: no one else saves into `directory` now. False
+      when this process held it (another session of it may be saving there), and for a remote file system.
+
     Raises:
       CheckpointDirectoryInUseError: another live process holds the lock, or `directory`'s lock path is
         not a file.
     """
     if '://' in directory:
-        return
+        return False
     path = os.path.join(directory, LOCK_FILE)
     if os.path.isdir(path):
         raise CheckpointDirectoryInUseError(
@@ -100,8 +104,10 @@ def lock_directory(directory: str) -> None:
     with _held_lock:
         if not _held_locks:
             atexit.register(_unlock_all)
+        taken = path not in _held_locks
         _held_locks.add(path)
     _start_renewer()
+    return taken
 
 
 def unlock_directory(directory: str) -> None:

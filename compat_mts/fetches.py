@@ -7,7 +7,7 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | a callable (a `tf.function` step, a plain function) | called once in this run; its return value, as NumPy |
 | `tf.Variable` (or a Keras 3 variable) | its value, read after the run's callables have executed |
 | eager `tf.Tensor` | its value |
-| a string | a key of a dict a callable of this run returned, else the global step's name, else a legacy graph's name |
+| a string | a key of a dict a callable of this run returned, else the global step's name, else a session graph's name |
 | `STALE_GLOBAL_STEP` | the global step as it was before this run's callables executed (what v1 hooks fetched) |
 | a tensor or op of a `wrap_graph` graph | executed by the graph's runner, all graph fetches of a run in one call |
 | list / tuple / namedtuple / dict of the above | the same structure back |
@@ -47,6 +47,18 @@ STALE_GLOBAL_STEP = _StaleGlobalStep()
 `SessionRunArgs(compat_mts.STALE_GLOBAL_STEP)` gets it without a second read after the step, so a hook's
 trigger arithmetic is v1's.
 """
+
+
+class OutputName(str):
+    """A fetch name as v1's hooks read it: a step output or variable of that name, else `name:0` in a legacy graph.
+
+    `LoggingTensorHook({'loss': 'loss'})` means the step's `'loss'` when the step returns one, and the tensor
+    `loss:0` of the session's graph when it does not (v1's hooks read a name without `:` as the op's only
+    output). A plain string `'loss'` fetched from a graph is the op, as in v1's `Session.run`.
+    """
+
+    __slots__ = ()
+
 
 _STRUCTURES = (list, tuple, dict)
 _DISTRIBUTED_VALUES = tf.distribute.DistributedValues
@@ -134,21 +146,25 @@ class SessionState:
     """What the runs of one session share and no other session sees; the session owns it, `Run` receives it.
 
     Two sessions open at once keep apart: each names its own graph first, and each writes the graph of
-    its own last step.
+    its own last step. A name resolves only in the session's graphs (`runners`): a graph an earlier
+    program of the process registered, and this session was not given, is never asked.
 
     Attributes:
       graph_runner: the graph the session runs (the program's graph it adopted, or the `wrap_graph` graph of
         its global step), asked first for names and given the feeds no fetch claims; None without one.
+      given_graphs: the other graphs whose tensors, ops or placeholders the session's runs were given, in the
+        order first given.
       last_step: the callable the session ran last as its step (see `Run`'s `session_step`), or None.
       last_step_kwargs: the keyword arguments it was called with.
       step_at_eager_fetch: the global step at the session's last run that fetched eager tensors alone, while no
         run since has run a callable or a graph fetch; else None (see `_refuse_outputs_of_a_called_step`).
     """
 
-    __slots__ = ('graph_runner', 'last_step', 'last_step_kwargs', 'step_at_eager_fetch')
+    __slots__ = ('graph_runner', 'given_graphs', 'last_step', 'last_step_kwargs', 'step_at_eager_fetch')
 
     def __init__(self, graph_runner: GraphRunner | None = None):
         self.graph_runner = graph_runner
+        self.given_graphs: list[GraphRunner] = []
         self.last_step: Any = None
         self.last_step_kwargs: dict | None = None
         self.step_at_eager_fetch: int | None = None
@@ -158,14 +174,23 @@ class SessionState:
         self.last_step = None
         self.last_step_kwargs = None
 
+    def given(self, runner: GraphRunner) -> None:
+        """Records that a run of the session was given a tensor, op or placeholder of `runner`'s graph."""
+        if runner is not self.graph_runner and runner not in self.given_graphs:
+            self.given_graphs.append(runner)
+
     def runners(self) -> list[GraphRunner]:
-        """The registered runners in the order they are asked for names: the session's own graph first."""
-        ordered = _graph_runners[::-1]
+        """The session's registered graphs, in the order they are asked for names: its own graph first, then the
+        graphs it was given, most recently registered first."""
+        ordered = [runner for runner in reversed(_graph_runners) if runner in self.given_graphs]
         own = self.graph_runner
-        if own is not None and own in ordered and ordered[0] is not own:
-            ordered.remove(own)
+        if own is not None and own in _graph_runners:
             ordered.insert(0, own)
         return ordered
+
+    def has_name(self, name: str) -> bool:
+        """Whether one of the session's graphs (`runners`) has a tensor or op called `name`."""
+        return any(runner.owns_name(name) for runner in self.runners())
 
 
 def _runner_for(fetch: Any) -> GraphRunner | None:
@@ -200,18 +225,34 @@ def _leaf_to_numpy(value: Any) -> Any:
     return value
 
 
-def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
-    """Splits a merged feed into keyword arguments (string keys) and legacy graph feeds."""
+def _check_feed_keys(feed_dict: dict | None, state: SessionState) -> tuple[dict, dict]:
+    """Splits a merged feed into keyword arguments (string keys) and legacy graph feeds.
+
+    A string key is a graph tensor's name only in one of the session's graphs; a placeholder's graph becomes
+    one of the session's.
+    """
     if not feed_dict:  # v1 took any false value (0, [], '') for no feeds too.
         return {}, {}
     if type(feed_dict) is not dict:  # A plain dict skips the check (the usual case).
         validation.check_feed_dict(feed_dict)
     kwargs, graph_feeds = {}, {}
     for key, value in feed_dict.items():
-        if isinstance(key, str) and not (_graph_runners and ':' in key and _claims_name(key)):
+        if isinstance(key, str) and not (_graph_runners and ':' in key and state.has_name(key)):
             kwargs[key] = value
-        elif _is_graph_object(key) or isinstance(key, str):
+        elif isinstance(key, str):
             graph_feeds[key] = value
+        elif _is_graph_object(key):
+            runner = _runner_for(key)
+            if runner is not None:
+                state.given(runner)
+            graph_feeds[key] = value
+        elif isinstance(key, _REFERENCE):  # `tensor.ref()`, what TensorFlow says to key a dict of tensors by.
+            raise TypeError(
+                f'`feed_dict` cannot feed {key.deref()!r} (given as .ref()): an eager tensor or variable holds '
+                'its value and is not fed. `feed_dict` keys must be strings, the keyword arguments of the step '
+                "callable (feed_dict={'x': batch} for a step `def train_step(x)`), or placeholders of a "
+                '`compat_mts.wrap_graph` graph.'
+            )
         else:
             raise TypeError(
                 f'`feed_dict` keys must be strings (keyword arguments of the step callable) or '
@@ -221,6 +262,7 @@ def _check_feed_keys(feed_dict: dict | None) -> tuple[dict, dict]:
 
 
 _PYTHON_SCALARS = (bool, int, float)
+_REFERENCE = type(tf.constant(0).ref())  # `tf.Tensor.ref()` and `tf.Variable.ref()`'s type.
 
 
 def _as_feeds(kwargs: dict) -> dict:
@@ -413,15 +455,6 @@ def _is_tf_function(value: Any) -> bool:
     return isinstance(value, tf.types.experimental.PolymorphicFunction)
 
 
-def graph_has_name(name: str) -> bool:
-    """Whether a wrapped legacy graph (`compat_mts.wrap_graph`) has a tensor or op called `name`."""
-    return _claims_name(name)
-
-
-def _claims_name(name: str) -> bool:
-    return any(runner.owns_name(name) for runner in _graph_runners)
-
-
 class Run:
     """Resolves the fetches of one `run()` call: the caller's and every hook's, from the same execution.
 
@@ -447,7 +480,7 @@ class Run:
     ):
         self._requests = requests
         self._state = state if state is not None else SessionState()
-        self._kwargs, self._graph_feeds = _check_feed_keys(feed_dict)
+        self._kwargs, self._graph_feeds = _check_feed_keys(feed_dict, self._state)
         self._global_step = global_step
         self._session_step = session_step
         self._outputs: dict[int, Any] = {}
@@ -545,6 +578,8 @@ class Run:
             if plan is None:
                 return None
         self._state.step_at_eager_fetch = None  # The graph's fetches may move the global step.
+        if runner is not self._state.graph_runner:
+            self._state.given(runner)
         stale = None
         if plan.needs_stale:
             global_step = self._global_step
@@ -622,20 +657,24 @@ class Run:
                     runner = self._graph_runner_of(leaf)
                     if runner is not None:
                         by_runner.setdefault(id(runner), (runner, []))[1].append(leaf)
-        if self._graph_feeds and not by_runner and _graph_runners:
-            runner = self._state.runners()[0]
-            by_runner[id(runner)] = (runner, [])
+        if self._graph_feeds and not by_runner:
+            runners = self._state.runners()
+            if runners:
+                by_runner[id(runners[0])] = (runners[0], [])
         if by_runner:
             self._state.step_at_eager_fetch = None  # The graph's fetches may move the global step.
         for runner, fetches in by_runner.values():
-            values = runner.run(fetches, self._graph_feeds)
+            values = runner.run(
+                [_graph_key(fetch) if type(fetch) is OutputName else fetch for fetch in fetches], self._graph_feeds
+            )
             for fetch, value in zip(fetches, values):
                 self._graph_values[_graph_key(fetch)] = value
 
     def _graph_runner_of(self, leaf: Any) -> GraphRunner | None:
         if isinstance(leaf, str):
+            name = _graph_key(leaf)
             for runner in self._state.runners():
-                if runner.owns_name(leaf):
+                if runner.owns_name(name):
                     return runner
             return None
         runner = _runner_for(leaf)
@@ -645,6 +684,7 @@ class Run:
                 'graph with `compat_mts.wrap_graph(build_fn)` and fetch its tensors, or fetch a '
                 'callable (a tf.function step), a tf.Variable or an eager tensor.'
             )
+        self._state.given(runner)
         return runner
 
     def _resolve(self, leaf: Any, stale: int | None) -> Any:
@@ -680,8 +720,8 @@ class Run:
         variable = _lookup_variable(name)
         if variable is not None:
             return global_step_lib.read_value(variable)
-        if name in self._graph_values:
-            return self._graph_values[name]
+        if _graph_key(name) in self._graph_values:
+            return self._graph_values[_graph_key(name)]
         available = sorted(set(self._named) | set(_variable_names()))
         raise KeyError(
             f'Fetch name {name!r} is neither an output of the callables of this run nor a registered '
@@ -898,6 +938,9 @@ def _plain_eager_context() -> bool:
 
 
 def _graph_key(fetch: Any) -> Any:
+    """What a graph fetch's value is kept under: a name as it is named in the graph, else the object's id."""
+    if type(fetch) is OutputName:
+        return fetch + ':0'
     return fetch if isinstance(fetch, str) else id(fetch)
 
 

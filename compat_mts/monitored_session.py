@@ -133,6 +133,7 @@ class _MonitoredSession:
         self._summaries = summary_lib.SessionSummaries()  # Writers released (events files closed) at close.
         self._state = fetches_lib.SessionState()
         self._adopted_graph = None
+        self._registration_before_adoption = global_step_lib.registration()
         self._global_step: tf.Variable | None = None
         try:
             self._deployment.guard(self._begin_and_create)
@@ -166,14 +167,17 @@ class _MonitoredSession:
     def _release_graph(self) -> None:
         """Lets the program add ops to its graph again, as v1 did after a session closed.
 
-        The program's graph also leaves the fetch model: with the session gone nothing runs it, and a
-        later session of other code in the process (stage 2 of the same notebook) must not resolve its
-        names (`'loss'`) to the closed graph's tensors.
+        The program's graph also leaves the fetch model, and its global step the registration (the one
+        registered before is registered again): with the session gone nothing runs it, and a later session of
+        other code in the process (stage 2 of the same notebook) must neither resolve its names (`'loss'`) to
+        the closed graph's tensors nor count on its global step.
         """
         if self._adopted_graph is not None:
             from compat_mts.legacy import graph as legacy_graph
 
             legacy_graph.forget_graph(self._adopted_graph)
+            if global_step_lib.registration()[0] is self._adopted_graph.global_step is not None:
+                global_step_lib.restore_registration(self._registration_before_adoption)
             self._adopted_graph = None
         if self._unfinalize_at_close:
             self._unfinalize_at_close = False

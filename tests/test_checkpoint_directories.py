@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import checkpoints as checkpoints_lib
 from tests import support
 from tests.models import Regression
 from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
@@ -216,3 +217,125 @@ def test_a_second_live_writer_is_refused_and_a_killed_ones_lock_is_taken_over(tm
             session.run(model.step)
     assert any('whose process is gone' in message for message in tf_logs.messages())
     assert not os.path.exists(os.path.join(directory, 'compat_mts.lock'))  # Released at the end.
+
+
+_KILLED_MID_SAVE = """
+import os, signal, sys
+import tensorflow as tf
+from tensorflow.python.ops import gen_io_ops
+import compat_mts as mts
+from compat_mts import checkpoints as checkpoints_lib
+
+directory = sys.argv[1]
+global_step = mts.get_or_create_global_step()
+weight = tf.Variable(0.0, name='weight')
+
+@tf.function
+def train_step():
+    weight.assign_add(1.0)
+    return global_step.assign_add(1)
+
+class KillInTheSaveOfStep30(mts.SessionRunHook):
+    def after_run(self, run_context, run_values):
+        if int(global_step.numpy()) == 29:
+            # The save of step 30 writes its shards into model.ckpt-30_temp/, then merges them: the kill comes
+            # between the two, as a kill -9 in the middle of a save does.
+            gen_io_ops.merge_v2_checkpoints = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+
+with mts.MonitoredTrainingSession(checkpoint_dir=directory, save_checkpoint_steps=10, save_summaries_steps=None,
+                                  hooks=[KillInTheSaveOfStep30()]) as session:
+    while not session.should_stop():
+        session.run(train_step)
+"""
+
+
+@pytest.fixture(scope='module')
+def killed_mid_save(tmp_path_factory):
+    """A directory whose program was killed (SIGKILL) in the middle of saving step 30, after 0, 10 and 20."""
+    directory = str(tmp_path_factory.mktemp('killed'))
+    result = run_python(_KILLED_MID_SAVE, directory)
+    assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
+    return directory
+
+
+def _copy_of(directory, tmp_path) -> str:
+    import shutil
+
+    return shutil.copytree(directory, str(tmp_path / 'checkpoints'))
+
+
+def _restored_step(directory, train_steps: int = 0) -> int:
+    """The global step a session on `directory` starts from; it then trains `train_steps` steps, saving each."""
+    global_step = mts.get_or_create_global_step()
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=directory, save_summaries_steps=None, save_checkpoint_steps=1
+    ) as session:
+        restored = int(session.run(global_step))
+        for _ in range(train_steps):
+            session.run(lambda: global_step.assign_add(1))
+    return restored
+
+
+@pytest.mark.slow
+def test_the_temp_folder_of_a_save_killed_midway_is_removed_at_the_next_start(killed_mid_save, tmp_path):
+    directory = _copy_of(killed_mid_save, tmp_path)
+    left = sorted(name for name in os.listdir(directory) if name.endswith('_temp'))
+    assert left == ['model.ckpt-30_temp'] and os.listdir(os.path.join(directory, left[0]))  # TF's shards in it.
+    assert state_file_steps(directory) == [0, 10, 20]
+    assert _restored_step(directory) == 20
+    assert not [name for name in os.listdir(directory) if '_temp' in name]
+    assert checkpoint_steps(directory) == [0, 10, 20]
+
+
+@pytest.mark.slow
+def test_the_temp_folder_stays_while_another_live_process_holds_the_directory(killed_mid_save, tmp_path):
+    directory = _copy_of(killed_mid_save, tmp_path)
+    holder = support.popen(
+        [
+            sys.executable,
+            '-c',
+            'import sys\nfrom compat_mts import directory_lock\n'
+            'directory_lock.lock_directory(sys.argv[1])\nprint("locked", flush=True)\nsys.stdin.read()',
+            directory,
+        ],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=REPO_ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        with pytest.raises(mts.CheckpointDirectoryInUseError):
+            _restored_step(directory)
+        assert os.path.isdir(os.path.join(directory, 'model.ckpt-30_temp'))  # Perhaps that process's save.
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+        holder.stdout.close()
+
+
+@pytest.mark.slow
+def test_the_temp_folder_stays_while_another_writer_of_this_process_holds_the_directory(killed_mid_save, tmp_path):
+    directory = _copy_of(killed_mid_save, tmp_path)
+    assert checkpoints_lib.lock_directory(directory)  # Taken over from the killed process: this writer's now.
+    try:
+        assert not checkpoints_lib.lock_directory(directory)  # Held already: that writer may be mid-save.
+        assert _restored_step(directory) == 20
+        assert os.path.isdir(os.path.join(directory, 'model.ckpt-30_temp'))
+    finally:
+        checkpoints_lib.unlock_directory(directory)
+
+
+@pytest.mark.slow
+def test_the_newest_complete_checkpoint_wins_over_a_state_file_naming_a_missing_one(killed_mid_save, tmp_path):
+    directory = _copy_of(killed_mid_save, tmp_path)
+    # The state file names step 30, which never finished, and lists 10 but not the complete newer 20.
+    tf.compat.v1.train.update_checkpoint_state(
+        directory,
+        os.path.join(directory, 'model.ckpt-30'),
+        all_model_checkpoint_paths=[os.path.join(directory, f'model.ckpt-{step}') for step in (10, 30)],
+    )
+    assert checkpoints_lib.latest_checkpoint(directory).endswith('model.ckpt-20')
+    assert _restored_step(directory, train_steps=2) == 20
+    assert state_file_steps(directory) == [0, 10, 20, 21, 22]  # The missing one is listed no more, 0 and 20 are.

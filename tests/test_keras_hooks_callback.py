@@ -179,6 +179,17 @@ def test_unknown_fetch_name_raises_a_key_error_listing_what_is_available():
     assert "'accuracy'" in message and "['loss']" in message and 'regression/dense/kernel' in message
 
 
+def test_a_name_of_an_earlier_programs_wrapped_graph_is_no_name_of_a_fit():
+    def build():
+        tf.compat.v1.get_variable('stale', initializer=0.0043)
+        return tf.identity(tf.compat.v1.get_variable('other', initializer=1.0), name='stale_value')
+
+    mts.wrap_graph(build)  # An earlier program of the process; its graph stays registered until reset().
+    mts.reset_global_step()
+    with pytest.raises(KeyError, match="'stale_value:0' is neither a log of the batch"):
+        fit(compiled_model(), [Recorder('stale', [], fetches='stale_value:0')], epochs=1)
+
+
 def test_request_stop_sets_model_stop_training():
     model = compiled_model()
     fit(model, [Recorder('stopper', [], stop_at_before_run=3)])

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import fetches as fetches_lib
 from compat_mts import legacy
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
 
@@ -463,3 +464,84 @@ def test_v1_shapes_make_dimension_value_code_run_eagerly_in_wrap_graph_and_in_a_
     assert report['steps'] == [5, 5]
     assert len(report['wrap_graph']) == 5 and report['wrap_graph'][-1] < report['wrap_graph'][0]
     np.testing.assert_allclose(report['graph_context'], report['wrap_graph'], rtol=1e-6)
+
+
+def _run_a_wrap_graph_program_whose_b_reads(source: str) -> None:
+    """A finished earlier program of the process: a wrap_graph graph with `y` and `b`, run by a closed session."""
+
+    def build():
+        y = tf.compat.v1.placeholder(tf.float32, [None], name='y')
+        weight = tf.compat.v1.get_variable('w', initializer=[0.0043])
+        b = tf.identity(weight + tf.reduce_sum(y) if source == 'placeholder' else weight, name='b')
+        step = tf.compat.v1.train.get_or_create_global_step()
+        return y, b, tf.compat.v1.assign_add(step, 1)
+
+    y, b, train_op = mts.wrap_graph(build).outputs
+    with mts.MonitoredTrainingSession() as session:
+        session.run([b, train_op], feed_dict={y: [0.0]})
+
+
+@pytest.mark.parametrize('source', ['placeholder', 'variable'])
+def test_names_of_a_later_eager_session_never_resolve_in_an_earlier_programs_wrapped_graph(source, tf_logs):
+    # The order the differential suite ran in one process: a v1 program, then (the global step forgotten, as a
+    # new run of a program starts) an eager program whose step returns 'b'.
+    _run_a_wrap_graph_program_whose_b_reads(source)
+    mts.reset_global_step()
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step(**unused_feeds):
+        global_step.assign_add(1)
+        return {'b': tf.constant(2.0)}
+
+    hooks = [mts.LoggingTensorHook({'b': 'b'}, every_n_iter=1), RecordingHook(['global_step'])]
+    with mts.MonitoredTrainingSession(hooks=hooks) as session:
+        session.run(train_step)
+        session.run(train_step)
+        with pytest.raises(KeyError, match="'b:0' is neither an output"):
+            session.run('b:0')  # The earlier graph's tensor is not this session's.
+        with pytest.raises(KeyError, match="'y:0' is neither an output"):
+            session.run('y:0')
+        # 'y:0' is no placeholder of this session: it goes to the step as an argument.
+        assert session.run(train_step, feed_dict={'y:0': [1.0]}) == {'b': 2.0}
+    logged = [message.split(' (')[0] for message in tf_logs.messages() if message.startswith('b = ')]
+    assert logged == ['b = 2.0'] * 3
+    assert hooks[1].results == [[1], [2], [3]]
+
+
+def test_a_wrapped_graph_given_to_a_session_resolves_its_names_there_and_not_in_the_next_programs_session():
+    _run_a_wrap_graph_program_whose_b_reads('variable')
+    earlier = fetches_lib.graph_runners()[-1]
+    mts.reset_global_step()  # A new program: no global step, and a wrapped graph of its own without one.
+
+    def build():
+        x = tf.compat.v1.placeholder(tf.float32, [], name='x')
+        return x, tf.multiply(x, 2.0, name='b')
+
+    x, doubled = mts.wrap_graph(build).outputs
+    with mts.MonitoredSession() as session:
+        assert session.run(doubled, feed_dict={x: 3.0}) == 6.0  # Given the graph's tensors: the graph is its own.
+        assert session.run('b:0', feed_dict={'x:0': 4.0}) == 8.0  # Its names then resolve in it, not in the earlier.
+    with mts.MonitoredSession() as session:
+        with pytest.raises(KeyError, match="'b:0' is neither an output"):
+            session.run('b:0')  # Neither graph is this session's.
+    assert earlier in fetches_lib.graph_runners()  # Registered still, and never asked.
+
+
+@pytest.mark.parametrize('source', ['placeholder', 'variable'])
+def test_a_step_output_comes_before_the_wrapped_graphs_tensor_of_the_same_name_in_a_hook(source, tf_logs):
+    # The other order: the eager program goes on with the wrapped graph's global step (no reset between), so the
+    # graph is the session's own; the step's 'b' is still what LoggingTensorHook({'b': 'b'}) logs.
+    _run_a_wrap_graph_program_whose_b_reads(source)
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step():
+        global_step.assign_add(1)
+        return {'b': tf.constant(2.0)}
+
+    with mts.MonitoredTrainingSession(hooks=[mts.LoggingTensorHook({'b': 'b'}, every_n_iter=1)]) as session:
+        session.run(train_step)
+        session.run(train_step)
+    logged = [message.split(' (')[0] for message in tf_logs.messages() if message.startswith('b = ')]
+    assert logged == ['b = 2.0'] * 2

@@ -158,6 +158,22 @@ def test_once_its_session_closes_the_graph_answers_no_names_of_later_eager_sessi
     assert logged == ['loss = 7.0', 'loss = 7.0']  # Not the closed graph's tensor 'loss:0'.
 
 
+def test_once_its_session_closes_the_graphs_global_step_is_no_later_programs():
+    # Without `reset_global_step()` between the two: the closed graph's step is not the eager program's.
+    with tf.Graph().as_default():
+        _, _, _, train_op = _build_regression()
+        with mts.MonitoredTrainingSession(hooks=[mts.StopAtStepHook(last_step=3)]) as session:
+            while not session.should_stop():
+                session.run(train_op)
+        assert mts.get_global_step() is not None  # The graph's own, in its block.
+    assert mts.get_global_step() is None  # What was registered before the session: nothing.
+    global_step = mts.get_or_create_global_step()
+    with mts.MonitoredTrainingSession(hooks=[mts.StopAtStepHook(num_steps=2)]) as session:
+        while not session.should_stop():
+            session.run(lambda: global_step.assign_add(1))
+    assert int(global_step.numpy()) == 2  # Counted from 0, not from the closed graph's 3.
+
+
 def test_a_session_that_fails_to_start_leaves_the_graph_unfinalized(tmp_path):
     other = tf.Variable(np.ones([2, 2], np.float32))
     tf.train.CheckpointManager(

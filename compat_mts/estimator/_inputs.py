@@ -99,6 +99,24 @@ def parse_iterator_result(result: Any) -> tuple[Any, Any]:
     return result, None
 
 
+_PYTHON_SCALARS = (bool, int, float, complex, str, bytes)
+
+
+def explain_model_fn_error(features: Any, error: TypeError) -> TypeError | None:
+    """The error to raise for a `model_fn` that failed with `error` on features that are a Python scalar, or None.
+
+    An `input_fn` that returns `5` hands v1's `model_fn` the features `5`, which most fail on in words that name
+    neither (`'int' object is not subscriptable`). A `model_fn` that takes them (`w * features`) trains, as in v1.
+    """
+    if not isinstance(features, _PYTHON_SCALARS):
+        return None
+    return TypeError(
+        '`input_fn` must return features (a tensor or a dict of name -> tensor), a (features, labels) tuple of them, '
+        f'or a tf.data.Dataset of either; it returned the features {features!r} ({type(features).__name__}), on '
+        f'which the model_fn failed: {error}'
+    )
+
+
 def warn_unless_from_dataset(features: Any) -> None:
     """v1's warning when prediction features do not come from a dataset: predict would never end."""
     tensors = [value for value in tf.nest.flatten(features) if isinstance(value, tf.Tensor)]

@@ -748,7 +748,13 @@ class Estimator:
         if 'config' in arguments:
             kwargs['config'] = config
         logging.info('Calling model_fn.')
-        spec = self._model_fn(features=features, **kwargs)
+        try:
+            spec = self._model_fn(features=features, **kwargs)
+        except TypeError as error:
+            explained = _inputs.explain_model_fn_error(features, error)
+            if explained is None:
+                raise
+            raise explained from error
         logging.info('Done calling model_fn.')
         if not isinstance(spec, EstimatorSpec):
             raise ValueError('model_fn should return an EstimatorSpec.')

@@ -7,6 +7,8 @@ import os
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import validation
+
 
 class Exporter:
     """Exports the model after an evaluation; `train_and_evaluate` calls `export` with v1's arguments."""
@@ -59,6 +61,9 @@ class LatestExporter(_SavedModelExporter):
 
     def __init__(self, name, serving_input_receiver_fn, assets_extra=None, as_text=False, exports_to_keep=5):
         super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
+        # v1 took a float (nan included) and failed at the first export's clean-up ("cannot be interpreted as an
+        # integer").
+        validation.check_integer(exports_to_keep, 'exports_to_keep', accepted='None or a positive integer')
         if exports_to_keep is not None and exports_to_keep <= 0:
             raise ValueError('`exports_to_keep`, if provided, must be a positive number. Got %s' % exports_to_keep)
         self._exports_to_keep = exports_to_keep

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 from typing import Any
 
@@ -464,6 +465,8 @@ def _validate(config: RunConfig) -> None:
             continue
         if name in _NUMBERS and not _is_number(value):  # v1 failed comparing it (`'>=' not supported`).
             raise TypeError(f'`{name}` must be None or {_NUMBERS[name]}, got {value!r} ({type(value).__name__}).')
+        if name in _NUMBERS and math.isnan(value):  # v1's message says nothing of it ("should be >= 0").
+            raise ValueError(f'`{name}` must be None or {_NUMBERS[name]}, got nan: NaN is not a number.')
         if not accepted(value):
             raise ValueError(message)
         if name in _STEPS:

@@ -168,8 +168,10 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
             summary_lib.ensure_writable_directory(
                 self._checkpoint_dir, 'checkpoint_dir', reserve=max(summary_lib.EVENTS_NAME_BYTES, longest_name)
             )
-            if not self._allow_other_writers:  # Before the session restores: the other writer may be mid-save.
-                checkpoints.lock_directory(self._checkpoint_dir)
+            # Before the session restores: the other writer may be mid-save. Once no one else saves there, a
+            # save's `_temp` folder is a killed one's.
+            if not self._allow_other_writers and checkpoints.lock_directory(self._checkpoint_dir):
+                checkpoints.remove_leftover_saves(self._checkpoint_dir)
             self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
         self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
         for listener in self._listeners:

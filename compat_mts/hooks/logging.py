@@ -93,12 +93,23 @@ class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
         self._timer.reset()
         self._iter_count = 0
         self._last_named_values: dict[int, Any] = {}
-        # Names are read as v1 read them now that the wrapped graphs, if any, exist.
-        self._current_fetches = [
-            _as_graph_tensor_name(fetch) if isinstance(fetch, str) else fetch for fetch in self._fetches
-        ]
-        self._request = SessionRunArgs(self._current_fetches)  # Immutable: one serves every run.
-        self._named_request = SessionRunArgs([self._current_fetches[index] for index in self._named])
+        self._use_fetches(self._fetches)
+
+    def after_create_session(self, session, coord):
+        # Names are read as v1 read them, in the graphs of this session alone (its fetch state says which), now
+        # that they exist: a graph of an earlier program in the process is not this session's.
+        state = getattr(session, 'fetch_state', None)
+        self._use_fetches(
+            [
+                _as_graph_tensor_name(fetch, state) if isinstance(fetch, str) and state is not None else fetch
+                for fetch in self._fetches
+            ]
+        )
+
+    def _use_fetches(self, fetches: list) -> None:
+        self._current_fetches = fetches
+        self._request = SessionRunArgs(fetches)  # Immutable: one serves every run.
+        self._named_request = SessionRunArgs([fetches[index] for index in self._named])
 
     def before_run(self, run_context):
         self._should_trigger = self._timer.should_trigger_for_step(self._iter_count)
@@ -165,19 +176,20 @@ def _tags_and_fetches(tensors: Any) -> tuple[list, list]:
     return tags, fetches
 
 
-def _as_graph_tensor_name(name: str) -> str:
+def _as_graph_tensor_name(name: str, state: fetches_lib.SessionState) -> str:
     """v1's reading of a name without `:` in a graph: the op's only output, `name:0`.
 
-    Only a name of a `wrap_graph` graph is read so; step outputs and variables are looked up as named.
+    Only a name of one of the session's graphs (`state.runners()`) is read so, and a step output or variable of
+    that name still comes first (`compat_mts.fetches.OutputName`).
 
     Raises:
       ValueError: the op has several outputs (v1's message).
     """
-    if ':' in name or not fetches_lib.graph_has_name(name + ':0'):
+    if ':' in name or not state.has_name(name + ':0'):
         return name
-    if fetches_lib.graph_has_name(name + ':1'):
+    if state.has_name(name + ':1'):
         raise ValueError('Name %s is ambiguous, as this `Operation` has multiple outputs (at least 2).' % name)
-    return name + ':0'
+    return fetches_lib.OutputName(name)
 
 
 def _list_tag(item: Any) -> Any:

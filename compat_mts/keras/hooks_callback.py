@@ -118,7 +118,7 @@ class FitSession:
             if name in self._variables:
                 return global_step_lib.read_value(self._variables[name])
             try:
-                return fetches_lib.run_fetches(fetch)  # A registered variable, or a wrapped graph's name.
+                return fetches_lib.run_fetches(fetch)  # A registered variable (a fit runs no legacy graph).
             except KeyError:
                 raise KeyError(
                     f'Fetch name {fetch!r} is neither a log of the batch, a variable of the model nor a '
