@@ -34,8 +34,6 @@ gradients. compat_mts never exchanges parameters itself; it adds what v1's sessi
 from __future__ import annotations
 
 import gc
-import json
-import os
 import re
 import shutil
 import socket
@@ -50,6 +48,7 @@ from compat_mts import checkpoints
 from compat_mts import global_step as global_step_lib
 from compat_mts import parameter_server
 from compat_mts import program as program_lib
+from compat_mts import validation
 
 _TARGET = re.compile(r'^grpc://([^\s:/]+):(\d{1,5})$')
 REMOTE_DEVICE = '/job:worker/replica:0/task:0'
@@ -330,8 +329,8 @@ def _warn_about_a_cluster_without_strategy() -> None:
     if _warned_outside_scope:
         return
     try:
-        jobs = json.loads(os.environ.get('TF_CONFIG') or '{}').get('cluster', {})
-    except (ValueError, AttributeError):
+        jobs = validation.read_tf_config().get('cluster') or {}
+    except ValueError:  # Said by the session's creation, which reads it first.
         return
     if 'ps' in jobs:  # A parameter-server cluster: its chief runs without a scope (compat_mts.parameter_server).
         return

@@ -246,7 +246,7 @@ def _check_feed_keys(feed_dict: dict | None, state: SessionState) -> tuple[dict,
             if runner is not None:
                 state.given(runner)
             graph_feeds[key] = value
-        elif isinstance(key, _REFERENCE):  # `tensor.ref()`, what TensorFlow says to key a dict of tensors by.
+        elif _is_reference(key):  # `tensor.ref()`, what TensorFlow says to key a dict of tensors by.
             raise TypeError(
                 f'`feed_dict` cannot feed {key.deref()!r} (given as .ref()): an eager tensor or variable holds '
                 'its value and is not fed. `feed_dict` keys must be strings, the keyword arguments of the step '
@@ -262,7 +262,6 @@ def _check_feed_keys(feed_dict: dict | None, state: SessionState) -> tuple[dict,
 
 
 _PYTHON_SCALARS = (bool, int, float)
-_REFERENCE = type(tf.constant(0).ref())  # `tf.Tensor.ref()` and `tf.Variable.ref()`'s type.
 
 
 def _as_feeds(kwargs: dict) -> dict:
@@ -981,3 +980,9 @@ def step_graph_def(state: SessionState | None):
     if get_concrete_function is None:
         return None
     return get_concrete_function(**(state.last_step_kwargs or {})).graph.as_graph_def(add_shapes=True)
+
+
+def _is_reference(key: Any) -> bool:
+    """Whether `key` is what `tf.Tensor.ref()`/`tf.Variable.ref()` return (its class is not public; making a
+    tensor to find it at import would start TensorFlow's runtime before a session's config could apply)."""
+    return type(key).__name__ == 'Reference' and callable(getattr(key, 'deref', None))

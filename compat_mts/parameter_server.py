@@ -56,7 +56,6 @@ import collections
 import contextlib
 import contextvars
 import gc
-import json
 import math
 import os
 import sys
@@ -163,10 +162,7 @@ def parameter_server_strategy(
 
 def _cluster_spec(cluster: Any) -> tf.train.ClusterSpec:
     if cluster is None:
-        try:
-            config = json.loads(os.environ.get('TF_CONFIG') or '{}')
-        except ValueError as error:
-            raise ValueError(f'TF_CONFIG is not JSON: {error}') from None
+        config = validation.read_tf_config()
         task = config.get('task', {})
         if task.get('type') not in (None, 'chief') or task.get('index', 0) != 0:
             raise ValueError(

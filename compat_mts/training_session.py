@@ -143,10 +143,12 @@ def MonitoredTrainingSession(
       A `MonitoredSession` (recovering from preemption errors) with the hooks above.
 
     Raises:
-      TypeError, ValueError: an argument of the wrong type or value, named in the message.
+      TypeError, ValueError: an argument of the wrong type or value, named in the message; a `TF_CONFIG` that
+        is not JSON or names no task of its cluster (`validation.read_tf_config`).
       PermissionError: `checkpoint_dir` (or `summary_dir`) cannot be created or written, and a default hook
         writes there (checkpoints, summaries or the step rate are on).
     """
+    validation.read_tf_config()  # A task index past its job's end would otherwise train alone, silently.
     distribute.check_master(master)
     validation.check_bool(is_chief, 'is_chief')
     checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')

@@ -9,6 +9,7 @@ checked on what the call returned and wrote.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -448,3 +449,15 @@ def test_an_input_fn_returning_a_python_number_trains_a_model_fn_that_takes_it_a
         )
 
     assert _train_on(tmp_path, lambda: 5.0, model_fn) == 1
+
+
+def test_a_session_refuses_a_tf_config_task_past_the_end_of_its_job(monkeypatch, tmp_path):
+    """A task index out of range used to train alone, silently; the Estimator's RunConfig refuses it too."""
+    cluster = {'chief': ['localhost:1'], 'worker': ['localhost:2']}
+    monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': 3}}))
+    with pytest.raises(ValueError, match=r'^TF_CONFIG names the task worker:3, but its cluster has 1 worker task'):
+        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
+    monkeypatch.setenv('TF_CONFIG', '{"cluster": ')
+    with pytest.raises(ValueError, match=r'^TF_CONFIG is not JSON'):
+        mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
+    assert not os.listdir(tmp_path)
