@@ -39,7 +39,11 @@ def test_the_exported_saved_model_serves_what_predict_yields(trained, tmp_path):
     np.testing.assert_allclose(outputs['twice'].numpy(), [p['twice'] for p in predictions], rtol=1e-6)
 
 
-def test_export_outputs_become_signatures_with_v1s_output_keys(trained, tmp_path):
+def test_export_outputs_become_classify_and_regress_signatures_taking_inputs(trained, tmp_path):
+    """v1's rule (compared with TF 2.15 case by case in tests/test_estimator_serving.py): a classification or
+    regression output makes a classify or regress signature on the one string receiver tensor, as `inputs`; on
+    a receiver of float features it is left out."""
+
     def model_fn(features, mode):
         w = tf.compat.v1.get_variable('w', [2, 1])
         value = tf.matmul(features['x'], w)
@@ -53,13 +57,19 @@ def test_export_outputs_become_signatures_with_v1s_output_keys(trained, tmp_path
         )
 
     model = estimator.Estimator(model_fn, model_dir=trained)
-    loaded = tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path), SERVING, as_text=True)))
+    parsing = estimator.export.build_parsing_serving_input_receiver_fn({'x': tf.io.FixedLenFeature([2], tf.float32)})
+    export_dir = model.export_saved_model(str(tmp_path / 'parsing'), parsing, as_text=True)
+    loaded = tf.saved_model.load(os.fsdecode(export_dir))
     assert sorted(loaded.signatures) == ['scores', 'serving_default']
-    x = tf.constant([[1.0, 1.0]])
-    assert list(loaded.signatures['serving_default'](x=x)) == ['outputs']
-    assert list(loaded.signatures['scores'](x=x)) == ['scores']
+    example = tf.train.Example(
+        features=tf.train.Features(feature={'x': tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 1.0]))})
+    )
+    inputs = tf.constant([example.SerializeToString()])
+    assert list(loaded.signatures['serving_default'](inputs=inputs)) == ['outputs']
+    assert list(loaded.signatures['scores'](inputs=inputs)) == ['scores']
     w = tf.train.load_variable(trained, 'w')  # Restored from the checkpoint, not initialized.
-    np.testing.assert_allclose(loaded.signatures['serving_default'](x=x)['outputs'].numpy(), [[w.sum()]], rtol=1e-6)
+    np.testing.assert_allclose(loaded.signatures['serving_default'](inputs=inputs)['outputs'].numpy(), [[w.sum()]])
+    assert not tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path / 'raw'), SERVING))).signatures
 
 
 def test_export_needs_a_checkpoint_with_every_variable(trained, tmp_path):
