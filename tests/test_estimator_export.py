@@ -72,6 +72,17 @@ def test_export_outputs_become_classify_and_regress_signatures_taking_inputs(tra
     assert not tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path / 'raw'), SERVING))).signatures
 
 
+def test_a_sparse_receiver_tensor_is_refused_naming_it(trained, tmp_path):
+    def receiver_fn():
+        dense = tf.compat.v1.placeholder(tf.float32, [None, 2], name='x')
+        sparse = tf.compat.v1.sparse_placeholder(tf.float32, name='sparse_x')
+        return estimator.export.ServingInputReceiver({'x': dense}, {'x': dense, 'sparse_x': sparse})
+
+    model = estimator.Estimator(linear.model_fn, model_dir=trained, params={})
+    with pytest.raises(NotImplementedError, match='dense tensors only; a receiver tensor is a SparseTensor'):
+        model.export_saved_model(str(tmp_path), receiver_fn)
+
+
 def test_export_needs_a_checkpoint_with_every_variable(trained, tmp_path):
     untrained = estimator.Estimator(linear.model_fn, model_dir=str(tmp_path / 'empty'), params={})
     with pytest.raises(ValueError, match="^Couldn't find trained model at "):

@@ -117,7 +117,18 @@ def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=Non
 
 
 def _tensor_info(tensor: tf.Tensor):
-    """The `TensorInfo` of a graph tensor: its name, dtype and static shape (what v1's `build_tensor_info` made)."""
+    """The `TensorInfo` of a graph tensor: its name, dtype and static shape (what v1's `build_tensor_info` made).
+
+    Raises:
+      NotImplementedError: a `SparseTensor` or `RaggedTensor` (v1 also exported those).
+    """
+    if not isinstance(tensor, tf.Tensor):
+        raise NotImplementedError(
+            'compat_mts.estimator exports signatures of dense tensors only; a receiver tensor is a {}: {}. Feed '
+            'serialized tf.Examples (build_parsing_serving_input_receiver_fn) or dense tensors.'.format(
+                type(tensor).__name__, tensor
+            )
+        )
     return tf.compat.v1.TensorInfo(
         name=tensor.name, dtype=tensor.dtype.as_datatype_enum, tensor_shape=tensor.shape.as_proto()
     )
