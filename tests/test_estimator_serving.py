@@ -10,8 +10,9 @@ exports with its `tf.saved_model.load`. Compared:
   dtypes, shapes; the tensor names are each graph's own). compat_mts's have one entry more, TF2's
   `__saved_model_init_op` (the SavedModel's initializer, which TF Serving runs; not a signature);
 - every signature called as a client would (serialized `tf.Example`s as `inputs` or `examples`, raw features by
-  name): compat_mts's export under TF 2.15 and under TF 2.21 gives what TF 2.15's export of the same checkpoint
-  gives, and what `predict()` yields.
+  name): compat_mts's export under TF 2.15's and TF 2.21's `tf.saved_model.load`, and run by a TF 2.15 v1 session
+  on the tensors its SignatureDefs name (as TF Serving runs it), gives what TF 2.15's export of the same
+  checkpoint gives, and what `predict()` yields.
 """
 
 import json
@@ -121,6 +122,18 @@ def test_tf215_and_tf221_serve_the_export_as_tf215s_own(runs, case, kind):
     for name, outputs in reference.items():
         _assert_close(theirs[case][kind]['compat_served'][name], outputs, f'TF 2.15 serving {case}/{kind}: {name}')
         _assert_close(tf221_served[name], outputs, f'TF 2.21 serving {case}/{kind}: {name}')
+
+
+@pytest.mark.parametrize('case, kind', EXPORTS)
+def test_a_v1_session_serves_the_signature_defs_tensors_as_tf215s_export(runs, case, kind):
+    """TF Serving's way: `tf.compat.v1.saved_model.load` into a session, which runs the init op, then a run of
+    the tensors the SignatureDef names (the method name decides which API may call it)."""
+    _, theirs = runs
+    served = theirs[case][kind]['compat_session_served']
+    reference = theirs[case][kind]['served']
+    assert sorted(served) == sorted(reference)
+    for name, outputs in reference.items():
+        _assert_close(served[name], outputs, f'a TF 2.15 session serving {case}/{kind}: {name}')
 
 
 @pytest.mark.parametrize('case, kind', [(case, kind) for case, kind in EXPORTS if kind != 'alternatives'])

@@ -3,7 +3,8 @@
 `tests/test_estimator_serving.py` trains each case of `CASES` here with `compat_mts.estimator`, exports it with
 each of its receivers and serves the exports; then one TF 2.15 child (`python serving_runner.py '<json>'`, the
 results printed as one JSON line after `RESULTS:`) exports the same checkpoints with TF 2.15 and serves both its
-own exports and compat_mts's with TF 2.15's `tf.saved_model.load`. `estimator` is the module a function uses:
+own exports and compat_mts's with TF 2.15's `tf.saved_model.load`, and compat_mts's also as TF Serving does (a v1
+session running the SignatureDefs' tensors). `estimator` is the module a function uses:
 `tf.estimator` under TF 2.15, `compat_mts.estimator` here.
 
 A case is a premade Estimator (each of the four families, binary and multi-class heads, with and without
@@ -227,6 +228,21 @@ def serve(export_dir: str) -> dict:
     }
 
 
+def session_serve(export_dir: str) -> dict:
+    """Serves the SavedModel as TF Serving does: loaded into a v1 `Session` by `tf.compat.v1.saved_model.load`
+    (which runs its init op), each signature run by the tensor names of its SignatureDef."""
+    definitions = {name: value for name, value in signature_defs(export_dir).items() if value['method_name']}
+    feeds = {name: signature_arguments(value['inputs']) for name, value in definitions.items()}
+    served = {}
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        tf.compat.v1.saved_model.load(session, ['serve'], export_dir)
+        for name, definition in definitions.items():
+            fetches = {key: info['name'] for key, info in definition['outputs'].items()}
+            feed_dict = {definition['inputs'][key]['name']: value.numpy() for key, value in feeds[name].items()}
+            served[name] = _plain(session.run(fetches, feed_dict=feed_dict))
+    return served
+
+
 class _Report(logging.Handler):
     """The export's report of its signatures, as logged: which each method got, which were left out and why."""
 
@@ -269,6 +285,7 @@ if __name__ == '__main__':
                 'report': exported['report'],
                 'served': serve(exported['directory']),
                 'compat_served': serve(job['compat_exports'][kind]),
+                'compat_session_served': session_serve(job['compat_exports'][kind]),
             }
             for kind, exported in export(tf.estimator, case, job['model_dir'], job['export_base']).items()
         }
