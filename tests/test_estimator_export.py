@@ -163,9 +163,16 @@ def test_export_savedmodel_is_v1s_alias_and_warns_once(trained, tmp_path, tf_log
 _SERVE_IN_A_FRESH_PROCESS = """
 import json, sys
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+serialized = [bytes.fromhex(example) for example in json.loads(sys.argv[2])]
 serve = tf.saved_model.load(sys.argv[1]).signatures['predict']
-examples = tf.constant([bytes.fromhex(example) for example in json.loads(sys.argv[2])])
-print(json.dumps(serve(examples=examples)['probabilities'].numpy().tolist()))
+print(json.dumps(serve(examples=tf.constant(serialized))['probabilities'].numpy().tolist()))
+with open(sys.argv[1] + '/saved_model.pb', 'rb') as file:
+    classify = saved_model_pb2.SavedModel.FromString(file.read()).meta_graphs[0].signature_def['classification']
+with tf.Graph().as_default(), tf.compat.v1.Session() as session:  # TF Serving's way: the init op fills the tables.
+    tf.compat.v1.saved_model.load(session, ['serve'], sys.argv[1])
+    scores = session.run(classify.outputs['scores'].name, {classify.inputs['inputs'].name: serialized})
+print(json.dumps(scores.tolist()))
 """
 
 
@@ -181,7 +188,8 @@ def _example(color, city, size) -> bytes:
 @pytest.mark.slow
 def test_a_premade_model_on_vocabulary_columns_serves_what_predict_yields_without_its_vocabulary_file(tmp_path):
     """Vocabulary columns (a list with an out-of-vocabulary bucket, a file) hold lookup tables: the export saves
-    their keys and values, so the SavedModel serves in another process, the vocabulary file gone."""
+    their keys and values, so the SavedModel serves in another process, the vocabulary file gone: loaded by
+    `tf.saved_model.load`, and by a v1 session whose init op fills the tables (as TF Serving loads it)."""
     vocabulary_file = tmp_path / 'cities.txt'
     vocabulary_file.write_text('paris\nlima\noslo\n')
     color = tf.feature_column.categorical_column_with_vocabulary_list(
@@ -223,6 +231,7 @@ def test_a_premade_model_on_vocabulary_columns_serves_what_predict_yields_withou
     examples = [_example(*row).hex() for row in rows]
     result = run_python(_SERVE_IN_A_FRESH_PROCESS, os.fsdecode(export_dir), json.dumps(examples))
     assert result.returncode == 0, result.stderr[-3000:]
-    served = json.loads(result.stdout.splitlines()[-1])
+    served, classified = [json.loads(line) for line in result.stdout.splitlines()[-2:]]
     np.testing.assert_allclose(served, predicted, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(classified, predicted, rtol=1e-5, atol=1e-6)
     assert len({tuple(np.round(p, 6)) for p in predicted}) > 4, f'the inputs change the predictions: {predicted}'
