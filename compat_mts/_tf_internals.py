@@ -27,6 +27,9 @@ attribute of a TensorFlow object. What is here, by who needs it:
 - clusters: `compat_mts.distribute`'s coordination service (no public API: a multi-worker session raises a
   `RuntimeError` saying so) and whether the runtime started; `compat_mts.parameter_server`'s placement of
   lifted variables (no public API: `parameter_server_strategy` raises a `RuntimeError` saying so).
+- the SavedModel export (`compat_mts.estimator._saved_model`): the fingerprint of a `saved_model.pb` whose
+  signatures were rewritten; public fallback: the stale `fingerprint.pb` is removed (a SavedModel loads
+  without one, as TF 2.15's Estimator exports had none);
 - `ProfilerHook`'s reading of a capture: `tensorflow.tsl`'s `xplane_pb2`, a proto module of a file format (as
   those below), kept on under the switch; a TensorFlow without it gets a `RuntimeError` saying so.
 
@@ -775,3 +778,29 @@ def estimator_loss_scaling(strategy: Any) -> Any:
 def loss_scaled_by_optimizer(graph: tf.Graph) -> bool:
     """Whether a v1 optimizer divided the loss by the replicas in `graph` (what v1's Estimator reported by)."""
     return bool(getattr(graph, '_is_loss_scaled_by_optimizer', False))
+
+
+def _fingerprinting():
+    from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting
+
+    fingerprinting.CreateFingerprintDef  # Moved: None.
+    return fingerprinting
+
+
+_saved_model_fingerprinting = _probe(_fingerprinting)
+
+
+def rewrite_saved_model_fingerprint(export_dir: str) -> None:
+    """Makes `export_dir/fingerprint.pb` the fingerprint of the `saved_model.pb` (or `.pbtxt`) there now.
+
+    `tf.saved_model.save` writes the fingerprint (hashes of the graph, the signatures and the object graph, read
+    by `tf.saved_model.experimental.read_fingerprint`); after the signatures are rewritten it is stale, and only
+    TensorFlow's private pywrap computes one. Without it the stale file is removed: a SavedModel loads without.
+    """
+    path = os.path.join(export_dir, 'fingerprint.pb')
+    if _saved_model_fingerprinting is None:
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)
+        return
+    with tf.io.gfile.GFile(path, 'wb') as file:
+        file.write(_saved_model_fingerprinting.CreateFingerprintDef(export_dir))

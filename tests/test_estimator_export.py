@@ -39,7 +39,11 @@ def test_the_exported_saved_model_serves_what_predict_yields(trained, tmp_path):
     np.testing.assert_allclose(outputs['twice'].numpy(), [p['twice'] for p in predictions], rtol=1e-6)
 
 
-def test_export_outputs_become_signatures_with_v1s_output_keys(trained, tmp_path):
+def test_export_outputs_become_classify_and_regress_signatures_taking_inputs(trained, tmp_path):
+    """v1's rule (compared with TF 2.15 case by case in tests/test_estimator_serving.py): a classification or
+    regression output makes a classify or regress signature on the one string receiver tensor, as `inputs`; on
+    a receiver of float features it is left out."""
+
     def model_fn(features, mode):
         w = tf.compat.v1.get_variable('w', [2, 1])
         value = tf.matmul(features['x'], w)
@@ -53,13 +57,30 @@ def test_export_outputs_become_signatures_with_v1s_output_keys(trained, tmp_path
         )
 
     model = estimator.Estimator(model_fn, model_dir=trained)
-    loaded = tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path), SERVING, as_text=True)))
+    parsing = estimator.export.build_parsing_serving_input_receiver_fn({'x': tf.io.FixedLenFeature([2], tf.float32)})
+    export_dir = model.export_saved_model(str(tmp_path / 'parsing'), parsing, as_text=True)
+    loaded = tf.saved_model.load(os.fsdecode(export_dir))
     assert sorted(loaded.signatures) == ['scores', 'serving_default']
-    x = tf.constant([[1.0, 1.0]])
-    assert list(loaded.signatures['serving_default'](x=x)) == ['outputs']
-    assert list(loaded.signatures['scores'](x=x)) == ['scores']
+    example = tf.train.Example(
+        features=tf.train.Features(feature={'x': tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 1.0]))})
+    )
+    inputs = tf.constant([example.SerializeToString()])
+    assert list(loaded.signatures['serving_default'](inputs=inputs)) == ['outputs']
+    assert list(loaded.signatures['scores'](inputs=inputs)) == ['scores']
     w = tf.train.load_variable(trained, 'w')  # Restored from the checkpoint, not initialized.
-    np.testing.assert_allclose(loaded.signatures['serving_default'](x=x)['outputs'].numpy(), [[w.sum()]], rtol=1e-6)
+    np.testing.assert_allclose(loaded.signatures['serving_default'](inputs=inputs)['outputs'].numpy(), [[w.sum()]])
+    assert not tf.saved_model.load(os.fsdecode(model.export_saved_model(str(tmp_path / 'raw'), SERVING))).signatures
+
+
+def test_a_sparse_receiver_tensor_is_refused_naming_it(trained, tmp_path):
+    def receiver_fn():
+        dense = tf.compat.v1.placeholder(tf.float32, [None, 2], name='x')
+        sparse = tf.compat.v1.sparse_placeholder(tf.float32, name='sparse_x')
+        return estimator.export.ServingInputReceiver({'x': dense}, {'x': dense, 'sparse_x': sparse})
+
+    model = estimator.Estimator(linear.model_fn, model_dir=trained, params={})
+    with pytest.raises(NotImplementedError, match='dense tensors only; a receiver tensor is a SparseTensor'):
+        model.export_saved_model(str(tmp_path), receiver_fn)
 
 
 def test_export_needs_a_checkpoint_with_every_variable(trained, tmp_path):
@@ -142,9 +163,16 @@ def test_export_savedmodel_is_v1s_alias_and_warns_once(trained, tmp_path, tf_log
 _SERVE_IN_A_FRESH_PROCESS = """
 import json, sys
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+serialized = [bytes.fromhex(example) for example in json.loads(sys.argv[2])]
 serve = tf.saved_model.load(sys.argv[1]).signatures['predict']
-examples = tf.constant([bytes.fromhex(example) for example in json.loads(sys.argv[2])])
-print(json.dumps(serve(examples=examples)['probabilities'].numpy().tolist()))
+print(json.dumps(serve(examples=tf.constant(serialized))['probabilities'].numpy().tolist()))
+with open(sys.argv[1] + '/saved_model.pb', 'rb') as file:
+    classify = saved_model_pb2.SavedModel.FromString(file.read()).meta_graphs[0].signature_def['classification']
+with tf.Graph().as_default(), tf.compat.v1.Session() as session:  # TF Serving's way: the init op fills the tables.
+    tf.compat.v1.saved_model.load(session, ['serve'], sys.argv[1])
+    scores = session.run(classify.outputs['scores'].name, {classify.inputs['inputs'].name: serialized})
+print(json.dumps(scores.tolist()))
 """
 
 
@@ -160,7 +188,8 @@ def _example(color, city, size) -> bytes:
 @pytest.mark.slow
 def test_a_premade_model_on_vocabulary_columns_serves_what_predict_yields_without_its_vocabulary_file(tmp_path):
     """Vocabulary columns (a list with an out-of-vocabulary bucket, a file) hold lookup tables: the export saves
-    their keys and values, so the SavedModel serves in another process, the vocabulary file gone."""
+    their keys and values, so the SavedModel serves in another process, the vocabulary file gone: loaded by
+    `tf.saved_model.load`, and by a v1 session whose init op fills the tables (as TF Serving loads it)."""
     vocabulary_file = tmp_path / 'cities.txt'
     vocabulary_file.write_text('paris\nlima\noslo\n')
     color = tf.feature_column.categorical_column_with_vocabulary_list(
@@ -202,6 +231,7 @@ def test_a_premade_model_on_vocabulary_columns_serves_what_predict_yields_withou
     examples = [_example(*row).hex() for row in rows]
     result = run_python(_SERVE_IN_A_FRESH_PROCESS, os.fsdecode(export_dir), json.dumps(examples))
     assert result.returncode == 0, result.stderr[-3000:]
-    served = json.loads(result.stdout.splitlines()[-1])
+    served, classified = [json.loads(line) for line in result.stdout.splitlines()[-2:]]
     np.testing.assert_allclose(served, predicted, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(classified, predicted, rtol=1e-5, atol=1e-6)
     assert len({tuple(np.round(p, 6)) for p in predicted}) > 4, f'the inputs change the predictions: {predicted}'

@@ -45,6 +45,7 @@ _PRIVATE_PATHS = [
     '_checkpoint_state',
     '_global_step_read',
     '_coordination_service',
+    '_saved_model_fingerprinting',
 ]
 
 

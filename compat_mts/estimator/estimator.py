@@ -597,8 +597,9 @@ class Estimator:
         `serving_input_receiver_fn()` returns a `compat_mts.estimator.export.ServingInputReceiver`; the
         `model_fn` is built on its features in PREDICT mode and the checkpoint (the latest of `model_dir`
         by default) is restored into it. The SavedModel, written by `tf.saved_model.save` into
-        `export_dir_base/<timestamp>`, has one signature per `export_outputs` entry (`serving_default`
-        among them) taking the receiver tensors by name; `tf.saved_model.load(path)` loads it.
+        `export_dir_base/<timestamp>`, has TF 2.15's signatures: one per `export_outputs` entry (and per
+        receiver alternative) that TF Serving can serve, classify and regress ones taking the string receiver
+        tensor as `inputs`, predict ones the receiver tensors by key; `tf.saved_model.load(path)` loads it.
 
         Returns:
           The export directory, as bytes (v1 returned bytes).

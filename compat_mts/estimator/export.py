@@ -1,10 +1,12 @@
 """`compat_mts.estimator.export`: serving inputs and outputs of `Estimator.export_saved_model`, as in v1.
 
 `tf.estimator.export` named what a SavedModel receives (`ServingInputReceiver`) and returns
-(`PredictOutput`, `ClassificationOutput`, `RegressionOutput`). The names, arguments and checks are v1's.
-What differs is the SavedModel: it is a TF2 SavedModel written by `tf.saved_model.save`, whose signatures
-are all *predict* signatures (TF2 has no classify or regress method signatures), with the output keys v1
-used (`scores`/`classes`, `outputs`, or the `PredictOutput`'s keys). `tf.saved_model.load(path)` loads it.
+(`PredictOutput`, `ClassificationOutput`, `RegressionOutput`). The names, arguments and checks are v1's, and so
+are the signatures an output makes (`as_signature_def`): a `ClassificationOutput` a *classify* signature and a
+`RegressionOutput` a *regress* one (TF Serving's Classify and Regress APIs), each taking the one string receiver
+tensor as `inputs`, and a `PredictOutput` a *predict* signature taking the receiver tensors by their keys. The
+SavedModel itself is a TF2 SavedModel (`compat_mts.estimator._saved_model`), which `tf.saved_model.load(path)`
+loads.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ DEFAULT_SERVING_SIGNATURE_DEF_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF
 _SINGLE_FEATURE_DEFAULT_NAME = 'feature'
 _SINGLE_RECEIVER_DEFAULT_NAME = 'input'
 _SINGLE_LABEL_DEFAULT_NAME = 'label'
+_SINGLE_STRING_INPUT = (
+    '{} signatures can only accept a single tensor input of type tf.string. Please check to make sure that you '
+    'have structured the serving_input_receiver_fn so that it creates a single string placeholder. If your model '
+    'function expects multiple inputs, then use `tf.io.parse_example()` to parse the string into multiple '
+    'tensors.\n Received: {}'
+)
 
 
 def _is_tensor(value: Any) -> bool:
@@ -42,19 +50,28 @@ class ServingInputReceiver:
     Args:
       features: a tensor or dict of tensors, passed to `model_fn` (a lone tensor as `{'feature': tensor}`).
       receiver_tensors: the placeholders the SavedModel's signatures take (a lone one is named `'input'`).
-      receiver_tensors_alternatives: not supported (v1 made extra signatures of them).
+      receiver_tensors_alternatives: a dict of names to other groups of tensors of the graph (a tensor, named
+        `'input'`, or a dict of them) to feed instead, such as the features downstream of `parse_example`;
+        each group makes one more signature per export output, named `'<group name>:<output key>'` (v1's).
 
     Raises:
-      ValueError: v1's messages for missing or non-tensor values and non-string keys.
-      NotImplementedError: `receiver_tensors_alternatives` is given.
+      ValueError: v1's messages for missing or non-tensor values, non-string keys and alternatives that are
+        not a dict.
     """
 
     def __init__(self, features, receiver_tensors, receiver_tensors_alternatives=None):
         self.features = _wrap_and_check(features, 'feature', _SINGLE_FEATURE_DEFAULT_NAME)
         self.receiver_tensors = _wrap_and_check(receiver_tensors, 'receiver_tensor', _SINGLE_RECEIVER_DEFAULT_NAME)
-        if receiver_tensors_alternatives:
-            raise NotImplementedError('receiver_tensors_alternatives are not supported by compat_mts.estimator.')
-        self.receiver_tensors_alternatives = None
+        if receiver_tensors_alternatives is not None:
+            if not isinstance(receiver_tensors_alternatives, dict):
+                raise ValueError(
+                    'receiver_tensors_alternatives must be a dict: {}.'.format(receiver_tensors_alternatives)
+                )
+            receiver_tensors_alternatives = {
+                name: _wrap_and_check(tensors, 'receiver_tensors_alternative', _SINGLE_RECEIVER_DEFAULT_NAME)
+                for name, tensors in receiver_tensors_alternatives.items()
+            }
+        self.receiver_tensors_alternatives = receiver_tensors_alternatives
 
 
 class TensorServingInputReceiver(ServingInputReceiver):
@@ -71,9 +88,9 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
     """A serving input receiver function that feeds placeholders shaped like `features` (v1's).
 
     `features` is a dict of names to tensors (or anything with a `shape` and `dtype`, such as
-    `tf.TensorSpec`); each placeholder has the feature's dtype, its shape with the batch dimension
-    `default_batch_size`, and the feature's key as its name (v1 took the tensor's op name, which eager
-    tensors do not have).
+    `tf.TensorSpec`); each placeholder has the feature's dtype, the shape `[default_batch_size]` followed by the
+    feature's dimensions after the first (v1's: a scalar feature gets `[default_batch_size]`), and the feature's
+    key as its name (v1 took the tensor's op name, which eager tensors do not have).
     """
     if not isinstance(features, dict):
         raise TypeError('`features` must be a dict of feature names to tensors, given: {}'.format(features))
@@ -81,9 +98,7 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
     def serving_input_receiver_fn():
         receiver_tensors = {}
         for name, tensor in features.items():
-            shape = tf.TensorShape(tensor.shape).as_list()
-            if shape:
-                shape[0] = default_batch_size
+            shape = tf.TensorShape([default_batch_size]).concatenate(tf.TensorShape(tensor.shape)[1:])
             receiver_tensors[name] = tf.compat.v1.placeholder(dtype=tensor.dtype, shape=shape, name=name)
         return ServingInputReceiver(receiver_tensors, dict(receiver_tensors))
 
@@ -101,11 +116,54 @@ def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=Non
     return serving_input_receiver_fn
 
 
+def _tensor_info(tensor: tf.Tensor):
+    """The `TensorInfo` of a graph tensor: its name, dtype and static shape (what v1's `build_tensor_info` made).
+
+    Raises:
+      NotImplementedError: a `SparseTensor` or `RaggedTensor` (v1 also exported those).
+    """
+    if not isinstance(tensor, tf.Tensor):
+        raise NotImplementedError(
+            'compat_mts.estimator exports signatures of dense tensors only; a receiver tensor is a {}: {}. Feed '
+            'serialized tf.Examples (build_parsing_serving_input_receiver_fn) or dense tensors.'.format(
+                type(tensor).__name__, tensor
+            )
+        )
+    return tf.compat.v1.TensorInfo(
+        name=tensor.name, dtype=tensor.dtype.as_datatype_enum, tensor_shape=tensor.shape.as_proto()
+    )
+
+
+def _signature_def(inputs: dict, outputs: dict, method_name: str):
+    return tf.compat.v1.saved_model.build_signature_def(
+        {key: _tensor_info(tensor) for key, tensor in inputs.items()},
+        {key: _tensor_info(tensor) for key, tensor in outputs.items()},
+        method_name,
+    )
+
+
+def _single_string_input(receiver_tensors: dict, kind: str) -> tf.Tensor:
+    """The one string receiver tensor a classify or regress signature takes as `inputs` (v1's check)."""
+    values = list(receiver_tensors.values())
+    if len(values) != 1 or values[0].dtype != tf.string:
+        raise ValueError(_SINGLE_STRING_INPUT.format(kind, receiver_tensors))
+    return values[0]
+
+
 class ExportOutput:
     """Base class of what one signature of the exported SavedModel returns: `outputs`, a dict of tensors."""
 
     @property
     def outputs(self) -> dict:
+        """The signature's outputs: a dict of output keys to tensors of the PREDICT graph."""
+        raise NotImplementedError
+
+    def as_signature_def(self, receiver_tensors: dict):
+        """The `SignatureDef` taking `receiver_tensors` (a dict of keys to graph tensors) and returning `outputs`.
+
+        Raises:
+          ValueError: the receiver tensors or the outputs do not fit the signature's method (v1's messages).
+        """
         raise NotImplementedError
 
 
@@ -124,7 +182,12 @@ class PredictOutput(ExportOutput):
 
     @property
     def outputs(self) -> dict:
+        """The outputs given, by key."""
         return self._outputs
+
+    def as_signature_def(self, receiver_tensors: dict):
+        """A predict signature (`tensorflow/serving/predict`): the receiver tensors by key, the outputs by key."""
+        return _signature_def(receiver_tensors, self._outputs, tf.compat.v1.saved_model.PREDICT_METHOD_NAME)
 
 
 class ClassificationOutput(ExportOutput):
@@ -136,18 +199,37 @@ class ClassificationOutput(ExportOutput):
         if classes is not None and not (isinstance(classes, tf.Tensor) and classes.dtype == tf.string):
             raise ValueError('Classification classes must be a string Tensor; got {}'.format(classes))
         if scores is None and classes is None:
-            raise ValueError('At least one of scores and classes must be set.')
+            raise ValueError(
+                'Cannot create a ClassificationOutput with empty arguments. At least one of `scores` and '
+                '`classes` must be defined.'
+            )
         self.scores = scores
         self.classes = classes
 
     @property
     def outputs(self) -> dict:
+        """`scores` and/or `classes`, those given."""
         outputs = {}
         if self.scores is not None:
             outputs['scores'] = self.scores
         if self.classes is not None:
             outputs['classes'] = self.classes
         return outputs
+
+    def as_signature_def(self, receiver_tensors: dict):
+        """A classify signature (`tensorflow/serving/classify`): the one string receiver tensor as `inputs`.
+
+        Raises:
+          ValueError: not exactly one receiver tensor, not a string one, or scores that are not float32.
+        """
+        examples = _single_string_input(receiver_tensors, 'Classification')
+        if self.scores is not None and self.scores.dtype != tf.float32:
+            raise ValueError('Classification scores must be a float Tensor.')
+        return _signature_def(
+            {tf.compat.v1.saved_model.CLASSIFY_INPUTS: examples},
+            self.outputs,
+            tf.compat.v1.saved_model.CLASSIFY_METHOD_NAME,
+        )
 
 
 class RegressionOutput(ExportOutput):
@@ -160,7 +242,27 @@ class RegressionOutput(ExportOutput):
 
     @property
     def outputs(self) -> dict:
+        """`{'outputs': value}`."""
         return {'outputs': self.value}
+
+    def as_signature_def(self, receiver_tensors: dict):
+        """A regress signature (`tensorflow/serving/regress`): the one string receiver tensor as `inputs`.
+
+        Raises:
+          ValueError: not exactly one receiver tensor, not a string one, or a value that is not float32.
+        """
+        examples = _single_string_input(receiver_tensors, 'Regression')
+        if self.value.dtype != tf.float32:
+            raise ValueError(
+                'Regression output tensors must be of type float. Found tensors with type {}.'.format(
+                    self.value.dtype.as_datatype_enum
+                )
+            )
+        return _signature_def(
+            {tf.compat.v1.saved_model.REGRESS_INPUTS: examples},
+            self.outputs,
+            tf.compat.v1.saved_model.REGRESS_METHOD_NAME,
+        )
 
 
 def export_outputs_or_default(export_outputs, predictions) -> dict:
