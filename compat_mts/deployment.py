@@ -97,6 +97,9 @@ class Deployment:
     def finish(self) -> None:
         """Before the hooks' `end()` at a clean close: whatever the runs left in flight is done."""
 
+    def settle(self) -> None:
+        """Before a checkpoint: the runs in flight are done, so the variables hold every step counted."""
+
     @contextlib.contextmanager
     def in_effect(self) -> Iterator[Deployment]:
         """The block's `current()` is this deployment: a session's hooks and creator read it there."""
@@ -199,6 +202,9 @@ class ParameterServer(Deployment):
 
     def finish(self) -> None:
         self.scheduler.finish()  # The last save has every step.
+
+    def settle(self) -> None:
+        self.scheduler.guard(self.scheduler.finish)
 
 
 LOCAL = Local()

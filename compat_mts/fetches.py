@@ -96,6 +96,11 @@ class GraphRunner:
         """The GraphDef (with shapes) that `save_graph_def` writes for this graph."""
         raise NotImplementedError
 
+    def scheduled_global_step(self) -> int | None:
+        """The global step after the steps scheduled so far, where runs return before their steps ran (a
+        parameter-server chief's); None where the global step is read."""
+        return None
+
     def checkpoint_of_saver(self, saver: Any) -> Any:
         """What a session checkpoints when the program passes `saver`, a v1 `Saver` built in this graph."""
         raise NotImplementedError
@@ -584,7 +589,9 @@ class Run:
             global_step = self._global_step
             if global_step is None:
                 return None
-            stale = int(global_step_lib.read_value(global_step))
+            stale = runner.scheduled_global_step()
+            if stale is None:
+                stale = int(global_step_lib.read_value(global_step))
         values = runner.run(plan.fetches, self._graph_feeds)
         return [pack(values, stale) for pack in plan.packers]
 

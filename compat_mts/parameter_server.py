@@ -376,6 +376,11 @@ class Scheduler:
                     _first_line(error),
                 )
 
+    def scheduled_step(self) -> int | None:
+        """The global step once the runs scheduled so far have run (None before a session started): what the
+        hooks are told is the step before a run, since the ps task's own value lags behind what is scheduled."""
+        return self._next_step
+
     def finish(self) -> None:
         """Waits (bounded) for every scheduled run: before the hooks' `end()`, so that the last save has them."""
         self._pending.clear()

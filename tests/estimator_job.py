@@ -29,9 +29,12 @@ else:
 tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
 COLUMNS = [tf.feature_column.numeric_column('a'), tf.feature_column.numeric_column('b')]
 THROTTLE_SECS = float(os.environ.get('JOB_THROTTLE_SECS', '1'))
+SAVE_STEPS = int(os.environ.get('JOB_SAVE_STEPS', '20'))  # benchmarks/estimator_cluster.py sets these two.
+BATCH_SIZE = int(os.environ.get('JOB_BATCH_SIZE', '16'))
+MARK_BATCHES = os.environ.get('JOB_MARK_BATCHES', '1') == '1'
 
 
-def input_fn(examples: int = 256, repeat: bool = True, batch_size: int = 16):
+def input_fn(examples: int = 256, repeat: bool = True, batch_size: int = BATCH_SIZE):
     def read(params=None):
         del params
         values = tf.random.stateless_uniform([examples, 2], seed=[1, 2])
@@ -43,7 +46,7 @@ def input_fn(examples: int = 256, repeat: bool = True, batch_size: int = 16):
             tf.print('input batch', output_stream=sys.stderr)
             return features, label
 
-        return dataset.map(mark) if repeat else dataset
+        return dataset.map(mark) if repeat and MARK_BATCHES else dataset
 
     return read
 
@@ -79,14 +82,16 @@ def tpu_model_fn(features, labels, mode, params):
 
 
 def make_estimator():
-    checkpoints = dict(save_checkpoints_steps=20, tf_random_seed=1, log_step_count_steps=20)
+    checkpoints = dict(save_checkpoints_steps=SAVE_STEPS, tf_random_seed=1, log_step_count_steps=20)
     if KIND == 'premade':
         config = estimator.RunConfig(model_dir=MODEL_DIR, **checkpoints)
         return estimator.DNNClassifier(hidden_units=[8], feature_columns=COLUMNS, config=config)
     if KIND == 'custom':
         return estimator.Estimator(model_fn, config=estimator.RunConfig(model_dir=MODEL_DIR, **checkpoints))
     config = tpu.RunConfig(model_dir=MODEL_DIR, **checkpoints)
-    return tpu.TPUEstimator(tpu_model_fn, config=config, use_tpu=False, train_batch_size=16, eval_batch_size=16)
+    return tpu.TPUEstimator(
+        tpu_model_fn, config=config, use_tpu=False, train_batch_size=BATCH_SIZE, eval_batch_size=BATCH_SIZE
+    )
 
 
 def main():

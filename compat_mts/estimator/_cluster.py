@@ -27,6 +27,7 @@ resumes from the last checkpoint.
 
 from __future__ import annotations
 
+import math
 import socket
 import time
 from typing import Callable
@@ -83,11 +84,32 @@ def task_of(config) -> tuple[str, int]:
     return task_type, int(config.task_id)
 
 
-def join_as_chief(cluster: tf.train.ClusterSpec) -> tf.distribute.ParameterServerStrategy:
+MAX_STEPS_PER_RUN = 10
+
+
+def steps_per_run(config) -> int:
+    """The steps each of the chief's runs schedules on a worker: the largest K <= `MAX_STEPS_PER_RUN` that
+    divides every step period of `config` (checkpoints, summaries, the step-rate log), 1 when none.
+
+    Scheduling a step costs the chief milliseconds (TensorFlow's closure, the hooks, the global step's read
+    from its ps task), so one step per run would cap the job near a few hundred steps a second whatever the
+    number of workers. K steps per run keep every checkpoint, summary and log line at the steps v1 wrote them;
+    the hooks see the global step move by K per run, as v1's chief saw it move by the other workers' steps.
+    """
+    periods = [
+        int(period)
+        for period in (config.save_checkpoints_steps, config.save_summary_steps, config.log_step_count_steps)
+        if period
+    ]
+    divisor = math.gcd(*periods) if periods else MAX_STEPS_PER_RUN
+    return max(k for k in range(1, MAX_STEPS_PER_RUN + 1) if divisor % k == 0)
+
+
+def join_as_chief(cluster: tf.train.ClusterSpec, config) -> tf.distribute.ParameterServerStrategy:
     """Connects this chief's process to `cluster`'s ps and worker tasks, once (see the module docstring)."""
     key = repr(sorted(cluster.as_dict().items()))
     if key not in _strategies:
-        _strategies[key] = parameter_server.parameter_server_strategy(cluster)
+        _strategies[key] = parameter_server.parameter_server_strategy(cluster, steps_per_run=steps_per_run(config))
     return _strategies[key]
 
 

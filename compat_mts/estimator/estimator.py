@@ -40,7 +40,7 @@ from compat_mts.estimator.run_config import RunConfig, get_default_session_confi
 from compat_mts.hooks.checkpoint import CheckpointSaverHook, CheckpointSaverListener
 from compat_mts.hooks.final_ops import FinalOpsHook
 from compat_mts.hooks.logging import LoggingTensorHook
-from compat_mts.hooks.nan import NanTensorHook
+from compat_mts.hooks.nan import NanLossDuringTrainingError, NanTensorHook
 from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.legacy.checkpoints import CheckpointNames
 from compat_mts.monitored_session import MonitoredSession
@@ -254,7 +254,7 @@ class Estimator:
             hooks.append(StopAtStepHook(steps, max_steps))
         saving_listeners = _check_listeners_type(saving_listeners)
         if cluster is not None:
-            _cluster.join_as_chief(cluster)
+            _cluster.join_as_chief(cluster, self._config)
         loss = self._train_model(input_fn, hooks, saving_listeners)
         logging.info('Loss for final step: %s.', loss)
         return self
@@ -283,6 +283,9 @@ class Estimator:
             ):
                 tf.compat.v1.summary.scalar('loss', spec.loss)
             tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.LOSSES, spec.loss)
+            if on_cluster:  # The NaN check on the worker: a hook would wait for every step's loss.
+                nan_check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(tf.math.is_nan(spec.loss))), [_NAN_LOSS])
+                spec = spec._replace(train_op=tf.group(spec.train_op, nan_check))
             return _Program(spec, input_hooks, global_step)
 
         def build_distributed():  # v1's `_actual_train_model_distributed`.
@@ -317,7 +320,7 @@ class Estimator:
                 wrapped.feed_from_workers(*worker_input)
             program = wrapped.outputs
             spec = program.spec
-            worker_hooks = list(program.input_hooks) + hooks + [NanTensorHook(spec.loss)]
+            worker_hooks = list(program.input_hooks) + hooks + ([] if on_cluster else [NanTensorHook(spec.loss)])
             if self._config.log_step_count_steps is not None:
                 worker_hooks.append(
                     LoggingTensorHook(
@@ -344,6 +347,8 @@ class Estimator:
                 summary_lib.keep_writer_open(self._model_dir)  # One events file per model_dir, as v1's cache.
                 loss = None
                 any_step_done = False
+                if on_cluster:
+                    loss, any_step_done = _train_on_cluster(session, spec, self._config.log_step_count_steps)
                 while not session.should_stop():
                     _, loss = session.run([spec.train_op, spec.loss])
                     any_step_done = True
@@ -760,6 +765,32 @@ class Estimator:
         if not isinstance(spec, EstimatorSpec):
             raise ValueError('model_fn should return an EstimatorSpec.')
         return spec
+
+
+_NAN_LOSS = 'compat_mts: NaN loss during training.'
+
+
+def _train_on_cluster(session, spec: EstimatorSpec, log_step_count_steps: int | None) -> tuple[Any, bool]:
+    """The training loop of a parameter-server chief: `(the last loss fetched, whether a step ran)`.
+
+    A run that fetches nothing returns once its step is scheduled, which keeps every worker busy; the loss is
+    fetched every `log_step_count_steps` runs (100 without), so "Loss for final step" is that run's. A NaN loss
+    fails the step on its worker (the check is in the train op) and is raised here as v1's
+    `NanLossDuringTrainingError`.
+    """
+    loss, runs, every = None, 0, log_step_count_steps or 100
+    try:
+        while not session.should_stop():
+            if runs % every == 0:
+                _, loss = session.run([spec.train_op, spec.loss])
+            else:
+                session.run(spec.train_op)
+            runs += 1
+    except tf.errors.InvalidArgumentError as error:
+        if _NAN_LOSS not in (error.message or ''):
+            raise
+        raise NanLossDuringTrainingError from error
+    return loss, runs > 0
 
 
 def _assert_members_are_not_overridden(cls: type, obj: Any) -> None:

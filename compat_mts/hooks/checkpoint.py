@@ -162,6 +162,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         # In a multi-worker cluster every worker saves (see compat_mts.distribute); only the chief writes here.
         deployment = deployment_lib.current()  # The session's (ARCHITECTURE.md, "The deployment seam").
         self._cluster = deployment.cluster
+        self._settle = deployment.settle
         self._writes_files = deployment.is_chief
         if self._writes_files:
             longest_name = summary_lib.checkpoint_name_bytes(self._checkpoint_basename)
@@ -193,6 +194,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         if self._cluster is not None and self._time_based:
             self._after_run_in_cluster(run_context)
         elif self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
+            self._settle()  # On a parameter-server chief: the steps scheduled have run, and are saved.
             global_step = int(run_context.session.run(self._global_step))
             if self._timer.should_trigger_for_step(global_step):
                 self._timer.update_last_triggered_step(global_step)

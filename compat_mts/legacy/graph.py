@@ -493,6 +493,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
     # The fetch model's runner interface.
 
+    def scheduled_global_step(self) -> int | None:
+        return None if self._parameter_servers is None else self._parameter_servers.scheduled_step()
+
     def owns(self, fetch: Any) -> bool:
         return getattr(fetch, 'graph', None) is self.graph
 
