@@ -12,6 +12,7 @@ naming their successor (migration_guide/estimator.md). `tpu` is v1's `tf.compat.
 
 from compat_mts import premade_estimators
 from compat_mts.estimator import export
+from compat_mts.estimator import inputs
 from compat_mts.estimator import tpu
 from compat_mts.estimator.canned import (
     BaselineClassifier,
@@ -79,6 +80,7 @@ __all__ = [
     'VocabInfo',
     'WarmStartSettings',
     'export',
+    'inputs',
     'tpu',
     'train_and_evaluate',
 ]
