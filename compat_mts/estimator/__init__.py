@@ -11,6 +11,7 @@ naming their successor (migration_guide/estimator.md). `tpu` is v1's `tf.compat.
 """
 
 from compat_mts import premade_estimators
+from compat_mts.estimator import experimental
 from compat_mts.estimator import export
 from compat_mts.estimator import inputs
 from compat_mts.estimator import tpu
@@ -79,6 +80,7 @@ __all__ = [
     'TrainSpec',
     'VocabInfo',
     'WarmStartSettings',
+    'experimental',
     'export',
     'inputs',
     'tpu',

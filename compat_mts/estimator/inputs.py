@@ -86,7 +86,7 @@ def _batches(columns: list, batch_size: int, epochs: int | None, shuffle: bool, 
     """
     if tf.executing_eagerly():
         raise RuntimeError(
-            'The input_fn of numpy_input_fn/pandas_input_fn builds graph tensors, as v1\'s did: pass it to an '
+            "The input_fn of numpy_input_fn/pandas_input_fn builds graph tensors, as v1's did: pass it to an "
             'Estimator, or call it inside `with tf.Graph().as_default():` or a compat_mts.wrap_graph build '
             'function. Eagerly, use tf.data.Dataset.from_tensor_slices(...).batch(...) instead.'
         )
@@ -192,7 +192,9 @@ def numpy_input_fn(
                 shape_of_y = {key: columns[key].shape for key in target_keys}
             raise ValueError(
                 'Length of tensors in x and y is mismatched. All elements in x and y must have the same length.\n'
-                'Shapes in x: {}\nShapes in y: {}\n'.format({key: columns[key].shape for key in feature_keys}, shape_of_y)
+                'Shapes in x: {}\nShapes in y: {}\n'.format(
+                    {key: columns[key].shape for key in feature_keys}, shape_of_y
+                )
             )
         epochs = _epochs_read(num_epochs, num_threads, shuffle)
         batch = _batches(list(columns.values()), batch_size, epochs, shuffle, queue_capacity)

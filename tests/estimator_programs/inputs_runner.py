@@ -129,9 +129,15 @@ def _estimator_scenarios(tf, estimator, inputs, model_dir):
     labels = (features['a'] - 2 * features['c'] + 0.5).astype(np.float32)
     model = estimator.Estimator(model_fn, model_dir=model_dir, config=estimator.RunConfig(tf_random_seed=3))
     model.train(inputs.numpy_input_fn(features, labels, batch_size=16, num_epochs=2, shuffle=False))
-    trained_in_order = [model.get_variable_value('global_step'), model.get_variable_value('w'), model.get_variable_value('b')]
+    trained_in_order = [
+        model.get_variable_value('global_step'),
+        model.get_variable_value('w'),
+        model.get_variable_value('b'),
+    ]
     metrics = model.evaluate(inputs.numpy_input_fn(features, labels, batch_size=16, shuffle=False))
-    predictions = list(model.predict(inputs.numpy_input_fn({'a': features['a'][:5], 'c': features['c'][:5]}, shuffle=False)))
+    predictions = list(
+        model.predict(inputs.numpy_input_fn({'a': features['a'][:5], 'c': features['c'][:5]}, shuffle=False))
+    )
     model.train(inputs.numpy_input_fn(features, labels, batch_size=16, num_epochs=2, shuffle=True))
     return {
         'trained_in_order': _plain(trained_in_order),
