@@ -6,7 +6,6 @@ calls with compat_mts: the specs, metric values, export decisions, keys, tensors
 TF 2.15's (error messages up to the addresses of the functions they print).
 """
 
-import concurrent.futures
 import json
 import os
 import re
@@ -31,13 +30,10 @@ def both(tmp_path_factory):
     root = tmp_path_factory.mktemp('api')
     (root / 'tf215').mkdir()
     (root / 'compat').mkdir()
-    tf215.python()  # Made (or skipped) here, not in a thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # Side by side: two cores.
-        child = pool.submit(tf215.run, RUNNER, str(root / 'tf215'), timeout=600)
-        ours = api_runner.results(tf, estimator, str(root / 'compat'))
-        child = child.result()
-    assert child.returncode == 0, child.stderr[-3000:]
-    return _without_addresses(ours), _without_addresses(json.loads(child.stdout.split('RESULTS:', 1)[1]))
+    ours, theirs = tf215.results_beside(
+        RUNNER, lambda: api_runner.results(tf, estimator, str(root / 'compat')), str(root / 'tf215'), timeout=600
+    )
+    return _without_addresses(ours), _without_addresses(theirs)
 
 
 @pytest.mark.slow  # The TF 2.15 child process.

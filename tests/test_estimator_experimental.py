@@ -8,8 +8,6 @@ step: the steps, the histories, the checkpoints' variables (with v1's `signal_ea
 errors are compared.
 """
 
-import concurrent.futures
-import json
 import os
 
 import pytest
@@ -29,14 +27,9 @@ def both(tmp_path_factory):
     root = tmp_path_factory.mktemp('experimental')
     (root / 'tf215').mkdir()
     (root / 'compat').mkdir()
-    tf215.python()  # Made (or skipped) here, not in a thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # Side by side: two cores.
-        child = pool.submit(tf215.run, RUNNER, str(root / 'tf215'), timeout=900)
-        ours = experimental_runner.results(tf, estimator, str(root / 'compat'))
-        child = child.result()
-    assert child.returncode == 0, child.stderr[-3000:]
-    theirs = json.loads(child.stdout.split('RESULTS:', 1)[1])
-    return json.loads(json.dumps(ours)), theirs
+    return tf215.results_beside(
+        RUNNER, lambda: experimental_runner.results(tf, estimator, str(root / 'compat')), str(root / 'tf215')
+    )
 
 
 def _assert_same_history(ours, theirs):

@@ -9,8 +9,6 @@ what v1 fixed: each row read `num_epochs` times, the batch sizes, the end. The p
 pandas is installed on both sides.
 """
 
-import concurrent.futures
-import json
 import os
 
 import numpy as np
@@ -29,16 +27,13 @@ RUNNER = os.path.join(support.REPO_ROOT, 'tests', 'estimator_programs', 'inputs_
 @pytest.fixture(scope='module')
 def both(tmp_path_factory):
     root = tmp_path_factory.mktemp('inputs')
-    tf215.python()  # Made (or skipped) here, not in a thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # Side by side: two cores.
-        child = pool.submit(tf215.run, RUNNER, str(root / 'tf215'), timeout=600)
-        ours = inputs_runner.results(
-            tf, estimator, estimator.inputs, compat_mts.MonitoredTrainingSession, str(root / 'compat')
-        )
-        child = child.result()
-    assert child.returncode == 0, child.stderr[-3000:]
-    theirs = json.loads(child.stdout.split('RESULTS:', 1)[1])
-    return json.loads(json.dumps(ours)), theirs
+    session = compat_mts.MonitoredTrainingSession
+    return tf215.results_beside(
+        RUNNER,
+        lambda: inputs_runner.results(tf, estimator, estimator.inputs, session, str(root / 'compat')),
+        str(root / 'tf215'),
+        timeout=600,
+    )
 
 
 def _columns(batch):

@@ -234,6 +234,42 @@ def _stop_if_no_metric_improvement_hook(
     return make_early_stopping_hook(estimator, stop_if_no_metric_improvement_fn, run_every_secs, run_every_steps)
 
 
+_METRIC_HOOK_ARGUMENTS = """
+
+    Args:
+      estimator: the `compat_mts.estimator.Estimator` being trained.
+      metric_name: the metric of the evaluations to track: `'loss'`, `'accuracy'`, ...
+      {what}
+      eval_dir: the directory of the evaluations' events; `estimator.eval_dir()` if None.
+      min_steps: evaluations of global steps below this are not looked at.
+      run_every_secs: read the evaluations at most this often, in seconds (60: v1's default); or None.
+      run_every_steps: read them every this many steps instead (then `run_every_secs=None`).
+
+    Returns:
+      A `SessionRunHook` for `train(hooks=...)` or `TrainSpec(hooks=...)`.
+
+    Raises:
+      TypeError, ValueError: v1's errors of `make_early_stopping_hook`; `metric_name` not a string, or a
+        number of steps that is not a number. A `metric_name` the evaluations lack is a `KeyError` when
+        they are read, as in v1.
+"""
+
+
+def _documented(summary: str, what: str):
+    """Gives a metric hook its docstring: `summary`, the arguments the four share, and its own (`what`)."""
+
+    def document(function):
+        function.__doc__ = summary + _METRIC_HOOK_ARGUMENTS.format(what=what)
+        return function
+
+    return document
+
+
+@_documented(
+    "Stops training once an evaluation's `metric_name` is above `threshold` (v1's hook).\n\n"
+    "    `stop_if_higher_hook(estimator, 'accuracy', 0.9)` stops once an evaluation reached 90%.",
+    'threshold: the value the metric must exceed.',
+)
 def stop_if_higher_hook(
     estimator: Estimator,
     metric_name: str,
@@ -243,32 +279,16 @@ def stop_if_higher_hook(
     run_every_secs: float | None = 60,
     run_every_steps: int | None = None,
 ) -> SessionRunHook:
-    """Stops training once an evaluation's `metric_name` is above `threshold` (v1's hook).
-
-    `stop_if_higher_hook(estimator, 'accuracy', 0.9)` stops once an evaluation reached 90%.
-
-    Args:
-      estimator: the `compat_mts.estimator.Estimator` being trained.
-      metric_name: the metric of the evaluations to track: `'loss'`, `'accuracy'`, ...
-      threshold: the value the metric must exceed.
-      eval_dir: the directory of the evaluations' events; `estimator.eval_dir()` if None.
-      min_steps: evaluations of global steps below this are not looked at.
-      run_every_secs: read the evaluations at most this often, in seconds (60: v1's default); or None.
-      run_every_steps: read them every this many steps instead (then `run_every_secs=None`).
-
-    Returns:
-      A `SessionRunHook` for `train(hooks=...)` or `TrainSpec(hooks=...)`.
-
-    Raises:
-      TypeError, ValueError: v1's errors of `make_early_stopping_hook`; `metric_name` not a string, or a
-        number of steps that is not a number. A `metric_name` the evaluations lack is a `KeyError` when
-        they are read, as in v1.
-    """
     return _stop_if_threshold_crossed_hook(
         estimator, metric_name, threshold, True, eval_dir, min_steps, run_every_secs, run_every_steps
     )
 
 
+@_documented(
+    "Stops training once an evaluation's `metric_name` is below `threshold` (v1's hook).\n\n"
+    "    `stop_if_lower_hook(estimator, 'loss', 100)` stops once an evaluation's loss is below 100.",
+    'threshold: the value the metric must fall below.',
+)
 def stop_if_lower_hook(
     estimator: Estimator,
     metric_name: str,
@@ -278,32 +298,16 @@ def stop_if_lower_hook(
     run_every_secs: float | None = 60,
     run_every_steps: int | None = None,
 ) -> SessionRunHook:
-    """Stops training once an evaluation's `metric_name` is below `threshold` (v1's hook).
-
-    `stop_if_lower_hook(estimator, 'loss', 100)` stops once an evaluation's loss is below 100.
-
-    Args:
-      estimator: the `compat_mts.estimator.Estimator` being trained.
-      metric_name: the metric of the evaluations to track: `'loss'`, `'accuracy'`, ...
-      threshold: the value the metric must fall below.
-      eval_dir: the directory of the evaluations' events; `estimator.eval_dir()` if None.
-      min_steps: evaluations of global steps below this are not looked at.
-      run_every_secs: read the evaluations at most this often, in seconds (60: v1's default); or None.
-      run_every_steps: read them every this many steps instead (then `run_every_secs=None`).
-
-    Returns:
-      A `SessionRunHook` for `train(hooks=...)` or `TrainSpec(hooks=...)`.
-
-    Raises:
-      TypeError, ValueError: v1's errors of `make_early_stopping_hook`; `metric_name` not a string, or a
-        number of steps that is not a number. A `metric_name` the evaluations lack is a `KeyError` when
-        they are read, as in v1.
-    """
     return _stop_if_threshold_crossed_hook(
         estimator, metric_name, threshold, False, eval_dir, min_steps, run_every_secs, run_every_steps
     )
 
 
+@_documented(
+    "Stops training when `metric_name` has not increased for `max_steps_without_increase` steps (v1's hook).\n\n"
+    '    It stops once an evaluation comes that many global steps or more after the best (highest) one so far.',
+    'max_steps_without_increase: the global steps the metric may go without increasing.',
+)
 def stop_if_no_increase_hook(
     estimator: Estimator,
     metric_name: str,
@@ -313,40 +317,17 @@ def stop_if_no_increase_hook(
     run_every_secs: float | None = 60,
     run_every_steps: int | None = None,
 ) -> SessionRunHook:
-    """Stops training when `metric_name` has not increased for `max_steps_without_increase` steps (v1's hook).
-
-    It stops once an evaluation comes `max_steps_without_increase` or more global steps after the one with
-    the highest value so far.
-
-    Args:
-      estimator: the `compat_mts.estimator.Estimator` being trained.
-      metric_name: the metric of the evaluations to track: `'loss'`, `'accuracy'`, ...
-      max_steps_without_increase: the global steps the metric may go without increasing.
-      eval_dir: the directory of the evaluations' events; `estimator.eval_dir()` if None.
-      min_steps: evaluations of global steps below this are not looked at.
-      run_every_secs: read the evaluations at most this often, in seconds (60: v1's default); or None.
-      run_every_steps: read them every this many steps instead (then `run_every_secs=None`).
-
-    Returns:
-      A `SessionRunHook` for `train(hooks=...)` or `TrainSpec(hooks=...)`.
-
-    Raises:
-      TypeError, ValueError: v1's errors of `make_early_stopping_hook`; `metric_name` not a string, or a
-        number of steps that is not a number. A `metric_name` the evaluations lack is a `KeyError` when
-        they are read, as in v1.
-    """
+    max_steps = ('max_steps_without_increase', max_steps_without_increase)
     return _stop_if_no_metric_improvement_hook(
-        estimator,
-        metric_name,
-        ('max_steps_without_increase', max_steps_without_increase),
-        True,
-        eval_dir,
-        min_steps,
-        run_every_secs,
-        run_every_steps,
+        estimator, metric_name, max_steps, True, eval_dir, min_steps, run_every_secs, run_every_steps
     )
 
 
+@_documented(
+    "Stops training when `metric_name` has not decreased for `max_steps_without_decrease` steps (v1's hook).\n\n"
+    '    It stops once an evaluation comes that many global steps or more after the best (lowest) one so far.',
+    'max_steps_without_decrease: the global steps the metric may go without decreasing.',
+)
 def stop_if_no_decrease_hook(
     estimator: Estimator,
     metric_name: str,
@@ -356,37 +337,9 @@ def stop_if_no_decrease_hook(
     run_every_secs: float | None = 60,
     run_every_steps: int | None = None,
 ) -> SessionRunHook:
-    """Stops training when `metric_name` has not decreased for `max_steps_without_decrease` steps (v1's hook).
-
-    It stops once an evaluation comes `max_steps_without_decrease` or more global steps after the one with
-    the lowest value so far.
-
-    Args:
-      estimator: the `compat_mts.estimator.Estimator` being trained.
-      metric_name: the metric of the evaluations to track: `'loss'`, `'accuracy'`, ...
-      max_steps_without_decrease: the global steps the metric may go without decreasing.
-      eval_dir: the directory of the evaluations' events; `estimator.eval_dir()` if None.
-      min_steps: evaluations of global steps below this are not looked at.
-      run_every_secs: read the evaluations at most this often, in seconds (60: v1's default); or None.
-      run_every_steps: read them every this many steps instead (then `run_every_secs=None`).
-
-    Returns:
-      A `SessionRunHook` for `train(hooks=...)` or `TrainSpec(hooks=...)`.
-
-    Raises:
-      TypeError, ValueError: v1's errors of `make_early_stopping_hook`; `metric_name` not a string, or a
-        number of steps that is not a number. A `metric_name` the evaluations lack is a `KeyError` when
-        they are read, as in v1.
-    """
+    max_steps = ('max_steps_without_decrease', max_steps_without_decrease)
     return _stop_if_no_metric_improvement_hook(
-        estimator,
-        metric_name,
-        ('max_steps_without_decrease', max_steps_without_decrease),
-        False,
-        eval_dir,
-        min_steps,
-        run_every_secs,
-        run_every_steps,
+        estimator, metric_name, max_steps, False, eval_dir, min_steps, run_every_secs, run_every_steps
     )
 
 

@@ -42,13 +42,19 @@ __all__ = ['numpy_input_fn', 'pandas_input_fn']
 _TARGET_KEY = '__target_key__'
 
 
-def _check_arguments(shuffle: Any, counts: dict) -> None:
-    """v1's check of `shuffle`; each of `counts` (`argument: (value, may be None)`) a positive integer."""
+def _check_arguments(shuffle: Any, batch_size, num_epochs, queue_capacity, num_threads, capacity_may_be_none) -> None:
+    """v1's check of `shuffle`; the counts positive integers (`num_epochs`, and maybe `queue_capacity`, or None)."""
     if not isinstance(shuffle, bool):
         raise ValueError(
             'shuffle must be provided and explicitly set as boolean '
             '(it is recommended to set it as True for training); got {}'.format(shuffle)
         )
+    counts = {
+        'batch_size': (batch_size, False),
+        'num_epochs': (num_epochs, True),
+        'queue_capacity': (queue_capacity, capacity_may_be_none),
+        'num_threads': (num_threads, False),
+    }
     for argument, (value, optional) in counts.items():
         accepted = ('None or ' if optional else '') + 'an integer > 0'
         validation.check_integer(value, argument, optional=optional, accepted=accepted)
@@ -152,15 +158,7 @@ def numpy_input_fn(
         when `input_fn` is called).
       TypeError: `x` is not a dict or an array (when `input_fn` is called).
     """
-    _check_arguments(
-        shuffle,
-        {
-            'batch_size': (batch_size, False),
-            'num_epochs': (num_epochs, True),
-            'queue_capacity': (queue_capacity, False),
-            'num_threads': (num_threads, False),
-        },
-    )
+    _check_arguments(shuffle, batch_size, num_epochs, queue_capacity, num_threads, capacity_may_be_none=False)
 
     def input_fn():
         columns = _features_of(x)
@@ -252,15 +250,7 @@ def pandas_input_fn(
     pandas = _pandas()
     if pandas is None:
         raise TypeError('pandas_input_fn should not be called without pandas installed')
-    _check_arguments(
-        shuffle,
-        {
-            'batch_size': (batch_size, False),
-            'num_epochs': (num_epochs, True),
-            'queue_capacity': (queue_capacity, True),
-            'num_threads': (num_threads, False),
-        },
-    )
+    _check_arguments(shuffle, batch_size, num_epochs, queue_capacity, num_threads, capacity_may_be_none=True)
     if not isinstance(target_column, str):
         raise TypeError('target_column must be a string type')
     x = x.copy()

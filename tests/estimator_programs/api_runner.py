@@ -13,27 +13,7 @@ import sys
 
 import numpy as np
 
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _error(call):
-    try:
-        call()
-    except Exception as error:  # noqa: BLE001 - the scenario records which error each side raises.
-        return [type(error).__name__, str(error)]
-    return None
+from tests.estimator_programs.results import error_of, plain
 
 
 def _spec(spec):
@@ -45,7 +25,7 @@ def _spec(spec):
             type(feature).__name__,
             shape,
             feature.dtype.name,
-            _plain(getattr(feature, 'default_value', None)),
+            plain(getattr(feature, 'default_value', None)),
         ]
     return found
 
@@ -68,9 +48,9 @@ def _parse_specs(tf, estimator):
             estimator.regressor_parse_example_spec(columns, 'y', label_dimension=3, weight_column=weight)
         ),
         'errors': [
-            _error(lambda: estimator.classifier_parse_example_spec(columns, 'age')),
-            _error(lambda: estimator.regressor_parse_example_spec(columns, 'y', weight_column='age')),
-            _error(lambda: estimator.regressor_parse_example_spec(columns, 'y', weight_column=columns[1])),
+            error_of(lambda: estimator.classifier_parse_example_spec(columns, 'age')),
+            error_of(lambda: estimator.regressor_parse_example_spec(columns, 'y', weight_column='age')),
+            error_of(lambda: estimator.regressor_parse_example_spec(columns, 'y', weight_column=columns[1])),
         ],
     }
 
@@ -105,9 +85,9 @@ def _add_metrics(tf, estimator, root):
 
     extended = estimator.add_metrics(regressor, metric_fn)
     return {
-        'evaluate': _plain(extended.evaluate(input_fn(False))),
+        'evaluate': plain(extended.evaluate(input_fn(False))),
         'model_dir': extended.model_dir == regressor.model_dir,
-        'error': _error(lambda: estimator.add_metrics(regressor, lambda labels, mode: {})),
+        'error': error_of(lambda: estimator.add_metrics(regressor, lambda labels, mode: {})),
     }
 
 
@@ -147,10 +127,10 @@ def _best_exporter(tf, estimator, root):
         'exported': exported,
         'kept': len(tf.io.gfile.listdir(export_dir)),
         'errors': [
-            _error(lambda: estimator.BestExporter(compare_fn=None)),
-            _error(lambda: estimator.BestExporter(compare_fn=lambda best_eval_result: True)),
-            _error(lambda: estimator.BestExporter(compare_fn=lambda best_eval_result, current_eval_result, x: 1)),
-            _error(lambda: estimator.BestExporter(exports_to_keep=0)),
+            error_of(lambda: estimator.BestExporter(compare_fn=None)),
+            error_of(lambda: estimator.BestExporter(compare_fn=lambda best_eval_result: True)),
+            error_of(lambda: estimator.BestExporter(compare_fn=lambda best_eval_result, current_eval_result, x: 1)),
+            error_of(lambda: estimator.BestExporter(exports_to_keep=0)),
         ],
     }
 
@@ -172,10 +152,10 @@ def _graph_names(tf, estimator):
             'lone': [sorted(lone.loss), sorted(lone.predictions), sorted(lone.metrics)],
         }
         errors = [
-            _error(lambda: estimator.export.EvalOutput(loss={1: loss})),
-            _error(lambda: estimator.export.EvalOutput(predictions={'y': 3})),
-            _error(lambda: estimator.export.EvalOutput(metrics={'m': (3, metric[1])})),
-            _error(lambda: estimator.export.EvalOutput(metrics={'m': (metric[0], 3)})),
+            error_of(lambda: estimator.export.EvalOutput(loss={1: loss})),
+            error_of(lambda: estimator.export.EvalOutput(predictions={'y': 3})),
+            error_of(lambda: estimator.export.EvalOutput(metrics={'m': (3, metric[1])})),
+            error_of(lambda: estimator.export.EvalOutput(metrics={'m': (metric[0], 3)})),
         ]
         build = estimator.experimental.build_raw_supervised_input_receiver_fn
         features = {'x': tf.compat.v1.placeholder(tf.float32, [7, 3]), 'n': tf.compat.v1.placeholder(tf.int64, [7])}
@@ -189,7 +169,7 @@ def _graph_names(tf, estimator):
             'labels': [receiver.labels.shape.as_list(), receiver.labels.dtype.name],
             'receiver_tensors': describe(receiver.receiver_tensors),
             'lone': sorted(lone_receiver.receiver_tensors),
-            'overlap': _error(lambda: build({'x': prediction}, {'x': prediction})),
+            'overlap': error_of(lambda: build({'x': prediction}, {'x': prediction})),
         }
         call = estimator.experimental.call_logit_fn
         logits = call(
@@ -197,10 +177,10 @@ def _graph_names(tf, estimator):
         )
         logit_fn = {
             'dict': sorted(call(lambda features: {'a': features['x']}, {'x': loss}, 'eval', None, None)),
-            'error': _error(lambda: call(lambda features: [features['x']], {'x': loss}, 'eval', None, None)),
+            'error': error_of(lambda: call(lambda features: [features['x']], {'x': loss}, 'eval', None, None)),
         }
         with tf.compat.v1.Session() as session:
-            logit_fn['value'] = _plain(session.run(logits))
+            logit_fn['value'] = plain(session.run(logits))
     return {'eval_output': keys, 'eval_output_errors': errors, 'receivers': receivers, 'call_logit_fn': logit_fn}
 
 

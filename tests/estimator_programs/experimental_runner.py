@@ -14,21 +14,11 @@ import sys
 
 import numpy as np
 
+from tests.estimator_programs.results import error_of, plain
+
 _RNG = np.random.default_rng(0)
 FEATURES = _RNG.normal(size=(32, 2)).astype(np.float32)
 LABELS = (FEATURES @ np.array([1.0, -2.0], np.float32) + 0.5).astype(np.float32)
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _history(tf, eval_dir):
@@ -40,14 +30,6 @@ def _history(tf, eval_dir):
                 if value.HasField('simple_value'):
                     found.setdefault(str(event.step), {})[value.tag] = value.simple_value
     return found
-
-
-def _error(call):
-    try:
-        call()
-    except Exception as error:  # noqa: BLE001 - the scenario records which error each side raises.
-        return [type(error).__name__, str(error)]
-    return None
 
 
 class _Program:
@@ -83,10 +65,10 @@ class _Program:
         variables = dict(self.tf.train.list_variables(self.model.model_dir))
         stop = 'signal_early_stopping/STOP'
         return {
-            'global_step': _plain(self.model.get_variable_value('global_step')),
+            'global_step': plain(self.model.get_variable_value('global_step')),
             'history': _history(self.tf, self.model.eval_dir(name)),
             'variables': sorted(variables),
-            'stop': _plain(self.model.get_variable_value(stop)) if stop in variables else None,
+            'stop': plain(self.model.get_variable_value(stop)) if stop in variables else None,
         }
 
 
@@ -96,7 +78,7 @@ def _train_and_evaluate(tf, estimator, experimental, root, name, learning_rate, 
     train_spec = estimator.TrainSpec(program.train_input_fn, max_steps=max_steps, hooks=[hook])
     eval_spec = estimator.EvalSpec(program.eval_input_fn, steps=None, throttle_secs=0)
     metrics, _ = estimator.train_and_evaluate(program.model, train_spec, eval_spec)
-    return dict(program.outcome(), final_metrics=_plain(metrics))
+    return dict(program.outcome(), final_metrics=plain(metrics))
 
 
 def _every_step(**kwargs):
@@ -132,8 +114,8 @@ def _resume_without_the_stop_variable(tf, estimator, experimental, root):
     program = _Program(tf, estimator, os.path.join(root, 'without_stop_variable'), 0.1)
     program.model.train(program.train_input_fn, steps=2)
     hook = experimental.make_early_stopping_hook(program.model, lambda: True)
-    error = _error(lambda: program.model.train(program.train_input_fn, steps=5, hooks=[hook]))
-    return {'error': error and error[0], 'global_step': _plain(program.model.get_variable_value('global_step'))}
+    error = error_of(lambda: program.model.train(program.train_input_fn, steps=5, hooks=[hook]))
+    return {'error': error and error[0], 'global_step': plain(program.model.get_variable_value('global_step'))}
 
 
 def _stop_at_checkpoint_step(tf, estimator, experimental, root):
@@ -161,11 +143,11 @@ def _errors(tf, estimator, experimental, root):
     strategy = tf.distribute.OneDeviceStrategy('/cpu:0')
     distributed = _Program(tf, estimator, os.path.join(root, 'errors'), 0.1, train_distribute=strategy).model
     return [
-        _error(lambda: experimental.make_early_stopping_hook(distributed, lambda: False)),
-        _error(lambda: experimental.make_early_stopping_hook(object(), lambda: False)),
-        _error(lambda: experimental.make_early_stopping_hook(model, lambda: False, run_every_steps=3)),
-        _error(lambda: experimental.make_early_stopping_hook(model, 'not callable')),
-        _error(lambda: experimental.InMemoryEvaluatorHook(model, lambda: None, every_n_iter=0)),
+        error_of(lambda: experimental.make_early_stopping_hook(distributed, lambda: False)),
+        error_of(lambda: experimental.make_early_stopping_hook(object(), lambda: False)),
+        error_of(lambda: experimental.make_early_stopping_hook(model, lambda: False, run_every_steps=3)),
+        error_of(lambda: experimental.make_early_stopping_hook(model, 'not callable')),
+        error_of(lambda: experimental.InMemoryEvaluatorHook(model, lambda: None, every_n_iter=0)),
     ]
 
 

@@ -13,19 +13,7 @@ import sys
 
 import numpy as np
 
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+from tests.estimator_programs.results import error_of, plain
 
 
 def _columns(count=10):
@@ -46,15 +34,7 @@ def _drain(tf, session_class, input_fn, limit=None):
                     break
         shapes = tf.nest.map_structure(lambda tensor: tensor.shape.as_list(), tensors)
         dtypes = tf.nest.map_structure(lambda tensor: tensor.dtype.name, tensors)
-    return {'batches': _plain(batches), 'ended': ended, 'shapes': _plain(shapes), 'dtypes': _plain(dtypes)}
-
-
-def _error(call):
-    try:
-        call()
-    except Exception as error:  # noqa: BLE001 - the scenario records which error each side raises.
-        return [type(error).__name__, str(error)]
-    return None
+    return {'batches': plain(batches), 'ended': ended, 'shapes': plain(shapes), 'dtypes': plain(dtypes)}
 
 
 def _numpy_scenarios(tf, inputs, session_class):
@@ -72,14 +52,14 @@ def _numpy_scenarios(tf, inputs, session_class):
         'shuffled': drain(inputs.numpy_input_fn(x, y, batch_size=4, num_epochs=3, shuffle=True, queue_capacity=8)),
         'two_threads': drain(inputs.numpy_input_fn(x, y, batch_size=4, num_epochs=1, shuffle=False, num_threads=2)),
         'errors': [
-            _error(lambda: inputs.numpy_input_fn(x, y)),
-            _error(lambda: inputs.numpy_input_fn(x, y, shuffle=1)),
-            _error(lambda: inputs.numpy_input_fn({}, shuffle=False)()),
-            _error(lambda: inputs.numpy_input_fn([1, 2], shuffle=False)()),
-            _error(lambda: inputs.numpy_input_fn(np.array([]), shuffle=False)()),
-            _error(lambda: inputs.numpy_input_fn(x, np.arange(3), shuffle=False)()),
-            _error(lambda: inputs.numpy_input_fn(x, {'a': y}, shuffle=False)()),
-            _error(lambda: inputs.numpy_input_fn(x, {}, shuffle=False)()),
+            error_of(lambda: inputs.numpy_input_fn(x, y)),
+            error_of(lambda: inputs.numpy_input_fn(x, y, shuffle=1)),
+            error_of(lambda: inputs.numpy_input_fn({}, shuffle=False)()),
+            error_of(lambda: inputs.numpy_input_fn([1, 2], shuffle=False)()),
+            error_of(lambda: inputs.numpy_input_fn(np.array([]), shuffle=False)()),
+            error_of(lambda: inputs.numpy_input_fn(x, np.arange(3), shuffle=False)()),
+            error_of(lambda: inputs.numpy_input_fn(x, {'a': y}, shuffle=False)()),
+            error_of(lambda: inputs.numpy_input_fn(x, {}, shuffle=False)()),
         ],
     }
 
@@ -101,10 +81,10 @@ def _pandas_scenarios(tf, inputs, session_class):
             inputs.pandas_input_fn(frame, batch_size=4, shuffle=True, queue_capacity=None, num_epochs=2)
         ),
         'errors': [
-            _error(lambda: inputs.pandas_input_fn(frame, target)),
-            _error(lambda: inputs.pandas_input_fn(frame, target, shuffle=False, target_column=3)),
-            _error(lambda: inputs.pandas_input_fn(frame, target, shuffle=False, target_column='a')),
-            _error(lambda: inputs.pandas_input_fn(frame, pd.Series(np.arange(10)), shuffle=False)),
+            error_of(lambda: inputs.pandas_input_fn(frame, target)),
+            error_of(lambda: inputs.pandas_input_fn(frame, target, shuffle=False, target_column=3)),
+            error_of(lambda: inputs.pandas_input_fn(frame, target, shuffle=False, target_column='a')),
+            error_of(lambda: inputs.pandas_input_fn(frame, pd.Series(np.arange(10)), shuffle=False)),
         ],
     }
 
@@ -140,10 +120,10 @@ def _estimator_scenarios(tf, estimator, inputs, model_dir):
     )
     model.train(inputs.numpy_input_fn(features, labels, batch_size=16, num_epochs=2, shuffle=True))
     return {
-        'trained_in_order': _plain(trained_in_order),
-        'evaluate': _plain(metrics),
-        'predict': _plain(predictions),
-        'steps_after_shuffled_epochs': _plain(model.get_variable_value('global_step')),
+        'trained_in_order': plain(trained_in_order),
+        'evaluate': plain(metrics),
+        'predict': plain(predictions),
+        'steps_after_shuffled_epochs': plain(model.get_variable_value('global_step')),
     }
 
 
