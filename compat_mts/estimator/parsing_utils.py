@@ -10,9 +10,6 @@ import tensorflow as tf
 
 __all__ = ['classifier_parse_example_spec', 'regressor_parse_example_spec']
 
-# The class of `tf.feature_column.numeric_column`, found through the public API.
-_NUMERIC_COLUMN = type(tf.feature_column.numeric_column('_'))
-
 
 def _add_label_and_weight(parsing_spec: dict, label_key: str, label_spec, weight_column) -> dict:
     if label_key in parsing_spec:
@@ -24,10 +21,13 @@ def _add_label_and_weight(parsing_spec: dict, label_key: str, label_spec, weight
         return parsing_spec
     if isinstance(weight_column, str):
         weight_column = tf.feature_column.numeric_column(weight_column)
-    if not isinstance(weight_column, _NUMERIC_COLUMN):
+    # The class of `tf.feature_column.numeric_column`, from a column made here: made at import, it would log
+    # TensorFlow's deprecation warning on `import compat_mts.estimator`.
+    if not isinstance(weight_column, type(tf.feature_column.numeric_column('_'))):
         raise ValueError(
-            'weight_column should be an instance of tf.feature_column.numeric_column. '
-            'Given type: {} value: {}'.format(type(weight_column), weight_column)
+            'weight_column should be an instance of tf.feature_column.numeric_column. Given type: {} value: {}'.format(
+                type(weight_column), weight_column
+            )
         )
     if weight_column.key in parsing_spec:
         raise ValueError(
