@@ -53,7 +53,7 @@ def test_train_and_evaluate_stops_at_tf215s_step_on_the_same_evaluations(both, s
 
 
 @pytest.mark.slow  # The TF 2.15 child process.
-@pytest.mark.parametrize('scenario', ['after_evaluation', 'checkpoint_step'])
+@pytest.mark.parametrize('scenario', ['after_evaluation', 'checkpoint_step', 'spec_hook'])
 def test_train_stops_as_tf215(both, scenario):
     ours, theirs = both
     assert ours[scenario] == theirs[scenario]

@@ -249,7 +249,8 @@ class Estimator:
             tf_internals.get_or_create_global_step_read()  # In v1's graph too.
             features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
-            for hook in hooks:  # The early-stopping hooks' variable, which v1 made in their begin().
+            # The early-stopping hooks' variable, which v1 made in their begin().
+            for hook in [*hooks, *spec.training_hooks, *spec.training_chief_hooks]:
                 if hasattr(hook, 'create_graph_variables'):
                     hook.create_graph_variables()
             if self._warm_start_settings:

@@ -109,6 +109,21 @@ def _after_an_evaluation(tf, estimator, experimental, root):
     return program.outcome()
 
 
+def _hook_of_the_model_fn(tf, estimator, experimental, root):
+    """An early-stopping hook among the `EstimatorSpec`'s `training_hooks`, stopping at the first step it asks."""
+    program = _Program(tf, estimator, os.path.join(root, 'spec_hook'), 0.1)
+    model = program.model
+
+    def model_fn(features, labels, mode):
+        spec = model.model_fn(features, labels, mode, model.config)
+        hook = experimental.make_early_stopping_hook(model, lambda: True, run_every_secs=None, run_every_steps=1)
+        return spec._replace(training_hooks=[hook])
+
+    program.model = estimator.Estimator(model_fn, model_dir=model.model_dir)
+    program.model.train(program.train_input_fn, steps=10)
+    return program.outcome()
+
+
 def _resume_without_the_stop_variable(tf, estimator, experimental, root):
     """A `model_dir` trained without an early-stopping hook, trained on with one."""
     program = _Program(tf, estimator, os.path.join(root, 'without_stop_variable'), 0.1)
@@ -164,6 +179,7 @@ def results(tf, estimator, root):
         'higher': tae('higher', 1.02, lambda e, m: e.stop_if_higher_hook(m, 'mae', 3.0, **_every_step())),
         'custom': _custom_predicate(tf, estimator, experimental, root),
         'after_evaluation': _after_an_evaluation(tf, estimator, experimental, root),
+        'spec_hook': _hook_of_the_model_fn(tf, estimator, experimental, root),
         'without_stop_variable': _resume_without_the_stop_variable(tf, estimator, experimental, root),
         'checkpoint_step': _stop_at_checkpoint_step(tf, estimator, experimental, root),
         'in_memory': _in_memory(tf, estimator, experimental, root),
