@@ -31,7 +31,6 @@ PREMADE_ESTIMATORS = {
     'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
     'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
     'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
-    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
 }
 
 # What tf.estimator had and compat_mts.estimator does not, with the successor to use instead.
@@ -55,5 +54,4 @@ NOT_PROVIDED = {
     'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
     'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
     'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
-    'BestExporter': 'LatestExporter, or keras.callbacks.ModelCheckpoint(save_best_only=True)',
 }

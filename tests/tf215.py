@@ -10,11 +10,14 @@ reason.
 
 from __future__ import annotations
 
+import concurrent.futures
 import fcntl
+import json
 import os
 import shutil
 import subprocess
 import sys
+from typing import Any, Callable
 
 import pytest
 
@@ -108,3 +111,21 @@ def run(code_or_path: str, *args: str, timeout: float = 600, cwd: str | None = N
     return subprocess.run(
         command, env=env, cwd=cwd or support.REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+def results_beside(script: str, own_results: Callable[[], Any], *args: str, timeout: float = 900) -> tuple[Any, Any]:
+    """`(own_results(), the script's results)`: the script runs under TF 2.15 while this process runs its own side.
+
+    The two run side by side (the machines have two cores). The script prints its results as one JSON line
+    after `RESULTS:`; `own_results()` is made JSON (and back) too, so both sides compare as the same types.
+
+    Raises:
+      AssertionError: the script failed (its stderr's end is the message).
+    """
+    python()  # Made (or skipped) here, not in a thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        child = pool.submit(run, script, *args, timeout=timeout)
+        ours = own_results()
+        child = child.result()
+    assert child.returncode == 0, child.stderr[-3000:]
+    return json.loads(json.dumps(ours)), json.loads(child.stdout.split('RESULTS:', 1)[1])

@@ -834,6 +834,10 @@ def _rnn_cell_rule(name: str) -> Rule:
 # tf.estimator (removed in TensorFlow 2.16): compat_mts.estimator has the custom-model_fn part of it.
 _ESTIMATOR_NAMES = frozenset(
     {
+        'BestExporter',
+        'add_metrics',
+        'classifier_parse_example_spec',
+        'regressor_parse_example_spec',
         'Estimator',
         'EstimatorSpec',
         'EvalSpec',
@@ -858,19 +862,32 @@ _ESTIMATOR_EXPORT_NAMES = frozenset(
         'PredictOutput',
         'ClassificationOutput',
         'RegressionOutput',
+        'EvalOutput',
     }
 )
+# The names of tf.estimator.inputs and tf.estimator.experimental that compat_mts.estimator has, by submodule.
+_ESTIMATOR_SUBMODULE_NAMES = {
+    'inputs': frozenset({'numpy_input_fn', 'pandas_input_fn'}),
+    'experimental': frozenset(
+        {
+            'InMemoryEvaluatorHook',
+            'build_raw_supervised_input_receiver_fn',
+            'call_logit_fn',
+            'make_early_stopping_hook',
+            'make_stop_at_checkpoint_step_hook',
+            'stop_if_higher_hook',
+            'stop_if_lower_hook',
+            'stop_if_no_decrease_hook',
+            'stop_if_no_increase_hook',
+        }
+    ),
+}
 PREMADE_ESTIMATORS = premade_estimators.PREMADE_ESTIMATORS  # Kept here by name: the checker's rules read it.
 _ESTIMATOR_NOTE = (
     'tf.estimator left TensorFlow in 2.16; compat_mts.estimator has its Estimator, specs, '
     'train_and_evaluate and export with v1 signatures, on the eager session '
     '(migration_guide/estimator.md).'
 )
-_INPUT_FNS = {
-    'inputs.numpy_input_fn': 'an input_fn returning tf.data.Dataset.from_tensor_slices((x, y)).batch(n)',
-    'inputs.pandas_input_fn': 'an input_fn returning '
-    'tf.data.Dataset.from_tensor_slices((dict(frame), labels)).batch(n)',
-}
 
 
 def _estimator_rule(relative: str) -> tuple[str, Rule]:
@@ -900,6 +917,14 @@ def _estimator_rule(relative: str) -> tuple[str, Rule]:
         return f'export.{name}', Rule(
             f'compat_mts.estimator.export.{name}', 1, f'{_ESTIMATOR_NOTE} Same arguments.', module='estimator'
         )
+    if rest.split('.')[0] in _ESTIMATOR_SUBMODULE_NAMES.get(first, ()):
+        name = f'{first}.{rest.split(".")[0]}'
+        return name, Rule(
+            f'compat_mts.estimator.{name}',
+            1,
+            f'{_ESTIMATOR_NOTE} Same arguments and defaults; what differs is in migration_guide/estimator.md.',
+            module='estimator',
+        )
     if first in PREMADE_ESTIMATORS:
         return first, premade_rule(first)
     if first == 'tpu':
@@ -908,9 +933,7 @@ def _estimator_rule(relative: str) -> tuple[str, Rule]:
             'compat_mts.estimator.tpu', 1, _TPU_NOTE, module='estimator'
         )
     name = '.'.join(relative.split('.')[:2]) if first in ('inputs', 'experimental', 'export') else first
-    return name, _blocker(
-        _INPUT_FNS.get(name, f'a rewrite: compat_mts.estimator has no {name}'), f'{_ESTIMATOR_NOTE} It has no {name}.'
-    )
+    return name, _blocker(f'a rewrite: compat_mts.estimator has no {name}', f'{_ESTIMATOR_NOTE} It has no {name}.')
 
 
 # Shapes: TF2 shapes hold ints (or None), so `x.shape[i].value` fails unless v1 shapes are kept.

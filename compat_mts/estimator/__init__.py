@@ -1,8 +1,10 @@
 """`compat_mts.estimator`: TF1 `tf.estimator` programs on the eager session; change `tf.estimator` to this.
 
 `Estimator`, `EstimatorSpec`, `ModeKeys`, `RunConfig`, `TrainSpec`, `EvalSpec`, `train_and_evaluate`,
-`WarmStartSettings`, the exporters and `export` keep v1's names, signatures, defaults and messages; the
-session hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
+`WarmStartSettings`, the exporters (`BestExporter` too), `export`, `add_metrics`, `classifier_parse_example_spec`,
+`regressor_parse_example_spec`, `inputs` (`numpy_input_fn`, `pandas_input_fn`) and `experimental` (the
+early-stopping hooks, `InMemoryEvaluatorHook`) keep v1's names, signatures, defaults and messages; the session
+hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
 (`DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`, `DNNLinearCombinedClassifier`,
 `DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) are TF 2.15's, with its checkpoint names;
 the names in `_NOT_PROVIDED` (boosted trees, the heads and the Estimators that take one) raise an AttributeError
@@ -11,7 +13,9 @@ naming their successor (migration_guide/estimator.md). `tpu` is v1's `tf.compat.
 """
 
 from compat_mts import premade_estimators
+from compat_mts.estimator import experimental
 from compat_mts.estimator import export
+from compat_mts.estimator import inputs
 from compat_mts.estimator import tpu
 from compat_mts.estimator.canned import (
     BaselineClassifier,
@@ -24,7 +28,9 @@ from compat_mts.estimator.canned import (
     LinearRegressor,
 )
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
-from compat_mts.estimator.exporter import Exporter, FinalExporter, LatestExporter
+from compat_mts.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
+from compat_mts.estimator.extenders import add_metrics
+from compat_mts.estimator.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat_mts.estimator.run_config import RunConfig
 from compat_mts.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
@@ -50,6 +56,7 @@ __all__ = [
     'DNNRegressor',
     'LinearClassifier',
     'LinearRegressor',
+    'BestExporter',
     'CheckpointSaverHook',
     'CheckpointSaverListener',
     'Estimator',
@@ -78,7 +85,12 @@ __all__ = [
     'TrainSpec',
     'VocabInfo',
     'WarmStartSettings',
+    'add_metrics',
+    'classifier_parse_example_spec',
+    'experimental',
     'export',
+    'inputs',
+    'regressor_parse_example_spec',
     'tpu',
     'train_and_evaluate',
 ]

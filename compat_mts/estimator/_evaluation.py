@@ -144,3 +144,26 @@ def results_as_v1(values: Any) -> Any:
     if isinstance(values, np.ndarray) and values.ndim == 0:
         return values[()]
     return values
+
+
+class AssignVariablesHook(SessionRunHook):
+    """Gives the variables of an evaluation graph values from memory once its session is created.
+
+    `InMemoryEvaluatorHook` evaluates the training's current values without a checkpoint: v1 assigned the
+    variables of both graphs that have one name, in its scaffold's `init_fn`; here, in the first hook.
+
+    Raises:
+      ValueError: the evaluation's scaffold has its own `saver` or `init_fn` (v1's messages).
+    """
+
+    def __init__(self, wrapped, scaffold, values: dict):
+        if scaffold is not None and scaffold.saver is not None:
+            raise ValueError('InMemoryEvaluator does not support custom saver')
+        if scaffold is not None and scaffold.init_fn is not None:
+            raise ValueError('InMemoryEvaluator does not support custom init_fn')
+        self._variables = {name: wrapped.variable(name) for name in values if wrapped.has_variable(name)}
+        self._values = values
+
+    def after_create_session(self, session, coord):
+        for name, variable in self._variables.items():
+            variable.assign(self._values[name])

@@ -276,6 +276,10 @@ class Estimator:
             else:
                 features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+            # The early-stopping hooks' variable, which v1 made in their begin().
+            for hook in [*hooks, *spec.training_hooks, *spec.training_chief_hooks]:
+                if hasattr(hook, 'create_graph_variables'):
+                    hook.create_graph_variables()
             if self._warm_start_settings:
                 self._warm_start()
             if not any(
@@ -414,6 +418,14 @@ class Estimator:
           ValueError: `steps` not positive, or a metric named `loss` or `global_step` (v1's messages).
           TypeError: a hook of the wrong type (v1's message).
         """
+        return self._evaluate(input_fn, steps, hooks, checkpoint_path, name)
+
+    def _evaluate(self, input_fn, steps, hooks, checkpoint_path, name, variable_values: dict | None = None) -> dict:
+        """`evaluate`; or, given `variable_values` ({v1 name: value}), of those values rather than a checkpoint.
+
+        With `variable_values` (`InMemoryEvaluatorHook`'s evaluations), the model's variables that are named
+        there take those values once the session is created, as v1's hook assigned them.
+        """
         hooks = _check_hooks_type(hooks)
         validation.check_integer(steps, 'steps', accepted='None or an integer number of steps > 0')
         stop_hook = None
@@ -423,7 +435,7 @@ class Estimator:
             stop_hook = _evaluation.StopAfterNEvalsHook(num_evals=steps)
             hooks.append(stop_hook)
         checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
-        if not checkpoint_path:
+        if not checkpoint_path and variable_values is None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
             if not latest:
                 logging.info(
@@ -504,6 +516,8 @@ class Estimator:
                 stop_hook.set_evals_completed_tensor(program.eval_step_value)
             final_ops_hook = FinalOpsHook(program.eval_dict)
             all_hooks = list(program.input_hooks) + hooks + list(program.spec.evaluation_hooks) + [final_ops_hook]
+            if variable_values is not None:
+                all_hooks.insert(0, _evaluation.AssignVariablesHook(wrapped, program.spec.scaffold, variable_values))
             logging.info('Starting evaluation at ' + time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
             start = time.time()
             creator = ChiefSessionCreator(

@@ -1,4 +1,5 @@
-"""`ModeKeys` and `EstimatorSpec`: what a `model_fn` is told and what it returns, with v1's validation."""
+"""`ModeKeys` and `EstimatorSpec`: what a `model_fn` is told and what it returns, with v1's validation; and
+v1's `call_logit_fn`, which calls a logit function as the Estimator calls a `model_fn`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _scaffold
 
@@ -216,3 +218,33 @@ def _validate_eval_metric_ops(eval_metric_ops) -> dict:
         for member in tf.nest.flatten(value):
             _check_in_default_graph(member, 'eval_metric_ops', '{0}: {1}'.format(key, member.name))
     return dict(eval_metric_ops)
+
+
+def call_logit_fn(logit_fn, features, mode: str, params, config) -> Any:
+    """Calls `logit_fn(features, ...)` with those of `mode`, `params` and `config` it names (v1's, experimental).
+
+    Args:
+      logit_fn: a function of `features` (and optionally `mode`, `params`, `config`) returning logits.
+      features: the features dict.
+      mode: a `ModeKeys` value.
+      params: the hyperparameters.
+      config: the `RunConfig`.
+
+    Returns:
+      What `logit_fn` returned: a tensor, or a dict of strings to tensors.
+
+    Raises:
+      ValueError: `logit_fn` returned something else (v1's message).
+    """
+    arguments = tf_internals.fn_args(logit_fn)
+    given = {'mode': mode, 'params': params, 'config': config}
+    logits = logit_fn(features=features, **{name: value for name, value in given.items() if name in arguments})
+    is_dict = isinstance(logits, dict) and all(
+        isinstance(key, str) and isinstance(value, tf.Tensor) for key, value in logits.items()
+    )
+    if not (is_dict or isinstance(logits, tf.Tensor)):
+        raise ValueError(
+            'logit_fn should return a Tensor or a dictionary mapping strings to Tensors.  logit_fn returned: %s'
+            % logits
+        )
+    return logits

@@ -496,6 +496,18 @@ class WrappedGraph(fetches_lib.GraphRunner):
     def scheduled_global_step(self) -> int | None:
         return None if self._parameter_servers is None else self._parameter_servers.scheduled_step()
 
+    def has_variable(self, name: str) -> bool:
+        """Whether the graph has a global or local variable of v1 name `name` (`dense/kernel`)."""
+        return name in self._eager_by_name
+
+    def variable(self, name: str):
+        """The eager variable that holds the graph's variable of v1 name `name` (`dense/kernel`).
+
+        Raises:
+          KeyError: the graph has no variable of that name.
+        """
+        return self._eager_by_name[name]
+
     def owns(self, fetch: Any) -> bool:
         return getattr(fetch, 'graph', None) is self.graph
 

@@ -45,8 +45,9 @@ def predict_input_fn():
 
 def _dense(inputs, units, name, activation=None):
     with tf.compat.v1.variable_scope(name):
-        kernel = tf.compat.v1.get_variable('kernel', [inputs.shape[-1], units],
-                                           initializer=tf.compat.v1.glorot_uniform_initializer())
+        kernel = tf.compat.v1.get_variable(
+            'kernel', [inputs.shape[-1], units], initializer=tf.compat.v1.glorot_uniform_initializer()
+        )
         bias = tf.compat.v1.get_variable('bias', [units], initializer=tf.compat.v1.zeros_initializer())
         outputs = tf.matmul(inputs, kernel) + bias
         return activation(outputs) if activation else outputs
@@ -90,16 +91,22 @@ def make_model_fn(estimator):
         global_step = tf.compat.v1.train.get_global_step()
         optimizer = tf.compat.v1.train.AdamOptimizer(params['learning_rate'])
         train_op = optimizer.minimize(loss, global_step=global_step)
-        hooks = [tf.compat.v1.train.LoggingTensorHook({'accuracy': accuracy[1], 'loss': loss}, every_n_iter=10),
-                 RecordLossHook(loss, global_step)]
+        hooks = [
+            tf.compat.v1.train.LoggingTensorHook({'accuracy': accuracy[1], 'loss': loss}, every_n_iter=10),
+            RecordLossHook(loss, global_step),
+        ]
         return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=hooks)
 
     return model_fn
 
 
 PARAMS = {'hidden': HIDDEN, 'learning_rate': 0.05}
-RUN_CONFIG = {'tf_random_seed': SEED, 'save_checkpoints_steps': 20, 'save_summary_steps': 10,
-              'log_step_count_steps': 20}
+RUN_CONFIG = {
+    'tf_random_seed': SEED,
+    'save_checkpoints_steps': 20,
+    'save_summary_steps': 10,
+    'log_step_count_steps': 20,
+}
 
 
 def main(estimator, model_dir, max_steps, evaluate_after_save=True):
@@ -119,5 +126,9 @@ def main(estimator, model_dir, max_steps, evaluate_after_save=True):
     else:
         model.train(train_input_fn, max_steps=max_steps)
         metrics, export_results = None, None
-    return {'steps': [step for step, _ in LOSSES], 'losses': [loss for _, loss in LOSSES], 'metrics': metrics,
-            'export_results': export_results}
+    return {
+        'steps': [step for step, _ in LOSSES],
+        'losses': [loss for _, loss in LOSSES],
+        'metrics': metrics,
+        'export_results': export_results,
+    }

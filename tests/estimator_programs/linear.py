@@ -18,12 +18,14 @@ def input_fn(repeat=True, batch=16, count=64):
         features, labels = data(count)
         dataset = tf.data.Dataset.from_tensor_slices(({'x': features}, labels))
         return (dataset.repeat() if repeat else dataset).batch(batch)
+
     return make
 
 
 def predict_input_fn(count=6, batch=4):
     def make():
         return tf.data.Dataset.from_tensor_slices({'x': data(count, seed=1)[0]}).batch(batch)
+
     return make
 
 
@@ -39,5 +41,10 @@ def model_fn(features, labels, mode, params):
     train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
     make_hooks = params.get('hooks', lambda loss: {})
     return estimator.EstimatorSpec(
-        mode, loss=loss, train_op=train_op, scaffold=params.get('scaffold', lambda: None)(),
-        eval_metric_ops={'mae': tf.compat.v1.metrics.mean_absolute_error(labels, prediction)}, **make_hooks(loss))
+        mode,
+        loss=loss,
+        train_op=train_op,
+        scaffold=params.get('scaffold', lambda: None)(),
+        eval_metric_ops={'mae': tf.compat.v1.metrics.mean_absolute_error(labels, prediction)},
+        **make_hooks(loss),
+    )

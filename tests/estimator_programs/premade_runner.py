@@ -13,23 +13,9 @@ import os
 import shutil
 import sys
 
-import numpy as np
+from tests.estimator_programs.results import plain
 
 CONFIG = {'save_summary_steps': 1, 'tf_random_seed': 42, 'log_step_count_steps': 1000}
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, bytes):
-        return value.decode()
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def run_steps(estimator, steps):
@@ -46,9 +32,9 @@ def run_steps(estimator, steps):
             program.train(model, step['steps'])
             results.append(None)
         elif step['op'] == 'evaluate':
-            results.append(_plain(program.evaluate(model)))
+            results.append(plain(program.evaluate(model)))
         elif step['op'] == 'predict':
-            results.append(_plain(program.predict(model)))
+            results.append(plain(program.predict(model)))
         else:
             raise ValueError(f'unknown op {step["op"]!r}')
     return results

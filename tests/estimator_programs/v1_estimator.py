@@ -124,21 +124,31 @@ def train(model_dir, max_steps, evaluate_after_save):
         tf.compat.v1.summary.scalar('loss', spec.loss)
         tf.compat.v1.add_to_collection(
             tf.compat.v1.GraphKeys.SAVERS,
-            tf.compat.v1.train.Saver(sharded=True, max_to_keep=5, defer_build=True, save_relative_paths=True))
-        hooks = [initialize, tf.compat.v1.train.StopAtStepHook(last_step=max_steps),
-                 tf.compat.v1.train.NanTensorHook(spec.loss),
-                 tf.compat.v1.train.LoggingTensorHook({'loss': spec.loss, 'step': global_step},
-                                                      every_n_iter=CONFIG['log_step_count_steps'])]
+            tf.compat.v1.train.Saver(sharded=True, max_to_keep=5, defer_build=True, save_relative_paths=True),
+        )
+        hooks = [
+            initialize,
+            tf.compat.v1.train.StopAtStepHook(last_step=max_steps),
+            tf.compat.v1.train.NanTensorHook(spec.loss),
+            tf.compat.v1.train.LoggingTensorHook(
+                {'loss': spec.loss, 'step': global_step}, every_n_iter=CONFIG['log_step_count_steps']
+            ),
+        ]
         hooks += list(spec.training_hooks)
         listeners = [_EvaluateAfterSave(model_dir, evaluations)] if evaluate_after_save else []
         scaffold = tf.compat.v1.train.Scaffold()
         saver_hook = tf.compat.v1.train.CheckpointSaverHook(
-            model_dir, save_steps=CONFIG['save_checkpoints_steps'], scaffold=scaffold, listeners=listeners)
+            model_dir, save_steps=CONFIG['save_checkpoints_steps'], scaffold=scaffold, listeners=listeners
+        )
         with tf.compat.v1.train.MonitoredTrainingSession(
-                checkpoint_dir=model_dir, scaffold=scaffold, hooks=hooks,
-                chief_only_hooks=[saver_hook], save_checkpoint_secs=0,
-                save_summaries_steps=CONFIG['save_summary_steps'],
-                log_step_count_steps=CONFIG['log_step_count_steps']) as session:
+            checkpoint_dir=model_dir,
+            scaffold=scaffold,
+            hooks=hooks,
+            chief_only_hooks=[saver_hook],
+            save_checkpoint_secs=0,
+            save_summaries_steps=CONFIG['save_summary_steps'],
+            log_step_count_steps=CONFIG['log_step_count_steps'],
+        ) as session:
             while not session.should_stop():
                 session.run([spec.train_op, spec.loss])
     tf.compat.v1.summary.FileWriterCache.clear()

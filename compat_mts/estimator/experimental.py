@@ -1,0 +1,51 @@
+"""`compat_mts.estimator.experimental`: what v1 had as `tf.estimator.experimental` (and its `compat.v1` twin).
+
+The early-stopping hooks (`compat_mts.estimator.early_stopping`), `InMemoryEvaluatorHook`
+(`compat_mts.estimator.in_memory_evaluator`), `build_raw_supervised_input_receiver_fn`
+(`compat_mts.estimator.export`) and `call_logit_fn` (`compat_mts.estimator.model_fn`). The experimental
+Estimators (`LinearSDCA`, `RNNClassifier`, `RNNEstimator`, `KMeans`) and the logit-function builders are
+not provided (migration_guide/estimator.md).
+"""
+
+from compat_mts.estimator.early_stopping import (
+    make_early_stopping_hook,
+    make_stop_at_checkpoint_step_hook,
+    stop_if_higher_hook,
+    stop_if_lower_hook,
+    stop_if_no_decrease_hook,
+    stop_if_no_increase_hook,
+)
+from compat_mts.estimator.export import build_raw_supervised_input_receiver_fn
+from compat_mts.estimator.in_memory_evaluator import InMemoryEvaluatorHook
+from compat_mts.estimator.model_fn import call_logit_fn
+
+__all__ = [
+    'InMemoryEvaluatorHook',
+    'build_raw_supervised_input_receiver_fn',
+    'call_logit_fn',
+    'make_early_stopping_hook',
+    'make_stop_at_checkpoint_step_hook',
+    'stop_if_higher_hook',
+    'stop_if_lower_hook',
+    'stop_if_no_decrease_hook',
+    'stop_if_no_increase_hook',
+]
+
+# What v1's experimental namespace had and this one does not, with what to use instead.
+_NOT_PROVIDED = {
+    'LinearSDCA': 'LinearClassifier or LinearRegressor (optimizer="Ftrl"), or a Keras linear model',
+    'RNNClassifier': 'an Estimator whose model_fn runs a Keras recurrent layer, or a Keras model',
+    'RNNEstimator': 'an Estimator whose model_fn runs a Keras recurrent layer, or a Keras model',
+    'KMeans': 'an Estimator whose model_fn computes the clusters, or a k-means of scikit-learn',
+    'dnn_logit_fn_builder': 'Keras Dense layers called in the model_fn',
+    'linear_logit_fn_builder': 'a Keras Dense layer called in the model_fn',
+}
+
+
+def __getattr__(name: str):
+    if name in _NOT_PROVIDED:
+        raise AttributeError(
+            f'compat_mts.estimator.experimental.{name} is not provided; use instead: {_NOT_PROVIDED[name]} '
+            '(migration_guide/estimator.md).'
+        )
+    raise AttributeError(f"module 'compat_mts.estimator.experimental' has no attribute {name!r}")
