@@ -118,7 +118,9 @@ class RunConfig:
         tf_config = json.loads(os.environ.get('TF_CONFIG') or '{}')
         if tf_config:
             logging.info('TF_CONFIG environment variable: %s', tf_config)
-        _check_local(tf_config)
+        cluster_properties = _multi_worker_task(tf_config, train_distribute)
+        if cluster_properties is None:
+            _check_local(tf_config)
         self._set(
             model_dir=_model_dir(tf_config, model_dir),
             tf_random_seed=tf_random_seed,
@@ -148,6 +150,8 @@ class RunConfig:
         self._num_ps_replicas = 0
         self._num_worker_replicas = 1
         self._global_id_in_cluster = 0
+        for name, value in (cluster_properties or {}).items():
+            setattr(self, '_' + name, value)
 
     def _set(self, **properties) -> 'RunConfig':
         for key, value in properties.items():
@@ -289,6 +293,37 @@ class RunConfig:
     @property
     def protocol(self):
         return self._protocol
+
+
+def _multi_worker_task(tf_config: dict, train_distribute: Any) -> dict | None:
+    """The cluster properties of a trainer task of a `TF_CONFIG` cluster trained by a `MultiWorkerMirroredStrategy`.
+
+    None unless `train_distribute` is one and `TF_CONFIG`'s task is a `chief` or `worker` task of its cluster.
+    As TF 2.15's distribute coordinator set them: the chief is `chief` 0, or `worker` 0 without a `chief` job;
+    the workers are the chief and worker tasks; the global ids count the chief, then the other jobs by name, the
+    ps tasks last. `master` stays '': the strategy decides where the steps run.
+    """
+    jobs = tf_config.get('cluster') or {}
+    task = tf_config.get('task') or {}
+    task_type, task_id = task.get('type'), int(task.get('index', 0))
+    if not _distributed.is_multi_worker(train_distribute) or task_type not in (TaskType.CHIEF, TaskType.WORKER):
+        return None
+    if not 0 <= task_id < len(jobs.get(task_type, [])):
+        return None
+    order = [TaskType.CHIEF] * (TaskType.CHIEF in jobs)
+    order += sorted(job for job in jobs if job not in (TaskType.CHIEF, TaskType.PS)) + [TaskType.PS] * (
+        TaskType.PS in jobs
+    )
+    offsets = dict(zip(order, [sum(len(jobs[job]) for job in order[:position]) for position in range(len(order))]))
+    return {
+        'cluster_spec': tf.train.ClusterSpec(jobs),
+        'task_type': task_type,
+        'task_id': task_id,
+        'is_chief': task_type == TaskType.CHIEF or (task_id == 0 and TaskType.CHIEF not in jobs),
+        'num_ps_replicas': len(jobs.get(TaskType.PS, [])),
+        'num_worker_replicas': len(jobs.get(TaskType.CHIEF, [])) + len(jobs.get(TaskType.WORKER, [])),
+        'global_id_in_cluster': offsets[task_type] + task_id,
+    }
 
 
 def _check_local(tf_config: dict) -> None:

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import validation
+from compat_mts.estimator import _distributed
 from compat_mts.estimator.estimator import Estimator
 from compat_mts.estimator.exporter import Exporter
 from compat_mts.hooks.checkpoint import CheckpointSaverListener
@@ -241,6 +242,8 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         raise TypeError('`estimator` must have type `tf.estimator.Estimator`. Got: {}'.format(type(estimator)))
     if not isinstance(train_spec, TrainSpec):
         raise TypeError('`train_spec` must have type `tf.estimator.TrainSpec`. Got: {}'.format(type(train_spec)))
+    if train_multi_worker(estimator, train_spec):
+        return None  # TF 2.15's distribute coordinator returned nothing.
     logging.info('Running training and evaluation locally (non-distributed).')
     config = estimator.config
     logging.info(
@@ -257,3 +260,27 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         saving_listeners=train_spec.saving_listeners + (listener,),
     )
     return listener.eval_result, listener.export_results
+
+
+def train_multi_worker(estimator: Estimator, train_spec: TrainSpec) -> bool:
+    """A trainer task's `train_and_evaluate` under `RunConfig(train_distribute=MultiWorkerMirroredStrategy)` on a
+    `TF_CONFIG` cluster, as TF 2.15's distribute coordinator ran it (independent workers); False elsewhere.
+
+    Every chief and worker task calls `estimator.train(input_fn, max_steps, hooks)` of `train_spec` (without its
+    saving listeners, as TF 2.15), together: the strategy all-reduces their gradients and the chief writes the
+    checkpoints and summaries. Nothing is evaluated in these tasks: that is the evaluator's.
+
+    Returns:
+      Whether this task trained (the cluster is one of a multi-worker `train_distribute`).
+    """
+    config = estimator.config
+    if not (config.cluster_spec and _distributed.is_multi_worker(config.train_distribute)):
+        return False
+    logging.info(
+        'Running `train_and_evaluate` on the %s cluster, as task %s %d.',
+        type(config.train_distribute).__name__,
+        config.task_type,
+        config.task_id,
+    )
+    estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps, hooks=list(train_spec.hooks))
+    return True

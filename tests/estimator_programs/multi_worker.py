@@ -1,0 +1,150 @@
+"""One task of an Estimator trained with `RunConfig(train_distribute=MultiWorkerMirroredStrategy)`, or the same
+training in one process, under TF 2.15's `tf.estimator` or `compat_mts.estimator`.
+
+Usage: `multi_worker.py compat|tf215 '<json spec>'`, with `TF_CONFIG` naming this task of the cluster (none: the
+single-process run). The spec: `program` (`custom`: a `model_fn` of constant initial weights and a v1 optimizer;
+`dnn_classifier`, `dnn_regressor`: the premade Estimators with `Adagrad`), `strategy` (`mwms`, `mwms_v1` for
+`tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy`, or null: no strategy), `model_dir`,
+`max_steps`, `batch` (the `input_fn`'s batch: per worker under a strategy), `entry` (`train`: `Estimator.train`;
+`train_and_evaluate`), `evaluate_steps` (then `Estimator.evaluate(steps=...)` with `eval_distribute`, or 0).
+
+The `input_fn` takes v1's `input_context` and shards the data by it, so two workers with batches of 4 train on
+the batches of 8 that one process reads. The task prints one JSON line: its trained variables (read by a hook's
+`end()`, from this worker's own session), the loss `train()` returned (from the `loss` summary of the last step
+when there is one) and the evaluation's metrics.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def _data(regression):
+    x = np.random.RandomState(0).uniform(-1.0, 1.0, size=(32, 2)).astype(np.float32)
+    if regression:
+        return x, (x[:, :1] - 0.5 * x[:, 1:]).astype(np.float32)
+    return x, (x[:, :1] + 0.5 * x[:, 1:] > 0.1).astype(np.int64)
+
+
+def _input_fn(tf, batch, regression, repeat):
+    def input_fn(input_context=None):
+        x, y = _data(regression)
+        dataset = tf.data.Dataset.from_tensor_slices(({'x': x}, y))
+        if input_context is not None:
+            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        dataset = dataset.batch(batch)
+        return dataset.repeat() if repeat else dataset
+
+    return input_fn
+
+
+def _model_fn(tf, estimator):
+    def model_fn(features, labels, mode):
+        hidden = tf.compat.v1.get_variable(
+            'hidden/kernel', [2, 3], initializer=tf.compat.v1.constant_initializer([[0.3, -0.2, 0.1], [0.4, 0.2, -0.1]])
+        )
+        out = tf.compat.v1.get_variable(
+            'logits/kernel', [3, 1], initializer=tf.compat.v1.constant_initializer([[0.5], [-0.3], [0.2]])
+        )
+        logits = tf.matmul(tf.nn.relu(tf.matmul(features['x'], hidden)), out)
+        labels = tf.cast(labels, tf.float32)
+        loss = tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits)
+        if mode == estimator.ModeKeys.EVAL:
+            predicted = tf.cast(logits > 0, tf.float32)
+            return estimator.EstimatorSpec(
+                mode, loss=loss, eval_metric_ops={'accuracy': tf.compat.v1.metrics.accuracy(labels, predicted)}
+            )
+        optimizer = tf.compat.v1.train.MomentumOptimizer(0.5, 0.9)
+        train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    return model_fn
+
+
+def _estimator(tf, estimator, spec, config):
+    columns = [tf.feature_column.numeric_column('x', shape=[2])]
+    if spec['program'] == 'custom':
+        return estimator.Estimator(_model_fn(tf, estimator), config=config)
+    if spec['program'] == 'dnn_classifier':
+        return estimator.DNNClassifier(hidden_units=[3], feature_columns=columns, optimizer='Adagrad', config=config)
+    return estimator.DNNRegressor(hidden_units=[3], feature_columns=columns, optimizer='Adagrad', config=config)
+
+
+def _variables_hook(tf, found):
+    class VariablesAtEnd(tf.compat.v1.train.SessionRunHook):
+        """Reads this worker's trainable variables when its training session ends."""
+
+        def begin(self):
+            self._variables = {v.op.name: v for v in tf.compat.v1.trainable_variables()}
+
+        def end(self, session):
+            found.update({name: value.tolist() for name, value in session.run(self._variables).items()})
+
+    return VariablesAtEnd()
+
+
+def _last_loss(tf, model_dir):
+    """The `loss` summary of the last step in `model_dir`'s events files, or None (a non-chief writes none)."""
+    losses = {}
+    for name in sorted(os.listdir(model_dir)):
+        if name.startswith('events.out.tfevents'):
+            for event in tf.compat.v1.train.summary_iterator(os.path.join(model_dir, name)):
+                for value in event.summary.value:
+                    if value.tag == 'loss':
+                        losses[event.step] = (
+                            float(tf.make_ndarray(value.tensor)) if value.HasField('tensor') else value.simple_value
+                        )
+    return losses[max(losses)] if losses else None
+
+
+def run(tf, estimator, spec):
+    strategies = {
+        'mwms': tf.distribute.MultiWorkerMirroredStrategy,
+        'mwms_v1': tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
+    }
+    strategy = strategies[spec['strategy']]() if spec['strategy'] else None
+    config = estimator.RunConfig(
+        model_dir=spec['model_dir'],
+        train_distribute=strategy,
+        eval_distribute=strategy if spec.get('evaluate_steps') else None,
+        save_checkpoints_steps=2,
+        save_summary_steps=1,
+        tf_random_seed=7,
+        log_step_count_steps=1000,
+    )
+    model = _estimator(tf, estimator, spec, config)
+    regression = spec['program'] == 'dnn_regressor'
+    train_input_fn = _input_fn(tf, spec['batch'], regression, repeat=True)
+    variables = {}
+    hooks = [_variables_hook(tf, variables)]
+    if spec['entry'] == 'train_and_evaluate':
+        train_spec = estimator.TrainSpec(train_input_fn, max_steps=spec['max_steps'], hooks=hooks)
+        eval_spec = estimator.EvalSpec(_input_fn(tf, spec['batch'], regression, repeat=False), steps=2)
+        estimator.train_and_evaluate(model, train_spec, eval_spec)
+    else:
+        model.train(train_input_fn, max_steps=spec['max_steps'], hooks=hooks)
+    result = {
+        'task': [config.task_type, config.task_id],
+        'is_chief': config.is_chief,
+        'variables': variables,
+        'last_loss': _last_loss(tf, spec['model_dir']),
+    }
+    if spec.get('evaluate_steps'):
+        eval_input_fn = _input_fn(tf, spec['batch'], regression, repeat=False)
+        metrics = model.evaluate(eval_input_fn, steps=spec['evaluate_steps'])
+        result['metrics'] = {key: float(value) for key, value in metrics.items()}
+    return result
+
+
+if __name__ == '__main__':
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    side, spec = sys.argv[1], json.loads(sys.argv[2])
+    import tensorflow as tf
+
+    if side == 'tf215':
+        estimator = tf.estimator
+    else:
+        import compat_mts.estimator as estimator
+    print(json.dumps(run(tf, estimator, spec)))
