@@ -49,7 +49,8 @@ def check_strategy(strategy: Any, argument: str) -> None:
     """Refuses a strategy compat_mts.estimator does not run, naming `argument`, what it takes and the guide.
 
     Raises:
-      ValueError: another strategy (multi-worker, parameter servers, TPU, central storage) or not a strategy.
+      ValueError: another strategy (parameter servers, TPU, central storage), a MirroredStrategy over several
+        workers, or not a strategy.
     """
     if strategy is None or isinstance(strategy, _accepted_types()):
         if strategy is not None and not isinstance(
@@ -137,7 +138,7 @@ def replica_inputs(strategy: Any, result: Any) -> tuple[Any, Any, list]:
         features, labels = pairs[context.replica_id_in_sync_group % local_replicas]
         return (features, labels) if has_labels else features
 
-    values = strategy.experimental_distribute_values_from_function(value_fn)
+    values = tf_internals.distribute_values_from_function(strategy, value_fn)
     if has_labels:
         return values[0], values[1], hooks
     return values, None, hooks

@@ -107,9 +107,11 @@ class Estimator:
     - no `.meta` files next to the checkpoints; `export_saved_model` writes a TF2 SavedModel;
     - the `model_fn` must not build Keras 2 `tf.compat.v1.layers` (they fail under Keras 3): write dense
       layers with `tf.compat.v1.get_variable` and `tf.matmul`;
-    - single process: `RunConfig(train_distribute=..., eval_distribute=...)` takes a `MirroredStrategy` over
-      this process's devices or a `OneDeviceStrategy` (the `model_fn` called once per replica, as in v1),
-      and refuses other strategies, `device_fn` and clusters.
+    - `RunConfig(train_distribute=..., eval_distribute=...)` takes a `MirroredStrategy` over this process's
+      devices, a `OneDeviceStrategy` (the `model_fn` called once per replica, as in v1) or a
+      `MultiWorkerMirroredStrategy` on a `TF_CONFIG` cluster, where every worker process calls `train` (and
+      `evaluate`) together and the chief writes (`train` on a cluster was `train_and_evaluate`'s alone in
+      TF 2.15; here both work); it refuses other strategies, `device_fn` and other clusters.
 
     Example:
 

@@ -63,16 +63,19 @@ class RunConfig:
     steps, `global_step/sec` and the loss logged every 100 steps, the last 5 checkpoints kept. `model_dir`
     may come from `TF_CONFIG['model_dir']`.
 
-    compat_mts.estimator runs in one process, eagerly:
+    compat_mts.estimator runs eagerly:
 
     - `session_config` is applied as `compat_mts.MonitoredTrainingSession` applies a `config`;
     - `train_distribute` and `eval_distribute` take a `tf.distribute.MirroredStrategy` over the devices of
-      this process or a `tf.distribute.OneDeviceStrategy`: the `model_fn` is called once per replica as in
-      v1 (each replica reads a batch of the `input_fn` of its own); other strategies raise `ValueError`;
-    - a `TF_CONFIG` that describes a cluster, `experimental_distribute` and `device_fn` raise
-      `NotImplementedError` (a distributed program's loop is `compat_mts.MonitoredTrainingSession` under a
-      `tf.distribute` strategy; see migration_guide/distributed.md);
-    - the cluster properties are those of a single local worker: `is_chief=True`, `master=''`,
+      this process, a `tf.distribute.OneDeviceStrategy` or a `tf.distribute.MultiWorkerMirroredStrategy`
+      (or its v1 spelling): the `model_fn` is called once per replica as in v1 (each replica reads a batch of
+      the `input_fn` of its own); other strategies raise `ValueError`;
+    - a `TF_CONFIG` cluster is taken on a `chief` or `worker` task when `train_distribute` is a
+      `MultiWorkerMirroredStrategy`: `cluster_spec`, `task_type`, `task_id`, `num_worker_replicas` and
+      `global_id_in_cluster` are the task's, `is_chief` is true for `chief` 0 (or `worker` 0 without a `chief`
+      job), `master` is ''. Any other cluster, `experimental_distribute` and `device_fn` raise
+      `NotImplementedError` (see migration_guide/distributed.md);
+    - without a cluster the properties are those of a single local worker: `is_chief=True`, `master=''`,
       `task_type='worker'`, `task_id=0`, no parameter servers, one worker.
 
     Example:
@@ -84,7 +87,8 @@ class RunConfig:
     Raises:
       ValueError: v1's messages for invalid values (both checkpoint periods, negative steps, ...); a
         `train_distribute` or `eval_distribute` that is not one of the strategies above.
-      NotImplementedError: a cluster, `experimental_distribute` or `device_fn` (see above).
+      NotImplementedError: a cluster without a multi-worker `train_distribute`, `experimental_distribute` or
+        `device_fn` (see above).
     """
 
     def __init__(

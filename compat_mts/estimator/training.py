@@ -242,7 +242,7 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         raise TypeError('`estimator` must have type `tf.estimator.Estimator`. Got: {}'.format(type(estimator)))
     if not isinstance(train_spec, TrainSpec):
         raise TypeError('`train_spec` must have type `tf.estimator.TrainSpec`. Got: {}'.format(type(train_spec)))
-    if train_multi_worker(estimator, train_spec):
+    if _train_multi_worker(estimator, train_spec):
         return None  # TF 2.15's distribute coordinator returned nothing.
     logging.info('Running training and evaluation locally (non-distributed).')
     config = estimator.config
@@ -262,7 +262,7 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     return listener.eval_result, listener.export_results
 
 
-def train_multi_worker(estimator: Estimator, train_spec: TrainSpec) -> bool:
+def _train_multi_worker(estimator: Estimator, train_spec: TrainSpec) -> bool:
     """A trainer task's `train_and_evaluate` under `RunConfig(train_distribute=MultiWorkerMirroredStrategy)` on a
     `TF_CONFIG` cluster, as TF 2.15's distribute coordinator ran it (independent workers); False elsewhere.
 

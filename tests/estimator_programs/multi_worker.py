@@ -1,17 +1,19 @@
-"""One task of an Estimator trained with `RunConfig(train_distribute=MultiWorkerMirroredStrategy)`, or the same
-training in one process, under TF 2.15's `tf.estimator` or `compat_mts.estimator`.
+"""Tasks of Estimators trained with `RunConfig(train_distribute=MultiWorkerMirroredStrategy)`, or the same
+trainings in one process, under TF 2.15's `tf.estimator` or `compat_mts.estimator`.
 
-Usage: `multi_worker.py compat|tf215 '<json spec>'`, with `TF_CONFIG` naming this task of the cluster (none: the
-single-process run). The spec: `program` (`custom`: a `model_fn` of constant initial weights and a v1 optimizer;
-`dnn_classifier`, `dnn_regressor`: the premade Estimators with `Adagrad`), `strategy` (`mwms`, `mwms_v1` for
-`tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy`, or null: no strategy), `model_dir`,
-`max_steps`, `batch` (the `input_fn`'s batch: per worker under a strategy), `entry` (`train`: `Estimator.train`;
-`train_and_evaluate`), `evaluate_steps` (then `Estimator.evaluate(steps=...)` with `eval_distribute`, or 0).
+Usage: `multi_worker.py compat|tf215 mwms|mwms_v1|none '<json list of specs>'`, with `TF_CONFIG` naming this
+task of the cluster (none: the single-process run). The strategy (`mwms`: `tf.distribute.MultiWorkerMirroredStrategy`,
+`mwms_v1`: `tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy`, `none`: no strategy) is made once,
+and each spec's Estimator trains under it in turn. A spec: `program` (`custom`: a `model_fn` of constant initial
+weights and a v1 optimizer; `dnn_classifier`, `dnn_regressor`: the premade Estimators with `Adagrad`),
+`model_dir`, `max_steps`, `batch` (the `input_fn`'s batch: per worker under a strategy), `entry` (`train`:
+`Estimator.train`; `train_and_evaluate`), `evaluate_steps` (then `Estimator.evaluate(steps=...)` with
+`eval_distribute`, or 0).
 
 The `input_fn` takes v1's `input_context` and shards the data by it, so two workers with batches of 4 train on
-the batches of 8 that one process reads. The task prints one JSON line: its trained variables (read by a hook's
-`end()`, from this worker's own session), the loss `train()` returned (from the `loss` summary of the last step
-when there is one) and the evaluation's metrics.
+the batches of 8 that one process reads. The task prints one JSON line, a result per spec: its trained variables
+(read by a hook's `end()`, from this worker's own session), the loss of the last step (the `loss` summary in
+`model_dir`, the chief's), the evaluation's metrics and the `RunConfig`'s cluster properties.
 """
 
 import json
@@ -86,7 +88,7 @@ def _variables_hook(tf, found):
 
 
 def _last_loss(tf, model_dir):
-    """The `loss` summary of the last step in `model_dir`'s events files, or None (a non-chief writes none)."""
+    """The `loss` summary of the last step in `model_dir`'s events files (the chief's), or None."""
     losses = {}
     for name in sorted(os.listdir(model_dir)):
         if name.startswith('events.out.tfevents'):
@@ -99,12 +101,7 @@ def _last_loss(tf, model_dir):
     return losses[max(losses)] if losses else None
 
 
-def run(tf, estimator, spec):
-    strategies = {
-        'mwms': tf.distribute.MultiWorkerMirroredStrategy,
-        'mwms_v1': tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
-    }
-    strategy = strategies[spec['strategy']]() if spec['strategy'] else None
+def run(tf, estimator, strategy, spec):
     config = estimator.RunConfig(
         model_dir=spec['model_dir'],
         train_distribute=strategy,
@@ -128,6 +125,9 @@ def run(tf, estimator, spec):
     result = {
         'task': [config.task_type, config.task_id],
         'is_chief': config.is_chief,
+        'num_worker_replicas': config.num_worker_replicas,
+        'global_id_in_cluster': config.global_id_in_cluster,
+        'cluster_spec': config.cluster_spec.as_dict(),
         'variables': variables,
         'last_loss': _last_loss(tf, spec['model_dir']),
     }
@@ -140,11 +140,16 @@ def run(tf, estimator, spec):
 
 if __name__ == '__main__':
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    side, spec = sys.argv[1], json.loads(sys.argv[2])
+    side, strategy_name, specs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     import tensorflow as tf
 
     if side == 'tf215':
         estimator = tf.estimator
     else:
         import compat_mts.estimator as estimator
-    print(json.dumps(run(tf, estimator, spec)))
+    strategies = {
+        'mwms': tf.distribute.MultiWorkerMirroredStrategy,
+        'mwms_v1': tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
+    }
+    strategy = strategies[strategy_name]() if strategy_name in strategies else None  # One per process.
+    print(json.dumps([run(tf, estimator, strategy, spec) for spec in specs]))
