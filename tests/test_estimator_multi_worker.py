@@ -94,25 +94,16 @@ def _assert_same_variables(ours: dict, theirs: dict, rtol: float = 0.0) -> None:
         np.testing.assert_allclose(ours[name], value, rtol=rtol, atol=1e-7 if rtol else 0, err_msg=name)
 
 
+def _properties(tasks: list[dict]) -> list[tuple]:
+    return [
+        (task['task'], task['is_chief'], task['global_id_in_cluster'], task['num_worker_replicas']) for task in tasks
+    ]
+
+
 def test_each_task_has_its_cluster_properties_and_the_chief_is_worker_0_without_a_chief_job(runs):
-    first, second = runs['custom']
-    assert [first['task'], first['is_chief'], second['task'], second['is_chief']] == [
-        ['worker', 0],
-        True,
-        ['worker', 1],
-        False,
-    ]
-    assert first['num_worker_replicas'] == second['num_worker_replicas'] == 2
-    assert [first['global_id_in_cluster'], second['global_id_in_cluster']] == [0, 1]
-    chief, worker = runs['dnn_resumed']
-    assert [chief['task'], chief['is_chief'], worker['task'], worker['is_chief']] == [
-        ['chief', 0],
-        True,
-        ['worker', 0],
-        False,
-    ]
-    assert [chief['global_id_in_cluster'], worker['global_id_in_cluster']] == [0, 1]
-    assert sorted(chief['cluster_spec']) == ['chief', 'worker']
+    assert _properties(runs['custom']) == [(['worker', 0], True, 0, 2), (['worker', 1], False, 1, 2)]
+    assert _properties(runs['dnn_resumed']) == [(['chief', 0], True, 0, 2), (['worker', 0], False, 1, 2)]
+    assert sorted(runs['dnn_resumed'][0]['cluster_spec']) == ['chief', 'worker']
 
 
 def test_the_chief_alone_writes_checkpoints_at_the_saving_steps_and_the_events(runs):

@@ -89,16 +89,10 @@ def _variables_hook(tf, found):
 
 def _last_loss(tf, model_dir):
     """The `loss` summary of the last step in `model_dir`'s events files (the chief's), or None."""
-    losses = {}
-    for name in sorted(os.listdir(model_dir)):
-        if name.startswith('events.out.tfevents'):
-            for event in tf.compat.v1.train.summary_iterator(os.path.join(model_dir, name)):
-                for value in event.summary.value:
-                    if value.tag == 'loss':
-                        losses[event.step] = (
-                            float(tf.make_ndarray(value.tensor)) if value.HasField('tensor') else value.simple_value
-                        )
-    return losses[max(losses)] if losses else None
+    from tests.estimator_programs.distribute_runner import _losses
+
+    losses = _losses(tf, model_dir)
+    return losses[-1] if losses else None
 
 
 def run(tf, estimator, strategy, spec):
