@@ -74,8 +74,11 @@ def runs(tmp_path_factory):
         _spec(root / 'dnn_alone', batch=8, program='dnn_classifier'),
     ]
     [found['custom_alone']], [found['dnn_alone']] = _tasks(sys.executable, 'compat', 'none', 1, alone)
-    resumed = [_spec(root / 'dnn', program='dnn_classifier', max_steps=8, evaluate_steps=2)]
-    [found['dnn_resumed']] = _tasks(sys.executable, 'compat', 'mwms_v1', 2, resumed, chief=True)
+    resumed = [
+        _spec(root / 'dnn', program='dnn_classifier', max_steps=8, entry='train_with_listener'),
+        _spec(root / 'dnn', program='dnn_classifier', max_steps=8, evaluate_steps=2),
+    ]
+    found['dnn_listener'], found['dnn_resumed'] = _tasks(sys.executable, 'compat', 'mwms_v1', 2, resumed, chief=True)
     found['dnn_resumed_steps'] = checkpoint_steps(root / 'dnn')
     return found
 
@@ -157,3 +160,9 @@ def test_tf215_trains_the_same_premade_cluster_to_the_same_variables_and_checkpo
     _assert_same_variables(ours[0]['variables'], theirs[0]['variables'], rtol=1e-5)
     _assert_same_variables(theirs[0]['variables'], theirs[1]['variables'])
     assert ours[0]['last_loss'] == pytest.approx(theirs[0]['last_loss'], rel=1e-5)
+
+
+def test_saving_listeners_are_refused_on_a_cluster_with_tf215s_message(runs):
+    # TF 2.15's message (estimator.py, _train_with_estimator_spec_distributed), typo included.
+    expected = 'Saving listenor is not supported by the current Distribution Strategies.'
+    assert [task['error'] for task in runs['dnn_listener']] == [expected, expected]

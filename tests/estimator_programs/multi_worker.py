@@ -7,7 +7,8 @@ task of the cluster (none: the single-process run). The strategy (`mwms`: `tf.di
 and each spec's Estimator trains under it in turn. A spec: `program` (`custom`: a `model_fn` of constant initial
 weights and a v1 optimizer; `dnn_classifier`, `dnn_regressor`: the premade Estimators with `Adagrad`),
 `model_dir`, `max_steps`, `batch` (the `input_fn`'s batch: per worker under a strategy), `entry` (`train`:
-`Estimator.train`; `train_and_evaluate`), `evaluate_steps` (then `Estimator.evaluate(steps=...)` with
+`Estimator.train`; `train_and_evaluate`; `train_with_listener`: `train` with a saving listener, whose error is
+the result), `evaluate_steps` (then `Estimator.evaluate(steps=...)` with
 `eval_distribute`, or 0).
 
 The `input_fn` takes v1's `input_context` and shards the data by it, so two workers with batches of 4 train on
@@ -87,6 +88,13 @@ def _variables_hook(tf, found):
     return VariablesAtEnd()
 
 
+def _listener(tf):
+    class Listener(tf.compat.v1.train.CheckpointSaverListener):
+        """A saving listener that does nothing."""
+
+    return Listener()
+
+
 def _last_loss(tf, model_dir):
     """The `loss` summary of the last step in `model_dir`'s events files (the chief's), or None."""
     from tests.estimator_programs.distribute_runner import _losses
@@ -110,6 +118,11 @@ def run(tf, estimator, strategy, spec):
     train_input_fn = _input_fn(tf, spec['batch'], regression, repeat=True)
     variables = {}
     hooks = [_variables_hook(tf, variables)]
+    if spec['entry'] == 'train_with_listener':  # Refused before anything is built, on every task alike.
+        try:
+            model.train(train_input_fn, max_steps=spec['max_steps'], saving_listeners=[_listener(tf)])
+        except ValueError as error:
+            return {'error': str(error)}
     if spec['entry'] == 'train_and_evaluate':
         train_spec = estimator.TrainSpec(train_input_fn, max_steps=spec['max_steps'], hooks=hooks)
         eval_spec = estimator.EvalSpec(_input_fn(tf, spec['batch'], regression, repeat=False), steps=2)
