@@ -775,6 +775,26 @@ def estimator_loss_scaling(strategy: Any) -> Any:
     return enable() if enable is not None else None
 
 
+def distribute_values_from_function(strategy: Any, value_fn: Any) -> Any:
+    """`strategy.experimental_distribute_values_from_function(value_fn)`, for the v1 strategies too.
+
+    The `tf.compat.v1.distribute` strategies lack the public method; their `extended` has it, privately.
+
+    Raises:
+      NotImplementedError: a v1 strategy while the private APIs are off (COMPAT_MTS_NO_PRIVATE_TF).
+    """
+    public = getattr(strategy, 'experimental_distribute_values_from_function', None)
+    if public is not None:
+        return public(value_fn)
+    private = getattr(strategy.extended, '_experimental_distribute_values_from_function', None) if PRIVATE_TF else None
+    if private is None:
+        raise NotImplementedError(
+            f'{type(strategy).__name__} (a tf.compat.v1.distribute strategy) cannot give each replica its batch '
+            'without private TensorFlow APIs (COMPAT_MTS_NO_PRIVATE_TF is set): use its tf.distribute spelling.'
+        )
+    return private(value_fn)
+
+
 def loss_scaled_by_optimizer(graph: tf.Graph) -> bool:
     """Whether a v1 optimizer divided the loss by the replicas in `graph` (what v1's Estimator reported by)."""
     return bool(getattr(graph, '_is_loss_scaled_by_optimizer', False))

@@ -301,6 +301,27 @@ def _ignored_fields(config) -> list[str]:
 
 # Multi-worker clusters
 
+MULTI_WORKER_STRATEGIES = (
+    tf.distribute.MultiWorkerMirroredStrategy,
+    tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
+)
+"""`MultiWorkerMirroredStrategy` and its v1 spelling (TensorFlow's `CollectiveAllReduceStrategy`)."""
+
+
+def workers_and_index(strategy: tf.distribute.Strategy) -> tuple[list[str], int]:
+    """The addresses of a `MultiWorkerMirroredStrategy`'s workers (the chief first), and this one's index.
+
+    The index is the strategy's own numbering: `chief` 0 when there is one, then the `worker` tasks. A cluster of
+    fewer than two workers (no `TF_CONFIG`) is this process alone: `(['localhost'], 0)`.
+    """
+    resolver = strategy.cluster_resolver
+    jobs = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    workers = list(jobs.get('chief', [])) + list(jobs.get('worker', []))
+    if len(workers) < 2:
+        return ['localhost'], 0
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    return workers, task_id + (len(jobs.get('chief', [])) if task_type == 'worker' else 0)
+
 
 def current_cluster() -> 'Cluster | None':
     """The `Cluster` of the `MultiWorkerMirroredStrategy` whose scope is active, or None.
@@ -312,13 +333,11 @@ def current_cluster() -> 'Cluster | None':
         _warn_about_a_cluster_without_strategy()
         return None
     strategy = tf.distribute.get_strategy()
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    if not isinstance(strategy, MULTI_WORKER_STRATEGIES):
         return None
     cluster = _clusters.get(strategy)
     if cluster is None:
-        resolver = strategy.cluster_resolver
-        jobs = resolver.cluster_spec().as_dict() if resolver is not None else {}
-        if len(jobs.get('chief', [])) + len(jobs.get('worker', [])) < 2:
+        if len(workers_and_index(strategy)[0]) < 2:
             return None
         cluster = _clusters[strategy] = Cluster(strategy)
     return cluster

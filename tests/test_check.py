@@ -1648,16 +1648,17 @@ def test_tpu_estimator_runs_at_stage_1_with_use_tpu_false_only():
     assert findings[0].replacement == 'compat_mts.estimator.tpu.TPUEstimator'
 
 
-def test_train_distribute_runs_with_mirrored_and_one_device_and_blocks_with_others():
+def test_train_distribute_runs_with_mirrored_one_device_and_multi_worker_and_blocks_with_others():
     findings = check.check_source(
         textwrap.dedent("""\
         import tensorflow as tf
         mirrored = tf.distribute.MirroredStrategy()
-        workers = tf.distribute.MultiWorkerMirroredStrategy()
+        central = tf.distribute.experimental.CentralStorageStrategy()
         a = tf.estimator.RunConfig(train_distribute=mirrored)
         b = tf.estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy('/cpu:0'))
-        c = tf.estimator.RunConfig(train_distribute=workers, eval_distribute=mirrored)
+        c = tf.estimator.RunConfig(train_distribute=central, eval_distribute=mirrored)
         d = tf.estimator.RunConfig(train_distribute=make_strategy())
+        e = tf.estimator.RunConfig(train_distribute=tf.distribute.MultiWorkerMirroredStrategy())
         """),
         'x.py',
     )
@@ -1668,12 +1669,14 @@ def test_train_distribute_runs_with_mirrored_and_one_device_and_blocks_with_othe
         ('tf.estimator.RunConfig(train_distribute=...)', 6, True),
         ('tf.estimator.RunConfig(eval_distribute=...)', 6, False),
         ('tf.estimator.RunConfig(train_distribute=...)', 7, False),
+        ('tf.estimator.RunConfig(train_distribute=...)', 8, False),
     ]
     by_line = {(f.line, f.construct): f for f in findings if '=...' in f.construct}
     assert by_line[4, 'tf.estimator.RunConfig(train_distribute=...)'].stage == 1
     assert 'once per replica' in by_line[4, 'tf.estimator.RunConfig(train_distribute=...)'].note
     assert 'raises ValueError' in by_line[6, 'tf.estimator.RunConfig(train_distribute=...)'].note
-    assert 'cannot tell which strategy' in findings[-1].note
+    assert 'cannot tell which strategy' in by_line[7, 'tf.estimator.RunConfig(train_distribute=...)'].note
+    assert 'the chief writes' in by_line[8, 'tf.estimator.RunConfig(train_distribute=...)'].note
 
 
 def test_keras_layers_in_a_model_fn_and_export_savedmodel_are_noted_not_blocking():

@@ -48,21 +48,28 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def worker_json_lines(command_of, workers: int, timeout: float = 600) -> list[dict]:
+def worker_json_lines(command_of, workers: int, timeout: float = 600, chief: bool = False) -> list[dict]:
     """Runs `command_of(index)` once per worker, side by side, and returns each worker's last line as JSON.
 
-    Each worker gets TF_CONFIG naming them all on loopback ports (none when there is one: the program alone). When
-    another process took a port before its worker bound it, they all start again on other ports, as `LocalCluster`
-    does.
+    Each worker gets TF_CONFIG naming them all on loopback ports (none when there is one: the program alone); with
+    `chief`, the first is the `chief` task and the others `worker` 0, 1, ... When another process took a port
+    before its worker bound it, they all start again on other ports, as `LocalCluster` does.
     """
     for _attempt in range(START_ATTEMPTS):
-        cluster = {'worker': [f'localhost:{port}' for port in free_ports(workers)]}
+        addresses = [f'localhost:{port}' for port in free_ports(workers)]
+        cluster = {'chief': addresses[:1], 'worker': addresses[1:]} if chief else {'worker': addresses}
+        tasks = (
+            [('chief', 0)] + [('worker', i) for i in range(workers - 1)]
+            if chief
+            else [('worker', i) for i in range(workers)]
+        )
         processes = []
         for index in range(workers):
             env = support._child_env()
             env.pop('TF_CONFIG', None)
             if workers > 1:
-                env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': index}})
+                task_type, task_index = tasks[index]
+                env['TF_CONFIG'] = json.dumps({'cluster': cluster, 'task': {'type': task_type, 'index': task_index}})
             processes.append(
                 support.popen(command_of(index), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             )

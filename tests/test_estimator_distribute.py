@@ -153,10 +153,12 @@ def test_premade_dnn_classifier_on_one_device_continues_tf215s_directory(runs):
 
 
 @pytest.mark.slow
-def test_premade_keras_optimizer_over_two_replicas_is_refused(runs):
-    error = runs['compat']['dnn_mirrored']['error']
-    assert 'does not all-reduce' in error and 'OneDeviceStrategy' in error
-    assert 'migration_guide/distributed.md' in error
+def test_premade_keras_optimizer_over_two_replicas_trains_tf215s_variables(runs):
+    # The replicas' gradients are summed, as Keras 2's optimizers did (the same step as one process on the doubled
+    # batch: tests/test_estimator_multi_worker.py, on two workers).
+    ours, theirs = runs['compat']['dnn_mirrored'], runs['tf215']['dnn']
+    assert ours['variables'] == theirs['variables']
+    assert len(ours['losses']) == STEPS and np.all(np.isfinite(ours['losses']))
 
 
 # In this process (one CPU device): what RunConfig takes and refuses.
@@ -185,6 +187,7 @@ def test_run_config_refuses_other_strategies_naming_what_it_takes(argument, make
     message = str(error.value)
     assert f'RunConfig({argument}=...)' in message
     assert 'tf.distribute.MirroredStrategy' in message and 'tf.distribute.OneDeviceStrategy' in message
+    assert 'tf.distribute.MultiWorkerMirroredStrategy' in message
     assert 'migration_guide/distributed.md' in message
 
 

@@ -1172,26 +1172,37 @@ def tpu_rule(name: str) -> Rule:
 
 
 # RunConfig(train_distribute=...) / (eval_distribute=...): compat_mts.estimator replicates the model_fn under the
-# strategies of one process, and refuses the others.
-IN_PROCESS_STRATEGIES = ('MirroredStrategy', 'OneDeviceStrategy')
-_IN_PROCESS_NOTE = (
-    'compat_mts.estimator calls the model_fn once per replica, as v1 did: each replica reads a batch of the '
-    "input_fn of its own, v1 optimizers average the replicas' gradients, and the checkpoint keeps one copy of "
-    'each variable under its v1 name (migration_guide/distributed.md). At stage 3 the strategy scope goes '
-    'around model.fit.'
+# strategies of one process and under MultiWorkerMirroredStrategy (one process per worker), and refuses the others.
+ESTIMATOR_STRATEGIES = (
+    'MirroredStrategy',
+    'OneDeviceStrategy',
+    'MultiWorkerMirroredStrategy',
+    'CollectiveAllReduceStrategy',
 )
-TRAIN_DISTRIBUTE_WORKS = Rule('the same strategy (MirroredStrategy or OneDeviceStrategy)', 1, _IN_PROCESS_NOTE)
+_ESTIMATOR_STRATEGIES_NOTE = (
+    'compat_mts.estimator calls the model_fn once per replica, as v1 did: each replica reads a batch of the '
+    "input_fn of its own, the optimizers average the replicas' gradients, and the checkpoint keeps one copy of "
+    'each variable under its v1 name; under MultiWorkerMirroredStrategy every worker of the TF_CONFIG cluster '
+    'trains and the chief writes (migration_guide/distributed.md). At stage 3 the strategy scope goes around '
+    'model.fit.'
+)
+TRAIN_DISTRIBUTE_WORKS = Rule(
+    'the same strategy (MirroredStrategy, OneDeviceStrategy or MultiWorkerMirroredStrategy)',
+    1,
+    _ESTIMATOR_STRATEGIES_NOTE,
+)
 TRAIN_DISTRIBUTE_BLOCKS = _blocker(
-    'MirroredStrategy or OneDeviceStrategy, or the session loop with tf.distribute.MultiWorkerMirroredStrategy '
-    '(migration_guide/distributed.md)',
-    'compat_mts.estimator takes MirroredStrategy over the devices of one process and OneDeviceStrategy in '
-    'RunConfig(train_distribute=...) and eval_distribute=; any other strategy raises ValueError, naming them.',
+    'MirroredStrategy, OneDeviceStrategy or MultiWorkerMirroredStrategy (migration_guide/distributed.md)',
+    'compat_mts.estimator takes MirroredStrategy over the devices of one process, OneDeviceStrategy and '
+    'MultiWorkerMirroredStrategy in RunConfig(train_distribute=...) and eval_distribute=; any other strategy '
+    'raises ValueError, naming them.',
 )
 TRAIN_DISTRIBUTE_UNKNOWN = Rule(
-    'MirroredStrategy or OneDeviceStrategy when it runs on compat_mts',
+    'MirroredStrategy, OneDeviceStrategy or MultiWorkerMirroredStrategy when it runs on compat_mts',
     1,
-    'check cannot tell which strategy this is. MirroredStrategy (over the devices of one process) and '
-    'OneDeviceStrategy run; any other raises ValueError, naming them (migration_guide/distributed.md).',
+    'check cannot tell which strategy this is. MirroredStrategy (over the devices of one process), '
+    'OneDeviceStrategy and MultiWorkerMirroredStrategy run; any other raises ValueError, naming them '
+    '(migration_guide/distributed.md).',
 )
 KERAS_LAYERS_IN_MODEL_FN = Rule(
     'the layers of the keras.Model given to model.fit',

@@ -143,7 +143,7 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
                 bound['shape'].add(key)
             elif (path := self.names.resolve(value.func) or '').startswith('tensorflow.') and path.endswith('Strategy'):
-                in_process = path.rsplit('.', 1)[-1] in catalogue.IN_PROCESS_STRATEGIES
+                in_process = path.rsplit('.', 1)[-1] in catalogue.ESTIMATOR_STRATEGIES
                 bound['in_process_strategy' if in_process else 'strategy'].add(key)
             else:
                 path = self.names.resolve(value.func)
@@ -426,7 +426,7 @@ class _Checker(ast.NodeVisitor):
         key = ast.unparse(value)
         path = self.names.resolve(value.func) if isinstance(value, ast.Call) else None
         if key in self._bound['in_process_strategy'] or (
-            path and path.rsplit('.', 1)[-1] in catalogue.IN_PROCESS_STRATEGIES
+            path and path.rsplit('.', 1)[-1] in catalogue.ESTIMATOR_STRATEGIES
         ):
             return catalogue.TRAIN_DISTRIBUTE_WORKS
         if key in self._bound['strategy'] or (path and catalogue.root(path) == 'tensorflow'):

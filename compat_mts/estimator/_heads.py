@@ -63,6 +63,11 @@ class _Head:
         self._weight_column = weight_column
         self._loss_reduction = loss_reduction
 
+    @property
+    def loss_reduction(self) -> str:
+        """How the loss is reduced over the batch (a `tf.keras.losses.Reduction` value)."""
+        return self._loss_reduction
+
     def create_estimator_spec(
         self, features: dict, mode: str, logits, labels, train_op_fn: Callable | None
     ) -> EstimatorSpec:

@@ -25,8 +25,9 @@ class DatasetInitializerHook(SessionRunHook):
         session.run(self._initializer)
 
 
-def call_input_fn(input_fn, mode: str, params: dict, config) -> Any:
-    """Calls `input_fn` with the arguments it names among `mode`, `params` and `config` (v1's), on the CPU.
+def call_input_fn(input_fn, mode: str, params: dict, config, input_context=None) -> Any:
+    """Calls `input_fn` with the arguments it names among `mode`, `params`, `config` and, under a strategy,
+    `input_context` (v1's), on the CPU.
 
     Raises:
       TypeError: `input_fn` is not callable (v1 said "unsupported callable").
@@ -44,6 +45,9 @@ def call_input_fn(input_fn, mode: str, params: dict, config) -> Any:
         kwargs['params'] = params
     if 'config' in arguments:
         kwargs['config'] = config
+    if input_context is not None and 'input_context' in arguments:
+        logging.info('The `input_fn` accepts an `input_context` which will be given by DistributionStrategy')
+        kwargs['input_context'] = input_context
     with tf.device('/cpu:0'):
         return input_fn(**kwargs)
 

@@ -157,35 +157,63 @@ class GraphOptimizer:
     def apply(self, loss, variables: list):
         """The op that applies one step to `variables` for `loss` and counts it (Keras 2's `get_updates`).
 
-        Raises:
-          NotImplementedError: called on one of several replicas (`RunConfig(train_distribute=MirroredStrategy)`
-            over several devices): the replicas' gradients are not all-reduced here.
+        On one of several replicas (`RunConfig(train_distribute=...)`) the replicas' gradients are summed, and
+        the sum applied to every replica's copy of the variables, as Keras 2's optimizers did under a strategy
+        (the premade Estimators divide the loss by the replicas first: `scaled_for_replicas`).
         """
-        if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
-            raise NotImplementedError(
-                f"The premade Estimators' {self.name} optimizer (a name or a Keras optimizer) does not all-reduce "
-                'the gradients of several replicas: RunConfig(train_distribute=...) takes a MirroredStrategy over '
-                'one device or a OneDeviceStrategy for them (migration_guide/distributed.md).'
-            )
         gradients = tf.compat.v1.gradients(loss, variables)
         pairs = [(gradient, variable) for gradient, variable in zip(gradients, variables) if gradient is not None]
+        if not tf.distribute.has_strategy() or tf.distribute.get_strategy().num_replicas_in_sync == 1:
+            return self._apply_pairs(pairs, lambda variable, update, gradient: update(variable, gradient))
+        context = tf.distribute.get_replica_context()
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [gradient for gradient, _ in pairs])
+        pairs = list(zip(summed, [variable for _, variable in pairs]))
+
+        def apply_on_each_replica(strategy, pairs):
+            def update(variable, fn, gradient):
+                return strategy.extended.update(variable, fn, args=(gradient,), group=False)
+
+            return self._apply_pairs(pairs, update)
+
+        return context.merge_call(apply_on_each_replica, args=(pairs,))
+
+    def _apply_pairs(self, pairs: list, update):
+        """The step's op: the optimizer's variables created, then `update(variable, fn, gradient)` for each pair."""
         if self._iterations is None:
             self._iterations = self._variable('iter', 0, dtype=tf.int64)
         hyper = {name: self._variable(name, value) for name, value in self._values.items()}
         with tf.compat.v1.name_scope('training/' + self._scope):
             step_count = tf.cast(self._iterations, tf.float32)
             learning_rate = tf.identity(hyper['learning_rate'])  # Keras 2's `decay` stays 0: no decay to apply.
-            updates = [
-                self._apply_one(gradient, variable, learning_rate, hyper, step_count) for gradient, variable in pairs
-            ]
-            with tf.control_dependencies(updates):
+            updates = []
+            for gradient, variable in pairs:
+                slots = self._slots(variable)
+
+                def update_one(variable, gradient, slots=slots):
+                    return self._apply_one(gradient, variable, slots, learning_rate, hyper, step_count)
+
+                updates.append(update(variable, update_one, gradient))
+            with tf.control_dependencies(tf.nest.flatten(updates)):
                 return self._iterations.assign_add(1).op
 
-    def _apply_one(self, gradient, variable, learning_rate, hyper, step_count):
+    def _slots(self, variable) -> dict:
+        """The optimizer's slot variables of `variable`, by slot name (Keras 2's names and initial values)."""
+        if self.name in ('Adagrad', 'Ftrl'):
+            slots = {'accumulator': self._slot(variable, 'accumulator', self._initial_accumulator_value)}
+            if self.name == 'Ftrl':
+                slots['linear'] = self._slot(variable, 'linear', 0.0)
+            return slots
+        if self.name == 'Adam':
+            return {'m': self._slot(variable, 'm', 0.0), 'v': self._slot(variable, 'v', 0.0)}
+        if self.name == 'RMSProp':
+            return {'rms': self._slot(variable, 'rms', 0.0)}
+        return {}
+
+    def _apply_one(self, gradient, variable, slots, learning_rate, hyper, step_count):
         epsilon = tf.constant(self._epsilon, variable.dtype.base_dtype)
         sparse = isinstance(gradient, tf.IndexedSlices)
         if self.name == 'Adagrad':
-            accumulator = self._slot(variable, 'accumulator', self._initial_accumulator_value)
+            accumulator = slots['accumulator']
             if sparse:
                 return tf.raw_ops.ResourceSparseApplyAdagradV2(
                     var=variable.handle,
@@ -199,13 +227,11 @@ class GraphOptimizer:
                 var=variable.handle, accum=accumulator.handle, lr=learning_rate, epsilon=epsilon, grad=gradient
             )
         if self.name == 'Ftrl':
-            accumulator = self._slot(variable, 'accumulator', self._initial_accumulator_value)
-            linear = self._slot(variable, 'linear', 0.0)
             l2 = hyper['l2_regularization_strength'] + hyper['beta'] / (2.0 * learning_rate)
             arguments = dict(
                 var=variable.handle,
-                accum=accumulator.handle,
-                linear=linear.handle,
+                accum=slots['accumulator'].handle,
+                linear=slots['linear'].handle,
                 lr=learning_rate,
                 l1=tf.identity(hyper['l1_regularization_strength']),
                 l2=l2,
@@ -216,13 +242,11 @@ class GraphOptimizer:
             return tf.raw_ops.ResourceApplyFtrl(grad=gradient, **arguments)
         gradient = tf.convert_to_tensor(gradient)
         if self.name == 'Adam':
-            first = self._slot(variable, 'm', 0.0)
-            second = self._slot(variable, 'v', 0.0)
             local_step = step_count + 1.0
             return tf.raw_ops.ResourceApplyAdam(
                 var=variable.handle,
-                m=first.handle,
-                v=second.handle,
+                m=slots['m'].handle,
+                v=slots['v'].handle,
                 beta1_power=tf.pow(hyper['beta_1'], local_step),
                 beta2_power=tf.pow(hyper['beta_2'], local_step),
                 lr=learning_rate,
@@ -232,11 +256,23 @@ class GraphOptimizer:
                 grad=gradient,
             )
         if self.name == 'RMSProp':  # Keras 2 without momentum: epsilon outside the square root.
-            rms = self._slot(variable, 'rms', 0.0)
+            rms = slots['rms']
             rho = tf.identity(hyper['rho'])
             rms_t = rms.assign(rho * rms + (1.0 - rho) * tf.square(gradient))
             return variable.assign_sub(learning_rate * gradient / (tf.sqrt(rms_t) + epsilon)).op
         return tf.raw_ops.ResourceApplyGradientDescent(var=variable.handle, alpha=learning_rate, delta=gradient)
+
+
+def scaled_for_replicas(loss, loss_reduction: str):
+    """The loss a premade Estimator's optimizer minimizes: divided by the replicas for 'sum_over_batch_size'.
+
+    TF 2.15's heads did so before Keras 2's optimizers summed the replicas' gradients, so that the step is the
+    one of the mean loss over the global batch.
+    """
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync if tf.distribute.has_strategy() else 1
+    if loss_reduction == 'sum_over_batch_size' and replicas > 1:
+        return loss * (1.0 / replicas)
+    return loss
 
 
 def apply_gradients(optimizer, learning_rate: float | None, loss, variables: list, iterations=None):

@@ -255,6 +255,7 @@ def _combined_model_fn(
 
         def train_op_fn(loss):
             global_step = tf.compat.v1.train.get_global_step()
+            loss = _optimizers.scaled_for_replicas(loss, head.loss_reduction)
             with tf.compat.v1.name_scope('training'):
                 train_ops = []
                 if dnn is not None:
@@ -382,7 +383,11 @@ def _baseline_model_fn(head, optimizer, weight_column) -> Callable:
         def train_op_fn(loss):
             with tf.compat.v1.name_scope('training'):
                 return _optimizers.apply_gradients(
-                    optimizer, _BASELINE_LEARNING_RATE, loss, [bias], tf.compat.v1.train.get_global_step()
+                    optimizer,
+                    _BASELINE_LEARNING_RATE,
+                    _optimizers.scaled_for_replicas(loss, head.loss_reduction),
+                    [bias],
+                    tf.compat.v1.train.get_global_step(),
                 )
 
         return head.create_estimator_spec(features, mode, logits, labels, train_op_fn)

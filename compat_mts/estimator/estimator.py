@@ -44,7 +44,7 @@ from compat_mts.hooks.nan import NanLossDuringTrainingError, NanTensorHook
 from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.legacy.checkpoints import CheckpointNames
 from compat_mts.monitored_session import MonitoredSession
-from compat_mts.session_creators import ChiefSessionCreator
+from compat_mts.session_creators import ChiefSessionCreator, WorkerSessionCreator
 from compat_mts.training_session import MonitoredTrainingSession
 
 _VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}
@@ -109,9 +109,11 @@ class Estimator:
     - no `.meta` files next to the checkpoints; `export_saved_model` writes a TF2 SavedModel;
     - the `model_fn` must not build Keras 2 `tf.compat.v1.layers` (they fail under Keras 3): write dense
       layers with `tf.compat.v1.get_variable` and `tf.matmul`;
-    - single process: `RunConfig(train_distribute=..., eval_distribute=...)` takes a `MirroredStrategy` over
-      this process's devices or a `OneDeviceStrategy` (the `model_fn` called once per replica, as in v1),
-      and refuses other strategies, `device_fn` and clusters.
+    - `RunConfig(train_distribute=..., eval_distribute=...)` takes a `MirroredStrategy` over this process's
+      devices, a `OneDeviceStrategy` (the `model_fn` called once per replica, as in v1) or a
+      `MultiWorkerMirroredStrategy` on a `TF_CONFIG` cluster, where every worker process calls `train` (and
+      `evaluate`) together and the chief writes (`train` on a cluster was `train_and_evaluate`'s alone in
+      TF 2.15; here both work); it refuses other strategies, `device_fn` and other clusters.
 
     Example:
 
@@ -261,6 +263,8 @@ class Estimator:
 
     def _train_model(self, input_fn, hooks: list, saving_listeners: list):
         strategy = self._config.train_distribute
+        if saving_listeners and self._config.cluster_spec and _distributed.is_multi_worker(strategy):
+            raise ValueError('Saving listenor is not supported by the current Distribution Strategies.')  # v1's.
 
         on_cluster = strategy is None and parameter_server.current() is not None
         worker_input = []
@@ -295,7 +299,7 @@ class Estimator:
         def build_distributed():  # v1's `_actual_train_model_distributed`.
             global_step = self._start_graph()
             features, labels, input_hooks = _distributed.replica_inputs(
-                strategy, _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)
+                strategy, _distributed.call_input_fn(strategy, input_fn, ModeKeys.TRAIN, self.params, self.config)
             )
             tf.compat.v1.add_to_collection(tf_internals.GLOBAL_STEP_READ_KEY, strategy.extended.read_var(global_step))
             grouped = _distributed.call_model_fn(
@@ -335,19 +339,22 @@ class Estimator:
             chief_hooks = self._checkpoint_hooks(
                 wrapped, worker_hooks + list(spec.training_chief_hooks), saving_listeners
             )
-            with MonitoredTrainingSession(
-                master=self._config.master,
-                is_chief=self._config.is_chief,
-                checkpoint_dir=self._model_dir,
-                scaffold=spec.scaffold,
-                hooks=worker_hooks,
-                chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
-                save_checkpoint_secs=0,
-                save_summaries_steps=self._config.save_summary_steps,
-                config=self._user_session_config,
-                max_wait_secs=self._config.session_creation_timeout_secs,
-                log_step_count_steps=self._config.log_step_count_steps,
-            ) as session:
+            with (
+                _distributed.session_scope(strategy),
+                MonitoredTrainingSession(
+                    master=self._config.master,
+                    is_chief=self._config.is_chief,
+                    checkpoint_dir=self._model_dir,
+                    scaffold=spec.scaffold,
+                    hooks=worker_hooks,
+                    chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
+                    save_checkpoint_secs=0,
+                    save_summaries_steps=self._config.save_summary_steps,
+                    config=self._user_session_config,
+                    max_wait_secs=self._config.session_creation_timeout_secs,
+                    log_step_count_steps=self._config.log_step_count_steps,
+                ) as session,
+            ):
                 summary_lib.keep_writer_open(self._model_dir)  # One events file per model_dir, as v1's cache.
                 loss = None
                 any_step_done = False
@@ -365,8 +372,10 @@ class Estimator:
         chief_hooks = []
         saver_hooks = [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]
         if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) and not saver_hooks:
-            # The manager reads the state file at once: an unreadable one is rebuilt first, as the session does.
-            checkpoints.prepare_directory_state(self._model_dir)
+            # The manager reads the state file at once: an unreadable one is rebuilt first, as the session does
+            # (by the chief: in a cluster the other workers' saves go to directories of their own).
+            if _distributed.writes_model_dir(self._config.train_distribute):
+                checkpoints.prepare_directory_state(self._model_dir)
             manager = tf.train.CheckpointManager(
                 wrapped.checkpoint,
                 self._model_dir,
@@ -465,7 +474,7 @@ class Estimator:
                 spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
             else:  # v1's `_call_model_fn_eval_distributed`: the metrics' updates run on every replica.
                 features, labels, input_hooks = _distributed.replica_inputs(
-                    strategy, _inputs.call_input_fn(input_fn, ModeKeys.EVAL, self.params, self.config)
+                    strategy, _distributed.call_input_fn(strategy, input_fn, ModeKeys.EVAL, self.params, self.config)
                 )
                 grouped = _distributed.call_model_fn(
                     strategy, self._call_model_fn, features, labels, ModeKeys.EVAL, self.config
@@ -520,25 +529,43 @@ class Estimator:
                 all_hooks.insert(0, _evaluation.AssignVariablesHook(wrapped, program.spec.scaffold, variable_values))
             logging.info('Starting evaluation at ' + time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
             start = time.time()
-            creator = ChiefSessionCreator(
-                scaffold=program.spec.scaffold,
-                checkpoint_filename_with_path=checkpoint_path,
-                master=self._config.evaluation_master,
-                config=self._user_session_config,
-            )
-            with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
-                while not session.should_stop():
-                    session.run(program.eval_ops)
+            with _distributed.session_scope(strategy):
+                creator = self._evaluation_session_creator(program.spec.scaffold, checkpoint_path)
+                with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
+                    while not session.should_stop():
+                        session.run(program.eval_ops)
             logging.info('Inference Time : {:0.5f}s'.format(time.time() - start))
             logging.info('Finished evaluation at ' + time.strftime('%Y-%m-%d-%H:%M:%S', time.localtime()))
             results = _evaluation.results_as_v1(final_ops_hook.final_ops_values)
             graph_def = wrapped.graph.as_graph_def(add_shapes=True)
         current_global_step = results[_GLOBAL_STEP]
+        if not _distributed.writes_model_dir(strategy):
+            return results  # The cluster's metrics, on every worker; the chief writes them.
         output_dir = self.eval_dir(name)
         _evaluation.write_dict_to_summary(output_dir, results, current_global_step, graph_def)
         if checkpoint_path:
             _evaluation.write_checkpoint_path_to_summary(output_dir, checkpoint_path, current_global_step, graph_def)
         return results
+
+    def _evaluation_session_creator(self, scaffold, checkpoint_path: str | None):
+        """The creator of `evaluate`'s session: it restores `checkpoint_path`, or initializes.
+
+        In a multi-worker cluster (`eval_distribute`) the other workers restore what the chief restored, so
+        that every worker evaluates the same checkpoint even when a newer one came in between.
+        """
+        if not _distributed.writes_model_dir(self._config.eval_distribute):
+            return WorkerSessionCreator(
+                scaffold=scaffold,
+                master=self._config.evaluation_master,
+                config=self._user_session_config,
+                max_wait_secs=self._config.session_creation_timeout_secs,
+            )
+        return ChiefSessionCreator(
+            scaffold=scaffold,
+            checkpoint_filename_with_path=checkpoint_path,
+            master=self._config.evaluation_master,
+            config=self._user_session_config,
+        )
 
     # Prediction.
 

@@ -1,12 +1,12 @@
 """`compat_mts.estimator.export`: serving inputs and outputs of `Estimator.export_saved_model`, as in v1.
 
 `tf.estimator.export` named what a SavedModel receives (`ServingInputReceiver`, `SupervisedInputReceiver`)
-and returns (`PredictOutput`, `ClassificationOutput`, `RegressionOutput`, `EvalOutput`). The names, arguments and checks are v1's, and so
-are the signatures an output makes (`as_signature_def`): a `ClassificationOutput` a *classify* signature and a
-`RegressionOutput` a *regress* one (TF Serving's Classify and Regress APIs), each taking the one string receiver
-tensor as `inputs`, and a `PredictOutput` a *predict* signature taking the receiver tensors by their keys. The
-SavedModel itself is a TF2 SavedModel (`compat_mts.estimator._saved_model`), which `tf.saved_model.load(path)`
-loads.
+and returns (`PredictOutput`, `ClassificationOutput`, `RegressionOutput`, `EvalOutput`). The names, arguments
+and checks are v1's, and so are the signatures an output makes (`as_signature_def`): a `ClassificationOutput` a
+*classify* signature and a `RegressionOutput` a *regress* one (TF Serving's Classify and Regress APIs), each
+taking the one string receiver tensor as `inputs`, and a `PredictOutput` a *predict* signature taking the
+receiver tensors by their keys. The SavedModel itself is a TF2 SavedModel (`compat_mts.estimator._saved_model`),
+which `tf.saved_model.load(path)` loads.
 """
 
 from __future__ import annotations

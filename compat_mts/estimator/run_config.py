@@ -68,8 +68,10 @@ class RunConfig:
     workers), `global_id_in_cluster` and `evaluation_master` are TF 2.15's, for a `chief` or a legacy `master`
     job, and for an evaluator listed in the cluster or not (its `cluster_spec` is empty: it is not part of the
     training cluster). `tf.estimator.train_and_evaluate` runs each task's part (migration_guide/
-    distributed_estimator.md). With `train_distribute` set on a cluster without `master`, the properties are
-    a local worker's but for `cluster_spec`, as TF 2.15's distribute coordinator left them.
+    distributed_estimator.md). With a multi-worker `train_distribute` on a cluster without `master`, each
+    chief and worker task has its own properties (the chief is `chief` 0, or `worker` 0 without a `chief`), as
+    TF 2.15's distribute coordinator gave them to the `model_fn`'s config (its `RunConfig` showed a local
+    worker's), and `master` is ''.
 
     Eagerly, here:
 
@@ -77,8 +79,9 @@ class RunConfig:
       the property holds TF 2.15's default (its device filters), which is not applied: TensorFlow 2's
       strategies place the work;
     - `train_distribute` and `eval_distribute` take a `tf.distribute.MirroredStrategy` over the devices of
-      this process or a `tf.distribute.OneDeviceStrategy`: the `model_fn` is called once per replica as in
-      v1 (each replica reads a batch of the `input_fn` of its own); other strategies raise `ValueError`;
+      this process, a `tf.distribute.OneDeviceStrategy`, or a `MultiWorkerMirroredStrategy` (either spelling)
+      on a `TF_CONFIG` cluster: the `model_fn` is called once per replica as in v1 (each replica reads a batch
+      of the `input_fn` of its own); other strategies raise `ValueError`;
     - `experimental_distribute` and `device_fn` raise `NotImplementedError`.
 
     Example:
@@ -151,11 +154,17 @@ class RunConfig:
         if train_distribute is not None or eval_distribute is not None:
             logging.info('Initializing RunConfig with distribution strategies.')
         if train_distribute is not None and cluster and TaskType.MASTER not in cluster.jobs:
-            # TF 2.15's distribute coordinator: each worker's own properties come with the copy of this config
-            # that its training gets; this one is local but for the cluster.
+            # TF 2.15's distribute coordinator: this config was a local worker's but for the cluster, and each
+            # task's own properties came with the copy its model_fn got; here the config has them itself.
             _init_distributed_setting(self, {})
             self._cluster_spec = cluster
             self._distribute_coordinator_mode = 'independent_worker'
+            for name, value in (_multi_worker_task(tf_config, train_distribute) or {}).items():
+                setattr(self, '_' + name, value)
+            if (tf_config.get('task') or {}).get('type') == TaskType.EVALUATOR:
+                self._task_type, self._task_id = TaskType.EVALUATOR, int(tf_config['task'].get('index', 0))
+                self._cluster_spec, self._is_chief = tf.train.ClusterSpec({}), False
+                self._num_worker_replicas, self._global_id_in_cluster = 0, None
             logging.info('RunConfig initialized for Distribute Coordinator with INDEPENDENT_WORKER mode')
         else:
             _init_distributed_setting(self, tf_config)
@@ -363,6 +372,37 @@ def _init_distributed_setting(config: RunConfig, tf_config: dict) -> None:
         first_ids[job] = sum(len(cluster.job_tasks(earlier)) for earlier in order[: order.index(job)])
     config._global_id_in_cluster = first_ids[config._task_type] + config._task_id
     config._is_chief = config._task_type == chief
+
+
+def _multi_worker_task(tf_config: dict, train_distribute: Any) -> dict | None:
+    """The cluster properties of a trainer task of a `TF_CONFIG` cluster trained by a `MultiWorkerMirroredStrategy`.
+
+    None unless `train_distribute` is one and `TF_CONFIG`'s task is a `chief` or `worker` task of its cluster.
+    As TF 2.15's distribute coordinator set them: the chief is `chief` 0, or `worker` 0 without a `chief` job;
+    the workers are the chief and worker tasks; the global ids count the chief, then the other jobs by name, the
+    ps tasks last. `master` stays '': the strategy decides where the steps run.
+    """
+    jobs = tf_config.get('cluster') or {}
+    task = tf_config.get('task') or {}
+    task_type, task_id = task.get('type'), int(task.get('index', 0))
+    if not _distributed.is_multi_worker(train_distribute) or task_type not in (TaskType.CHIEF, TaskType.WORKER):
+        return None
+    if not 0 <= task_id < len(jobs.get(task_type, [])):
+        return None
+    order = [TaskType.CHIEF] * (TaskType.CHIEF in jobs)
+    order += sorted(job for job in jobs if job not in (TaskType.CHIEF, TaskType.PS)) + [TaskType.PS] * (
+        TaskType.PS in jobs
+    )
+    offsets = dict(zip(order, [sum(len(jobs[job]) for job in order[:position]) for position in range(len(order))]))
+    return {
+        'cluster_spec': tf.train.ClusterSpec(jobs),
+        'task_type': task_type,
+        'task_id': task_id,
+        'is_chief': task_type == TaskType.CHIEF or (task_id == 0 and TaskType.CHIEF not in jobs),
+        'num_ps_replicas': len(jobs.get(TaskType.PS, [])),
+        'num_worker_replicas': len(jobs.get(TaskType.CHIEF, [])) + len(jobs.get(TaskType.WORKER, [])),
+        'global_id_in_cluster': offsets[task_type] + task_id,
+    }
 
 
 def _distributed_session_config(task_type: str, task_id: int) -> tf.compat.v1.ConfigProto | None:

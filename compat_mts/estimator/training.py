@@ -18,7 +18,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import validation
-from compat_mts.estimator import _cluster
+from compat_mts.estimator import _cluster, _distributed
 from compat_mts.estimator.estimator import Estimator
 from compat_mts.estimator.exporter import Exporter
 from compat_mts.hooks.checkpoint import CheckpointSaverListener
@@ -248,6 +248,8 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     - `worker`: with ps tasks, serves the chief's steps until training has ended; without, trains as v1;
     - `ps`: serves until training has ended, then returns (v1's joined forever);
     - `master` (legacy): trains like the chief, and evaluates after its checkpoints as in local mode;
+    - with a multi-worker `train_distribute` (`MultiWorkerMirroredStrategy`), every chief and worker task
+      trains together, synchronously, and the chief writes;
     - `evaluator` (index 0 only): waits `eval_spec.start_delay_secs`, then evaluates each new checkpoint at most
       every `eval_spec.throttle_secs` and runs the exporters, until an evaluation's global step reaches
       `train_spec.max_steps` (forever without one).
@@ -274,6 +276,8 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
             'For distributed training, there can only be one `evaluator` task (with task id 0).  Given task id '
             '{}'.format(config.task_id)
         )
+    if config.task_type != 'evaluator' and _train_multi_worker(estimator, train_spec):
+        return None  # TF 2.15's distribute coordinator returned nothing.
     if not config.cluster_spec and config.task_type != 'evaluator':
         logging.info('Running training and evaluation locally (non-distributed).')
         return _train_evaluating_after_checkpoints(estimator, train_spec, eval_spec)
@@ -365,3 +369,27 @@ def _wait(seconds: float, watch: _cluster.ClusterWatch, model_dir: str, max_step
         if left <= 0:
             return
         _cluster.sleep(min(left, _cluster.POLL_SECS))
+
+
+def _train_multi_worker(estimator: Estimator, train_spec: TrainSpec) -> bool:
+    """A trainer task's `train_and_evaluate` under `RunConfig(train_distribute=MultiWorkerMirroredStrategy)` on a
+    `TF_CONFIG` cluster, as TF 2.15's distribute coordinator ran it (independent workers); False elsewhere.
+
+    Every chief and worker task calls `estimator.train(input_fn, max_steps, hooks)` of `train_spec` (without its
+    saving listeners, as TF 2.15), together: the strategy all-reduces their gradients and the chief writes the
+    checkpoints and summaries. Nothing is evaluated in these tasks: that is the evaluator's.
+
+    Returns:
+      Whether this task trained (the cluster is one of a multi-worker `train_distribute`).
+    """
+    config = estimator.config
+    if not (config.cluster_spec and _distributed.is_multi_worker(config.train_distribute)):
+        return False
+    logging.info(
+        'Running `train_and_evaluate` on the %s cluster, as task %s %d.',
+        type(config.train_distribute).__name__,
+        config.task_type,
+        config.task_id,
+    )
+    estimator.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps, hooks=list(train_spec.hooks))
+    return True

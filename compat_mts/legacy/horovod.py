@@ -105,13 +105,7 @@ def _cluster() -> tuple[list[str], int]:
     strategy = _state.get('strategy')
     if strategy is None:
         raise ValueError('hvd.init() must be called first: it starts the MultiWorkerMirroredStrategy')
-    resolver = strategy.cluster_resolver
-    jobs = resolver.cluster_spec().as_dict() if resolver is not None else {}
-    workers = list(jobs.get('chief', [])) + list(jobs.get('worker', []))
-    if len(workers) < 2:
-        return ['localhost'], 0
-    task_type, task_id = resolver.task_type, resolver.task_id or 0
-    return workers, task_id + (len(jobs.get('chief', [])) if task_type == 'worker' else 0)
+    return distribute.workers_and_index(strategy)
 
 
 def rank() -> int:
