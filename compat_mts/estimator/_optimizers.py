@@ -4,7 +4,8 @@ TF 2.15's premade Estimators trained with the Keras 2 ("legacy") optimizers, bui
 the name scope `training`: their hyperparameters are variables (`training/Adagrad/learning_rate`, ...), their slots
 `training/<Optimizer>/<variable>/<slot>`, and their update steps the `ResourceApply*` kernels. Keras 3 optimizers
 build neither v1 graphs nor those names, so the same variables and kernels are written out here; a `model_dir` of
-TF 2.15 then resumes here with its optimizer state, and the other way round.
+TF 2.15 then resumes here with its optimizer state, and the other way round. A Keras 2 optimizer object itself
+(tf-keras's `optimizers.legacy`, any subclass) builds v1 graphs, and runs its own `get_updates`, as in TF 2.15.
 """
 
 from __future__ import annotations
