@@ -3,10 +3,10 @@
 Every scenario of `tests/estimator_programs/fidelity_scenarios.py` runs once in one TF 2.15 child (tests/tf215.py)
 and once with compat_mts: here, or, for those of Keras 2 (`tf.keras.optimizers.legacy`, tf-keras metrics), in
 one program with `TF_USE_LEGACY_KERAS=1`. The numbers, error types and messages are compared with TF 2.15's:
-Keras 2 optimizer instances, subclasses and a zero learning rate; Keras 3 optimizers with momentum; boolean
-labels; a v1 feature column; Keras metric objects; a `model_fn` without `mode`; hooks whose class lacks the
-protocol's methods; the heads' op names, fetched by name from hooks. `census_noise.py` compares what a premade
-Estimator's run prints.
+Keras 2 optimizer instances, subclasses and a zero learning rate; Keras 3 optimizers with momentum; two
+optimizers of one kind in a wide & deep model; boolean labels; a v1 feature column; Keras metric objects; a
+`model_fn` without `mode`; hooks whose class lacks the protocol's methods; the heads' op names, fetched by name
+from hooks. `census_noise.py` compares what a premade Estimator's run prints.
 """
 
 import concurrent.futures
@@ -88,6 +88,7 @@ def test_keras2_optimizers_and_metrics_give_tf215s_numbers(runs, scenario):
     'scenario',
     [
         'keras3_optimizers',
+        'same_kind_optimizers',
         'boolean_labels',
         'keras_metric',
         'model_fn_without_mode',

@@ -156,6 +156,17 @@ def check_optimizer(argument: str, optimizer) -> None:
     )
 
 
+def _unused_scope(graph: tf.Graph, scope: str) -> str:
+    """`scope`, or `scope_1`, ... when a first optimizer of that kind is in `graph` (wide & deep with two SGDs),
+    as Keras 2 named its second optimizer's variables in TF 2.15 (`training/SGD_1/learning_rate`)."""
+    taken = {op.name.split('/')[1] for op in graph.get_operations() if op.name.startswith('training/')}
+    candidate, count = scope, 0
+    while candidate in taken:
+        count += 1
+        candidate = f'{scope}_{count}'
+    return candidate
+
+
 class GraphOptimizer:
     """One of TF 2.15's Keras 2 optimizers, in the model_fn's v1 graph (see the module docstring).
 
@@ -223,6 +234,7 @@ class GraphOptimizer:
                 'the gradients of several replicas: RunConfig(train_distribute=...) takes a MirroredStrategy over '
                 'one device or a OneDeviceStrategy for them (migration_guide/distributed.md).'
             )
+        self._scope = _unused_scope(tf.compat.v1.get_default_graph(), self._scope)
         gradients = tf.compat.v1.gradients(loss, variables)
         pairs = [(gradient, variable) for gradient, variable in zip(gradients, variables) if gradient is not None]
         if self._iterations is None:

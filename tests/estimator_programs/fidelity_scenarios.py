@@ -82,6 +82,21 @@ def keras3_optimizers(estimator, directory):
     }
 
 
+def same_kind_optimizers(estimator, directory):
+    """Wide & deep with 'SGD' for both parts: the optimizers' variable names in the checkpoint."""
+    age = tf.feature_column.numeric_column('age')
+    model = estimator.DNNLinearCombinedClassifier(
+        model_dir=directory,
+        linear_feature_columns=[age],
+        dnn_feature_columns=[age],
+        dnn_hidden_units=[2],
+        linear_optimizer='SGD',
+        dnn_optimizer='SGD',
+    )
+    model.train(lambda: ({'age': tf.constant([[1.0], [2.0]])}, tf.constant([[0], [1]])), max_steps=1)
+    return sorted(name for name in model.get_variable_names() if name.startswith('training/'))
+
+
 def boolean_labels(estimator, directory):
     """The census input_fn's labels, `tf.equal(income, '>50K')`, in a binary classifier: trained, evaluated."""
 
@@ -269,6 +284,7 @@ SCENARIOS = {
     for function in (
         keras2_optimizers,
         keras3_optimizers,
+        same_kind_optimizers,
         boolean_labels,
         v1_feature_column,
         keras_metric,
