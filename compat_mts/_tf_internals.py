@@ -20,6 +20,7 @@ attribute of a TensorFlow object. What is here, by who needs it:
   layer-name counts, swapped per `wrap_graph` graph (probed when first needed, as importing Keras is slow;
   the fallback resets Keras's global state);
 - the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
+  TensorFlow's silencing of its deprecation warnings (public fallback: a filter on its logger),
   and the arguments v1's built-in hooks keep privately (their names listed in `compat_mts.estimator._hooks`,
   read by `private_attributes`). Without those a v1 built-in hook in a `model_fn` is
   left as it is, and the session refuses it naming its compat_mts twin (the program passes the twin itself);
@@ -592,6 +593,48 @@ def checkpoint_keys_not_restored(status: Any) -> list[str] | None:
 
 
 # The estimator (compat_mts.estimator): v1 objects a `model_fn` builds, read back.
+
+
+def _deprecation_silence():
+    from tensorflow.python.util import deprecation
+
+    return deprecation.silence
+
+
+_silence_deprecations = _probe(_deprecation_silence)
+
+
+class _DropDeprecations:
+    """A `logging.Filter` of TensorFlow's logger that drops its deprecation warnings."""
+
+    def filter(self, record) -> bool:
+        return 'is deprecated and will be removed' not in record.getMessage()
+
+
+@contextlib.contextmanager
+def deprecations_silenced():
+    """A block in which TensorFlow and Keras print no deprecation warning (the premade Estimators' own v1 calls).
+
+    Private: TensorFlow's `deprecation.silence()`, which also leaves each warning to be printed when the program
+    itself makes the call. Public fallback: a filter on TensorFlow's logger, after which a program's own later
+    call to a function first called here is not warned about. Python's deprecation `warnings` (Keras's v1
+    layers) are ignored in the block either way.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='.*is deprecated', category=UserWarning)
+        warnings.filterwarnings('ignore', category=DeprecationWarning)
+        if _silence_deprecations is not None:
+            with _silence_deprecations():
+                yield
+            return
+        logger, dropping = tf.get_logger(), _DropDeprecations()
+        logger.addFilter(dropping)
+        try:
+            yield
+        finally:
+            logger.removeFilter(dropping)
 
 
 _NO_DEFAULT = object()

@@ -730,8 +730,9 @@ class Run:
             return self._graph_values[_graph_key(name)]
         available = sorted(set(self._named) | set(_variable_names()))
         raise KeyError(
-            f'Fetch name {name!r} is neither an output of the callables of this run nor a registered '
-            f'variable. Available names: {available}.'
+            f'Fetch name {name!r} is not an output of the callables of this run, a registered variable, nor a '
+            "tensor or operation of the graphs being run (a `wrap_graph` graph, an Estimator's model_fn graph): "
+            f'no op of theirs is named {name.split(":")[0]!r}. Available names: {available}.'
         )
 
 

@@ -37,12 +37,13 @@ def acts_around_runs(hook: Any) -> bool:
     """Whether `hook` does anything around a run: overrides `before_run` or `after_run` (in its class or itself).
 
     The others' `before_run` and `after_run` are `SessionRunHook`'s, which do nothing, so calling them or not is
-    the same.
+    the same. A hook whose class lacks them (a `MagicMock(spec=SessionRunHook)`, a duck-typed hook that has them
+    per instance) is called, as v1 called every hook.
     """
     hook_class, own = type(hook), getattr(hook, '__dict__', {})
     return (
-        hook_class.before_run is not _V1_HOOK.before_run
-        or hook_class.after_run is not _V1_HOOK.after_run
+        getattr(hook_class, 'before_run', None) is not _V1_HOOK.before_run
+        or getattr(hook_class, 'after_run', None) is not _V1_HOOK.after_run
         or 'before_run' in own
         or 'after_run' in own
     )

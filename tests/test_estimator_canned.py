@@ -319,9 +319,9 @@ def test_each_optimizer_trains_to_tf215s_loss_under_its_names(tmp_path, optimize
 
 
 def test_keras_optimizer_settings_not_built_are_refused_naming_the_argument(tmp_path):
-    with pytest.raises(ValueError, match='`dnn_optimizer`: SGD with momentum=0.9 is not supported'):
+    with pytest.raises(ValueError, match='`dnn_optimizer`: Adam with amsgrad=True is not supported'):
         estimator.DNNLinearCombinedClassifier(
-            dnn_feature_columns=_columns(), dnn_hidden_units=[2], dnn_optimizer=tf.keras.optimizers.SGD(0.1, 0.9)
+            dnn_feature_columns=_columns(), dnn_hidden_units=[2], dnn_optimizer=tf.keras.optimizers.Adam(amsgrad=True)
         )
     assert not os.path.exists(tmp_path / 'model')
 

@@ -39,18 +39,22 @@ def _weights(features: dict, weight_column, logits):
 
 
 def _reduce(unweighted_loss, weights, loss_reduction):
-    weighted = unweighted_loss * weights
-    total = tf.reduce_sum(weighted)
-    if loss_reduction in _SUM_OVER_BATCH_SIZE:
-        return tf.math.divide_no_nan(total, tf.cast(tf.size(weighted), total.dtype))
-    return total
+    """The training loss, under TF 2.15's names (`head/losses/weighted_loss/Sum`, `.../value`)."""
+    with tf.compat.v1.name_scope('weighted_loss'):
+        weighted = tf.multiply(unweighted_loss, weights)
+        total = tf.reduce_sum(weighted)
+        if loss_reduction not in _SUM_OVER_BATCH_SIZE:
+            return total
+        with tf.compat.v1.name_scope('num_elements') as scope:
+            count = tf.cast(tf.size(weighted, name=scope), total.dtype)
+        return tf.math.divide_no_nan(total, count, name='value')
 
 
 def _labels_as_column(labels, dimension: int = 1):
     if isinstance(labels, dict) or labels is None:
         raise ValueError(f'The premade Estimators take one labels tensor from the input_fn; got {labels!r}.')
     labels = tf.convert_to_tensor(labels)
-    return tf.reshape(labels, [-1, dimension])
+    return tf.reshape(labels, [-1, dimension], name='labels')
 
 
 class _Head:
@@ -75,9 +79,10 @@ class _Head:
             predictions = self.predictions(logits)
             if mode == ModeKeys.PREDICT:
                 return EstimatorSpec(mode, predictions=predictions, export_outputs=self.export_outputs(predictions))
-            unweighted_loss, label_values = self.unweighted_loss(logits, labels)
-            weights = _weights(features, self._weight_column, logits)
-            loss = _reduce(unweighted_loss, weights, self._loss_reduction)
+            with tf.compat.v1.name_scope('losses'):  # TF 2.15's op names: a hook may fetch them by name.
+                unweighted_loss, label_values = self.unweighted_loss(logits, labels)
+                weights = _weights(features, self._weight_column, logits)
+                loss = _reduce(unweighted_loss, weights, self._loss_reduction)
             if mode == ModeKeys.EVAL:
                 metrics = self.metrics(predictions, label_values, unweighted_loss, weights)
                 return EstimatorSpec(mode, predictions=predictions, loss=loss, eval_metric_ops=metrics)
@@ -138,7 +143,8 @@ class ClassificationHead(_Head):
         if self._vocabulary is None:
             if not labels.dtype.is_integer and not self._binary:
                 raise ValueError('Labels dtype should be integer. Instead got {}.'.format(labels.dtype))
-            label_ids = labels
+            # TF 2.15's binary head takes labels as float32: booleans (`tf.equal(label, '>50K')`) included.
+            label_ids = tf.cast(labels, tf.float32) if self._binary else labels
         else:
             if labels.dtype != tf.string:
                 raise ValueError(
@@ -166,12 +172,13 @@ class ClassificationHead(_Head):
 
     def unweighted_loss(self, logits, labels):
         label_ids = self._label_ids(labels)
-        with tf.compat.v1.name_scope('losses'):
-            if self._binary:
-                loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(label_ids, logits.dtype), logits=logits)
-            else:
-                loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids[:, 0], logits=logits)
-                loss = tf.expand_dims(loss, axis=-1)
+        if self._binary:
+            loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(label_ids, logits.dtype), logits=logits)
+        else:
+            loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
+                labels=label_ids, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE
+            )
+            loss = tf.expand_dims(loss, axis=-1)
         return loss, label_ids
 
     def metrics(self, predictions: dict, label_ids, unweighted_loss, weights) -> dict:
@@ -228,8 +235,10 @@ class RegressionHead(_Head):
 
     def unweighted_loss(self, logits, labels):
         labels = tf.cast(_labels_as_column(labels, self.logits_dimension), logits.dtype)
-        with tf.compat.v1.name_scope('losses'):
-            return tf.math.squared_difference(logits, labels), labels
+        loss = tf.compat.v1.losses.mean_squared_error(
+            labels=labels, predictions=logits, reduction=tf.compat.v1.losses.Reduction.NONE
+        )
+        return loss, labels
 
     def metrics(self, predictions: dict, labels, unweighted_loss, weights) -> dict:
         weights = tf.broadcast_to(weights, tf.shape(unweighted_loss))

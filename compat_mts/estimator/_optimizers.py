@@ -4,10 +4,13 @@ TF 2.15's premade Estimators trained with the Keras 2 ("legacy") optimizers, bui
 the name scope `training`: their hyperparameters are variables (`training/Adagrad/learning_rate`, ...), their slots
 `training/<Optimizer>/<variable>/<slot>`, and their update steps the `ResourceApply*` kernels. Keras 3 optimizers
 build neither v1 graphs nor those names, so the same variables and kernels are written out here; a `model_dir` of
-TF 2.15 then resumes here with its optimizer state, and the other way round.
+TF 2.15 then resumes here with its optimizer state, and the other way round. A Keras 2 optimizer object itself
+(tf-keras's `optimizers.legacy`, any subclass) builds v1 graphs, and runs its own `get_updates`, as in TF 2.15.
 """
 
 from __future__ import annotations
+
+import sys
 
 import tensorflow as tf
 
@@ -34,49 +37,92 @@ _EPSILON = 1e-7
 _INITIAL_ACCUMULATOR_VALUE = 0.1
 
 
-# The class names of Keras's optimizers (Keras 2 and 3 alike), which name the variables' scope.
-_KERAS_CLASS_NAMES = {'Adagrad': 'Adagrad', 'Adam': 'Adam', 'Ftrl': 'Ftrl', 'RMSprop': 'RMSProp', 'SGD': 'SGD'}
+# Keras's optimizer classes (Keras 3's `keras.optimizers`, tf-keras's new-style `tf_keras.optimizers`) that are
+# built here, by the name of the Keras 2 optimizer with their update rule.
+_KERAS_CLASSES = {'Adagrad': 'Adagrad', 'Adam': 'Adam', 'Ftrl': 'Ftrl', 'RMSprop': 'RMSProp', 'SGD': 'SGD'}
+_KERAS_MODULES = ('keras', 'tf_keras')
 # What this module does not build; a Keras optimizer that sets one is refused.
 _UNSUPPORTED = {
     'amsgrad': False,
-    'nesterov': False,
     'centered': False,
     'l2_shrinkage_regularization_strength': 0.0,
-    'momentum': 0.0,
 }
+_RMSPROP_UNSUPPORTED = {'momentum': 0.0}
+
+
+def is_keras2_optimizer(optimizer) -> bool:
+    """Whether `optimizer` is a Keras 2 `OptimizerV2` (tf-keras's `optimizers.legacy`), of any subclass.
+
+    TF 2.15's premade Estimators called its `get_updates` in their graph; it builds v1 graphs, so it runs here
+    as it ran there: its own update rule, hyperparameters and variable names.
+    """
+    tf_keras = sys.modules.get('tf_keras')
+    bases = [getattr(getattr(getattr(tf_keras, 'optimizers', None), 'legacy', None), 'Optimizer', None)]
+    bases.append(getattr(getattr(getattr(tf.keras, 'optimizers', None), 'legacy', None), 'Optimizer', None))
+    bases = tuple(base for base in bases if isinstance(base, type))
+    return bool(bases) and isinstance(optimizer, bases)
+
+
+def _keras_kind(optimizer) -> str | None:
+    """The Keras 2 name of the update rule of a Keras 3 (or new-style tf-keras) optimizer, or None.
+
+    A subclass counts as its Keras base class only when it keeps that class's update step (it configures, say,
+    a learning rate); one with its own update step is not built here.
+    """
+    for module_name in _KERAS_MODULES:
+        optimizers = getattr(sys.modules.get(module_name), 'optimizers', None)
+        for class_name, name in _KERAS_CLASSES.items():
+            keras_class = getattr(optimizers, class_name, None)
+            if not isinstance(keras_class, type) or not isinstance(optimizer, keras_class):
+                continue
+            if getattr(type(optimizer), 'update_step', None) is not getattr(keras_class, 'update_step', None):
+                return None
+            return name
+    return None
+
+
+def _hyperparameter(optimizer, attribute: str, default):
+    value = getattr(optimizer, attribute, default)
+    if value is None or isinstance(value, bool):
+        return value
+    with tf_internals.eager_mode():  # Keras keeps its hyperparameters in eager variables.
+        return float(value)
 
 
 def _from_keras(argument: str, optimizer) -> GraphOptimizer | None:
-    """A Keras optimizer object (Keras 2 or 3) as the `GraphOptimizer` of TF 2.15 with its hyperparameters."""
-    name = _KERAS_CLASS_NAMES.get(type(optimizer).__name__)
-    if name is None or not hasattr(optimizer, 'learning_rate') or isinstance(optimizer, tf.compat.v1.train.Optimizer):
+    """A Keras 3 optimizer object as the `GraphOptimizer` of TF 2.15 with its hyperparameters, or None."""
+    name = _keras_kind(optimizer)
+    if name is None:
         return None
-    for attribute, default in _UNSUPPORTED.items():
-        if getattr(optimizer, attribute, default) not in (default, None):
+    unsupported = dict(_UNSUPPORTED, **(_RMSPROP_UNSUPPORTED if name == 'RMSProp' else {}))
+    for attribute, default in unsupported.items():
+        value = _hyperparameter(optimizer, attribute, default)
+        if value not in (default, None):
             raise ValueError(
-                f'`{argument}`: {type(optimizer).__name__} with {attribute}={getattr(optimizer, attribute)!r} is not '
-                f'supported by the premade Estimators here; leave {attribute} at {default!r}, or pass a '
-                '`tf.compat.v1.train.Optimizer`.'
+                f'`{argument}`: {type(optimizer).__name__} with {attribute}={value!r} is not supported by the '
+                f'premade Estimators here; leave {attribute} at {default!r}, or pass a Keras 2 optimizer '
+                '(`tf_keras.optimizers.legacy`) or a `tf.compat.v1.train.Optimizer`.'
             )
     try:
-        with tf_internals.eager_mode():  # Keras 3 keeps its hyperparameters in eager variables.
-            learning_rate = float(optimizer.learning_rate)
+        learning_rate = _hyperparameter(optimizer, 'learning_rate', None)
     except (TypeError, ValueError):
         raise ValueError(
             f'`{argument}`: a learning rate schedule in a Keras optimizer is not supported by the premade '
-            'Estimators here; pass a float learning rate, or a `tf.compat.v1.train.Optimizer`.'
+            'Estimators here; pass a float learning rate, a Keras 2 optimizer (`tf_keras.optimizers.legacy`), '
+            'or a `tf.compat.v1.train.Optimizer`.'
         ) from None
-    with tf_internals.eager_mode():
-        hyperparameters = {
-            key: float(getattr(optimizer, key))
-            for key in _HYPERPARAMETERS[name]
-            if key not in ('learning_rate', 'decay')
-        }
+    hyperparameters = {
+        key: _hyperparameter(optimizer, key, _HYPERPARAMETERS[name][key])
+        for key in _HYPERPARAMETERS[name]
+        if key not in ('learning_rate', 'decay')
+    }
+    if name == 'SGD':
+        hyperparameters['nesterov'] = bool(getattr(optimizer, 'nesterov', False))
     return GraphOptimizer(
         name,
         learning_rate,
-        epsilon=float(getattr(optimizer, 'epsilon', _EPSILON) or _EPSILON),
-        initial_accumulator_value=float(getattr(optimizer, 'initial_accumulator_value', _INITIAL_ACCUMULATOR_VALUE)),
+        epsilon=_hyperparameter(optimizer, 'epsilon', _EPSILON) or _EPSILON,
+        initial_accumulator_value=_hyperparameter(optimizer, 'initial_accumulator_value', _INITIAL_ACCUMULATOR_VALUE),
         **hyperparameters,
     )
 
@@ -85,8 +131,9 @@ def check_optimizer(argument: str, optimizer) -> None:
     """Refuses what the premade Estimators cannot train with, naming `argument`.
 
     Raises:
-      ValueError: an unknown optimizer name; a Keras optimizer with a setting not built here (momentum,
-        amsgrad, a learning rate schedule); an object that is no optimizer nor a callable.
+      ValueError: an unknown optimizer name; a Keras 3 optimizer with a setting not built here (amsgrad,
+        RMSprop's momentum or centered, a learning rate schedule) or its own update step; an object that is no
+        optimizer nor a callable.
     """
     if isinstance(optimizer, str):
         if optimizer not in _HYPERPARAMETERS:
@@ -95,12 +142,29 @@ def check_optimizer(argument: str, optimizer) -> None:
                 f'{OPTIMIZER_NAMES}.'
             )
         return
-    if isinstance(optimizer, tf.compat.v1.train.Optimizer) or _from_keras(argument, optimizer) or callable(optimizer):
+    if (
+        isinstance(optimizer, tf.compat.v1.train.Optimizer)
+        or is_keras2_optimizer(optimizer)
+        or _from_keras(argument, optimizer)
+        or callable(optimizer)
+    ):
         return
     raise ValueError(
-        f'`{argument}` must be one of the names {OPTIMIZER_NAMES}, a Keras optimizer of one of those kinds, a '
-        f'`tf.compat.v1.train.Optimizer`, or a callable returning one; got {optimizer!r}.'
+        f'`{argument}` must be one of the names {OPTIMIZER_NAMES}, a Keras 2 optimizer (`tf_keras.optimizers.legacy`, '
+        'any subclass), a Keras 3 optimizer of one of those kinds, a `tf.compat.v1.train.Optimizer`, or a callable '
+        f'returning one; got {optimizer!r}.'
     )
+
+
+def _unused_scope(graph: tf.Graph, scope: str) -> str:
+    """`scope`, or `scope_1`, ... when a first optimizer of that kind is in `graph` (wide & deep with two SGDs),
+    as Keras 2 named its second optimizer's variables in TF 2.15 (`training/SGD_1/learning_rate`)."""
+    taken = {op.name.split('/')[1] for op in graph.get_operations() if op.name.startswith('training/')}
+    candidate, count = scope, 0
+    while candidate in taken:
+        count += 1
+        candidate = f'{scope}_{count}'
+    return candidate
 
 
 class GraphOptimizer:
@@ -108,11 +172,12 @@ class GraphOptimizer:
 
     Args:
       name: one of `OPTIMIZER_NAMES`.
-      learning_rate: None for Keras 2's default.
+      learning_rate: None for Keras 2's default (0.0 trains at 0.0).
       iterations: the step variable this optimizer increments (the global step, as in TF 2.15's premade
         Estimators), or None for a variable of its own (`training/<name>/iter`).
       epsilon: Keras 2's `epsilon` (Adagrad, Adam, RMSProp).
       initial_accumulator_value: Keras 2's (Adagrad, Ftrl).
+      nesterov: SGD's Nesterov momentum (with `momentum` > 0).
       **hyperparameters: the other hyperparameters of `_HYPERPARAMETERS[name]` (`beta_1`, ...).
     """
 
@@ -123,17 +188,19 @@ class GraphOptimizer:
         iterations=None,
         epsilon: float = _EPSILON,
         initial_accumulator_value: float = _INITIAL_ACCUMULATOR_VALUE,
+        nesterov: bool = False,
         **hyperparameters,
     ):
         self.name = name
         self._scope = 'RMSprop' if name == 'RMSProp' else name  # Keras 2's class name.
         self._values = dict(_HYPERPARAMETERS[name])
-        if learning_rate:
+        if learning_rate is not None:
             self._values['learning_rate'] = learning_rate
         self._values.update(hyperparameters)
         self._epsilon = epsilon
         self._initial_accumulator_value = initial_accumulator_value
         self._iterations = iterations
+        self._nesterov = nesterov
 
     def _variable(self, name: str, initial_value, dtype=tf.float32):
         graph = tf.compat.v1.get_default_graph()
@@ -161,6 +228,7 @@ class GraphOptimizer:
         the sum applied to every replica's copy of the variables, as Keras 2's optimizers did under a strategy
         (the premade Estimators divide the loss by the replicas first: `scaled_for_replicas`).
         """
+        self._scope = _unused_scope(tf.compat.v1.get_default_graph(), self._scope)
         gradients = tf.compat.v1.gradients(loss, variables)
         pairs = [(gradient, variable) for gradient, variable in zip(gradients, variables) if gradient is not None]
         if not tf.distribute.has_strategy() or tf.distribute.get_strategy().num_replicas_in_sync == 1:
@@ -260,6 +328,16 @@ class GraphOptimizer:
             rho = tf.identity(hyper['rho'])
             rms_t = rms.assign(rho * rms + (1.0 - rho) * tf.square(gradient))
             return variable.assign_sub(learning_rate * gradient / (tf.sqrt(rms_t) + epsilon)).op
+        if self._values['momentum'] > 0:  # Keras 2's SGD has the slot only with momentum.
+            momentum = self._slot(variable, 'momentum', 0.0)
+            return tf.raw_ops.ResourceApplyKerasMomentum(
+                var=variable.handle,
+                accum=momentum.handle,
+                lr=learning_rate,
+                grad=gradient,
+                momentum=tf.identity(hyper['momentum']),
+                use_nesterov=self._nesterov,
+            )
         return tf.raw_ops.ResourceApplyGradientDescent(var=variable.handle, alpha=learning_rate, delta=gradient)
 
 
@@ -278,17 +356,23 @@ def scaled_for_replicas(loss, loss_reduction: str):
 def apply_gradients(optimizer, learning_rate: float | None, loss, variables: list, iterations=None):
     """The train op for `loss` over `variables` with the Estimator's `optimizer` argument.
 
-    A name or a Keras optimizer (or a callable returning one) becomes a `GraphOptimizer` (TF 2.15's names and
-    kernels); a `tf.compat.v1.train.Optimizer` (or a callable returning one) runs its own `minimize`, with v1's
-    slot names, not Keras 2's.
+    A name or a Keras 3 optimizer (or a callable returning one) becomes a `GraphOptimizer` (TF 2.15's names and
+    kernels); a Keras 2 optimizer counts `iterations` and runs its own `get_updates`, as in TF 2.15; a
+    `tf.compat.v1.train.Optimizer` (or a callable returning one) runs its own `minimize`, with v1's slot names,
+    not Keras 2's.
     """
     if isinstance(optimizer, str):
         return GraphOptimizer(optimizer, learning_rate, iterations).apply(loss, variables)
-    graph_optimizer = _from_keras('optimizer', optimizer)
-    if graph_optimizer is None and callable(optimizer) and not isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        with tf_internals.eager_mode():  # A Keras optimizer's variables stay out of the graph.
+    if callable(optimizer) and not (
+        isinstance(optimizer, tf.compat.v1.train.Optimizer) or is_keras2_optimizer(optimizer) or _keras_kind(optimizer)
+    ):
+        with tf_internals.eager_mode():  # A Keras 3 optimizer's variables stay out of the graph.
             optimizer = optimizer()
-        graph_optimizer = _from_keras('optimizer', optimizer)
+    if is_keras2_optimizer(optimizer):
+        if iterations is not None:
+            optimizer.iterations = iterations
+        return optimizer.get_updates(loss, variables)[0]
+    graph_optimizer = _from_keras('optimizer', optimizer)
     if graph_optimizer is not None:
         graph_optimizer._iterations = iterations
         return graph_optimizer.apply(loss, variables)

@@ -16,6 +16,7 @@ from typing import Callable
 
 import tensorflow as tf
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts import program as program_lib
 from compat_mts.estimator import _heads
 from compat_mts.estimator import _optimizers
@@ -36,7 +37,8 @@ def _column_bases() -> tuple[type, type]:
     Made on first use: making a column logs TensorFlow's deprecation warning, which `import compat_mts.estimator`
     must not print.
     """
-    bases = type(tf.feature_column.numeric_column('x')).__mro__
+    with tf_internals.deprecations_silenced():  # The program's own first call is warned about, as in TF 2.15.
+        bases = type(tf.feature_column.numeric_column('x')).__mro__
     return tuple(next(base for base in bases if base.__name__ == name) for name in ('FeatureColumn', 'DenseColumn'))
 
 
@@ -46,6 +48,19 @@ program_lib.PROGRAM.register(
     size=lambda: _column_bases.cache_info().currsize,
     kind='process',
 )
+
+
+_V1_COLUMN_ERROR = (  # TF 2.15's words.
+    'Received a feature column from TensorFlow v1, but this is a TensorFlow v2 Estimator. Please either use v2 '
+    'feature columns (accessible via tf.feature_column.* in TF 2.x) with this Estimator, or switch to a v1 '
+    'Estimator for use with v1 feature columns (accessible via tf.compat.v1.estimator.* and '
+    'tf.compat.v1.feature_column.*, respectively.'
+)
+
+
+def _is_v1_column(column) -> bool:
+    """Whether `column` is one of v1's `_FeatureColumn`s only (`shared_embedding_columns` in a graph)."""
+    return any(base.__name__ == '_FeatureColumn' for base in type(column).__mro__)
 
 
 def _check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
@@ -64,6 +79,8 @@ def _check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
     if not feature_columns:
         raise ValueError(f'`{argument}` must hold at least one `tf.feature_column` column; got an empty list.')
     for column in feature_columns:
+        if not isinstance(column, feature_column_type) and _is_v1_column(column):
+            raise ValueError(_V1_COLUMN_ERROR)
         if not isinstance(column, feature_column_type):
             raise ValueError(
                 f'`{argument}` must hold `tf.feature_column` columns (numeric_column, bucketized_column, ...); '
@@ -75,6 +92,17 @@ def _check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
                 'tf.feature_column.embedding_column or tf.feature_column.indicator_column.'
             )
     return feature_columns
+
+
+def _quiet(model_fn: Callable) -> Callable:
+    """`model_fn` printing no deprecation warning of the v1 APIs it is built on (`input_layer`, `linear_model`,
+    `tf.compat.v1.metrics`): TF 2.15 printed none for them either; a program sees those of its own calls."""
+
+    def quiet_model_fn(features, labels, mode, config):
+        with tf_internals.deprecations_silenced():
+            return model_fn(features, labels, mode, config)
+
+    return quiet_model_fn
 
 
 def _check_hidden_units(argument: str, hidden_units) -> list:
@@ -120,6 +148,18 @@ def _check_features(features) -> dict:
     if not isinstance(features, dict):
         raise ValueError('features should be a dictionary of `Tensor`s. Given type: {}'.format(type(features)))
     return features
+
+
+def _check_column_keys(features: dict, feature_columns) -> None:
+    """Raises TF 2.15's ValueError, naming also the keys the input_fn yields and the column, for a missing key."""
+    for column in feature_columns or ():
+        for key in tf.compat.v1.feature_column.make_parse_example_spec([column]):
+            if key not in features:
+                raise ValueError(
+                    f'Feature {key} is not in features dictionary. The input_fn yields the features '
+                    f'{sorted(features)}; the feature column {column.name!r} ({type(column).__name__}) reads '
+                    f'{key!r}.'
+                )
 
 
 def _root_summaries(logits, tag: str) -> None:
@@ -232,6 +272,8 @@ def _combined_model_fn(
     def model_fn(features, labels, mode, config):
         del config  # Unused, as in TF 2.15.
         features = _check_features(features)
+        _check_column_keys(features, dnn_feature_columns)
+        _check_column_keys(features, linear_feature_columns)
         dnn = linear = None
         if dnn_feature_columns:
             dnn = _dnn_logits(
@@ -273,7 +315,7 @@ def _combined_model_fn(
 
         return head.create_estimator_spec(features, mode, logits, labels, train_op_fn)
 
-    return model_fn
+    return _quiet(model_fn)
 
 
 def _dnn_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm) -> Callable:
@@ -392,7 +434,7 @@ def _baseline_model_fn(head, optimizer, weight_column) -> Callable:
 
         return head.create_estimator_spec(features, mode, logits, labels, train_op_fn)
 
-    return model_fn
+    return _quiet(model_fn)
 
 
 class DNNClassifier(Estimator):
@@ -423,7 +465,8 @@ class DNNClassifier(Estimator):
       weight_column: a feature name or `tf.feature_column.numeric_column` weighting each example's loss.
       label_vocabulary: the labels' strings, `n_classes` of them; None for integer labels.
       optimizer: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD' (TF 2.15's Keras 2 optimizers, with their
-        checkpoint names), a `tf.compat.v1.train.Optimizer`, or a callable returning one.
+        checkpoint names), a Keras 2 optimizer (tf-keras's `optimizers.legacy`, any subclass), a Keras 3
+        optimizer of those five kinds, a `tf.compat.v1.train.Optimizer`, or a callable returning one.
       activation_fn: the hidden layers' activation.
       dropout: None, or the probability of dropping a hidden unit in training.
       config: a `compat_mts.estimator.RunConfig`.

@@ -69,8 +69,9 @@ class EstimatorSpec(
       `tf.compat.v1.train` built-in hooks that `compat_mts` re-implements with the same arguments
       (`LoggingTensorHook`, `NanTensorHook`, `StopAtStepHook`, `StepCounterHook`, `SummarySaverHook`,
       `FinalOpsHook`, `FeedFnHook`, `GlobalStepWaiterHook`); those are replaced by their compat_mts twins.
-    - `eval_metric_ops` values are `(value, update_op)` tuples; Keras `Metric` objects are not accepted
-      (Keras 3 metrics do not build v1 graphs).
+    - `eval_metric_ops` values are `(value, update_op)` tuples or Keras metric objects (Keras 3 or tf-keras)
+      updated in the model_fn (`metric.update_state(...)`), as in TF 2.15; a Keras 3 metric's update is the
+      assignments its `update_state` made to its variables, which become local variables.
     - `export_outputs` values are `compat_mts.estimator.export` outputs.
 
     Example:
@@ -81,7 +82,7 @@ class EstimatorSpec(
 
     Raises:
       ValueError: a field the mode needs is missing, or a tensor is not of the model_fn's graph (v1's messages),
-        or `mode` is not one of `ModeKeys` (v1 took it).
+        or `mode` is neither one of `ModeKeys` nor None (v1 took it).
       TypeError: a field has the wrong type (v1's messages).
     """
 
@@ -99,10 +100,13 @@ class EstimatorSpec(
         evaluation_hooks=None,
         prediction_hooks=None,
     ):
-        if mode not in _MODES:  # v1 took any mode, then checked none of the fields a mode needs.
+        # v1 took any mode, then checked none of the fields a mode needs; None (a `model_fn` without `mode`) is
+        # kept, and the spec serves the mode the Estimator called for, as in v1.
+        if mode is not None and mode not in _MODES:
             raise ValueError(
                 f'`mode` must be one of ModeKeys.TRAIN ({ModeKeys.TRAIN!r}), ModeKeys.EVAL ({ModeKeys.EVAL!r}) '
-                f'or ModeKeys.PREDICT ({ModeKeys.PREDICT!r}): the mode the model_fn was called with; got {mode!r}.'
+                f'or ModeKeys.PREDICT ({ModeKeys.PREDICT!r}): the mode the model_fn was called with (or None); '
+                f'got {mode!r}.'
             )
         train_op = _validate_train_op(train_op, mode)
         loss = _validate_loss(loss, mode)
@@ -198,11 +202,64 @@ def _validate_hooks(hooks) -> tuple:
     return tuple(_hooks.as_compat_hooks(hooks))
 
 
+_ASSIGNMENTS = ('AssignVariableOp', 'AssignAddVariableOp', 'AssignSubVariableOp')
+
+
+def _is_metric_object(value: Any) -> bool:
+    """Whether `value` is a Keras metric (Keras 3, tf-keras): it has `update_state`, `result` and `variables`."""
+    return (
+        callable(getattr(value, 'update_state', None))
+        and callable(getattr(value, 'result', None))
+        and (hasattr(value, 'variables'))
+    )
+
+
+def _graph_variable(variable: Any) -> tf.Variable:
+    return variable if isinstance(variable, tf.Variable) else variable.value  # Keras 3 wraps a tf.Variable.
+
+
+def _metric_updates(metric: Any) -> list:
+    """The ops of the model_fn's graph that `metric.update_state(...)` made.
+
+    tf-keras records them (`updates`); Keras 3 returns nothing, so they are its variables' assignments other than
+    their initializers.
+    """
+    recorded = list(getattr(metric, 'updates', None) or [])
+    if recorded:
+        return recorded[:1]
+    updates = []
+    for variable in metric.variables:
+        variable = _graph_variable(variable)
+        initializer = getattr(variable, 'initializer', None)
+        updates.extend(op for op in variable.handle.consumers() if op.type in _ASSIGNMENTS and op is not initializer)
+    return updates
+
+
+def _metric_as_pair(metric: Any) -> tuple:
+    """A Keras metric object as TF 2.15 took it: `(result(), its update op)`, its variables local ones."""
+    updates = _metric_updates(metric)
+    if not updates:
+        raise ValueError('Please call update_state(...) on the "{metric_name}" metric'.format(metric_name=metric.name))
+    graph = tf.compat.v1.get_default_graph()
+    global_variables = graph.get_collection_ref(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+    for variable in map(_graph_variable, metric.variables):
+        if variable in global_variables:  # Keras 3 made them global; a checkpoint must not hold them.
+            global_variables.remove(variable)
+        for collection in (tf.compat.v1.GraphKeys.LOCAL_VARIABLES, tf.compat.v1.GraphKeys.METRIC_VARIABLES):
+            if variable not in graph.get_collection(collection):
+                graph.add_to_collection(collection, variable)
+    update = updates[0] if len(updates) == 1 else tf.group(*updates)
+    return metric.result(), update
+
+
 def _validate_eval_metric_ops(eval_metric_ops) -> dict:
     if eval_metric_ops is None:
         return {}
     if not isinstance(eval_metric_ops, dict):
         raise TypeError('eval_metric_ops must be a dict, given: {}'.format(eval_metric_ops))
+    eval_metric_ops = {
+        key: _metric_as_pair(value) if _is_metric_object(value) else value for key, value in eval_metric_ops.items()
+    }
     for key, value in eval_metric_ops.items():
         if not isinstance(value, tuple) or len(value) != 2:
             raise TypeError(
