@@ -293,7 +293,7 @@ def test_the_command_refuses_a_file_that_is_not_python_naming_it(tmp_path):
     (tmp_path / 'broken.py').write_text('def main(:\n')
     result = _cli('broken.py', cwd=str(tmp_path))
     assert result.returncode == 2
-    assert 'compat-mts upgrade: broken.py:1:' in result.stderr
+    assert 'compat-mts upgrade: nothing written, 1 file(s) not upgraded:\n  broken.py:1: ' in result.stderr
     missing = _cli('missing.py', cwd=str(tmp_path))
     assert missing.returncode == 2 and 'missing.py' in missing.stderr
 
