@@ -88,7 +88,9 @@ def test_a_directory_is_upgraded_with_its_layout_and_a_package_of_several_init_f
     (package / 'README.txt').write_text('not Python')
     result = _cli('trainer', '-o', 'out', cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    written = sorted(str(path.relative_to(tmp_path / 'out')) for path in (tmp_path / 'out').rglob('*') if path.is_file())
+    written = sorted(
+        str(path.relative_to(tmp_path / 'out')) for path in (tmp_path / 'out').rglob('*') if path.is_file()
+    )
     assert written == ['__init__.py', 'data/__init__.py', 'model/__init__.py', 'model/train.py']
     expected = _upgraded({str(package / name): b'' for name in written})
     for name in written:
@@ -139,11 +141,15 @@ def test_two_files_for_one_output_and_an_unrelated_existing_file_are_refused_bef
     mine = b'# my own train.py, nothing to do with a/\n'
     (tmp_path / 'train.py').write_bytes(mine)
     over = _cli('-o', '.', 'a/train.py', cwd=tmp_path)
-    assert over.returncode == 2 and './train.py: exists, with other text' in over.stderr and '--overwrite' in over.stderr
+    assert (
+        over.returncode == 2 and './train.py: exists, with other text' in over.stderr and '--overwrite' in over.stderr
+    )
     assert _read(tmp_path / 'train.py') == mine
     told = _cli('-o', '.', 'a/train.py', '--overwrite', cwd=tmp_path)
     assert told.returncode == 0, told.stderr
-    assert _read(tmp_path / 'train.py') == _upgraded({str(tmp_path / 'a' / 'train.py'): b''})[str(tmp_path / 'a/train.py')]
+    assert (
+        _read(tmp_path / 'train.py') == _upgraded({str(tmp_path / 'a' / 'train.py'): b''})[str(tmp_path / 'a/train.py')]
+    )
     assert _read(tmp_path / 'a' / 'train.py') == _script(ord('a')).encode()
 
 
@@ -219,7 +225,7 @@ def test_a_read_only_file_among_three_is_named_and_none_is_written(tmp_path):
 def test_a_read_only_mount_refuses_in_place_and_output_writes_naming_the_file(tmp_path):
     source = tmp_path / 'source'
     files = _tree(source, 3)
-    with mounts.read_only_view(str(source), str(tmp_path / 'view')) as view:
+    with mounts.read_only_view(str(source), str(tmp_path / 'view')):
         result = _cli('view', '--in-place', cwd=tmp_path)
         assert result.returncode == 2
         assert 'view/part0/script_000.py: its directory' in result.stderr and 'read-only' in result.stderr
@@ -264,8 +270,12 @@ def _interrupted(tmp_path, signal_number: int, when: str) -> tuple[dict, dict, s
     upgraded = _upgraded(files)
     directories = sorted({os.path.dirname(path) for path in files})
     process = subprocess.Popen(
-        _command('tree', '--in-place'), cwd=str(tmp_path), env=_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        _command('tree', '--in-place'),
+        cwd=str(tmp_path),
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     most = 0
     deadline = time.monotonic() + 120

@@ -487,7 +487,10 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return _SIGNAL_STATUS + signal.SIGINT
     except SourceError as error:
         problems = ''.join(f'\n  {path}: {reason}' for path, reason in error.problems)
-        print(f'compat-mts upgrade: nothing written, {len(error.problems)} file(s) not upgraded:{problems}', file=sys.stderr)
+        print(
+            f'compat-mts upgrade: nothing written, {len(error.problems)} file(s) not upgraded:{problems}',
+            file=sys.stderr,
+        )
         return 2
     status = _write_all(upgrades, sources, args)
     if status is not None:

@@ -143,8 +143,11 @@ def plan(
             tree = os.path.realpath(source.tree)
             if not _inside(target, tree):
                 problems.append(
-                    (source.path, f'a symbolic link to {target}, outside {source.tree}: not written through; upgrade '
-                     'the file it points to itself')
+                    (
+                        source.path,
+                        f'a symbolic link to {target}, outside {source.tree}: not written through; upgrade '
+                        'the file it points to itself',
+                    )
                 )
                 continue
         else:
