@@ -267,7 +267,8 @@ def _default_processes(files: int) -> int:
 def _upgrade_one_job(job: tuple[str, str, bool, bool]) -> Upgrade | tuple[str, str]:
     """The file's `Upgrade`, or `('path:line', reason)` when it is not valid Python."""
     try:
-        return _upgrade_one(*job)
+        with check_checker.collector_paused():
+            return _upgrade_one(*job)
     except SyntaxError as error:
         return f'{job[0]}:{error.lineno}', error.msg
 
