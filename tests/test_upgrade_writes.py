@@ -263,30 +263,40 @@ def test_a_write_over_the_file_size_limit_leaves_the_output_directory_without_a_
     assert not (tmp_path / 'out').exists()
 
 
-def _interrupted(tmp_path, signal_number: int, when: str) -> tuple[dict, dict, subprocess.CompletedProcess]:
+@pytest.fixture(scope='module')
+def upgraded_200(tmp_path_factory) -> dict[str, bytes]:
+    """The whole upgraded text of each of the 200 scripts of `_tree`, by its path below the tree, made once."""
+    root = tmp_path_factory.mktemp('upgraded_200')
+    files = _tree(root, 200)
+    return {os.path.relpath(path, root): text for path, text in _upgraded(files).items()}
+
+
+def _interrupted(
+    tmp_path, upgraded_200: dict, signal_number: int, when: str
+) -> tuple[dict, dict, subprocess.CompletedProcess]:
     """Runs `upgrade tree --in-place` over 200 files and sends `signal_number` once `when` is seen: 'staging'
-    (a temporary file exists) or 'renaming' (all 200 were staged, and some are renamed already)."""
+    (a temporary file exists) or 'renaming' (temporary files are going away: some are renamed already)."""
     files = _tree(tmp_path / 'tree', 200)
-    upgraded = _upgraded(files)
+    upgraded = {path: upgraded_200[os.path.relpath(path, tmp_path / 'tree')] for path in files}
     directories = sorted({os.path.dirname(path) for path in files})
-    process = subprocess.Popen(
-        _command('tree', '--in-place'),
-        cwd=str(tmp_path),
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    most = 0
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        staged = sum(name.endswith(TEMPORARY) for directory in directories for name in os.listdir(directory))
-        most = max(most, staged)
-        if (when == 'staging' and staged) or (when == 'renaming' and most >= len(files) > staged > 0):
-            process.send_signal(signal_number)
-            break
-        time.sleep(0.002)  # Leave the command the cores; a look every 2 ms still finds it between two files.
-    stdout, stderr = process.communicate(timeout=120)
+    # The command's output goes to files: a pipe nobody reads while the test watches would stop it when full.
+    with open(tmp_path / 'stdout', 'w+') as stdout, open(tmp_path / 'stderr', 'w+') as stderr:
+        process = subprocess.Popen(
+            _command('tree', '--in-place'), cwd=str(tmp_path), env=_env(), stdout=stdout, stderr=stderr
+        )
+        most = 0
+        while process.poll() is None:
+            staged = sum(name.endswith(TEMPORARY) for directory in directories for name in os.listdir(directory))
+            most = max(most, staged)
+            # Staged texts only grow in number until the renames start (a backup adds one for a moment).
+            if staged and (when == 'staging' or staged < most - 1 or most >= len(files) > staged):
+                process.send_signal(signal_number)
+                break
+            time.sleep(0.002)  # Leave the command the cores; a look every 2 ms still finds it between two files.
+        process.wait(timeout=120)
+        stdout.seek(0)
+        stderr.seek(0)
+        stdout, stderr = stdout.read(), stderr.read()
     return files, upgraded, subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
@@ -305,9 +315,9 @@ def _assert_each_file_whole(files: dict, upgraded: dict) -> tuple[set, set]:
     ids=['SIGKILL-renaming', 'SIGINT-renaming', 'SIGTERM-staging'],
 )
 def test_a_signal_while_200_files_are_written_leaves_each_original_or_whole_and_says_which(
-    tmp_path, signal_number, when
+    tmp_path, upgraded_200, signal_number, when
 ):
-    files, upgraded, result = _interrupted(tmp_path, signal_number, when)
+    files, upgraded, result = _interrupted(tmp_path, upgraded_200, signal_number, when)
     originals, whole = _assert_each_file_whole(files, upgraded)
     for path in whole:  # A replaced file's original was backed up first.
         assert _read(path + '.orig') == files[path]

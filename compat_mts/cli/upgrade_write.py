@@ -19,9 +19,11 @@ the user did not ask for:
    when that exists: a backup is never overwritten), fsynced, before any target is replaced; if one cannot be
    made, nothing is replaced.
 4. **Commit**: each temporary file is renamed over its target (`os.replace`, atomic), then each directory is
-   fsynced. A failure or a signal (SIGINT, SIGTERM) here stops the renames; each target is then its original or
-   its whole upgraded text, never a part of it, and `WriteFailed` lists which were written and which not. A
-   SIGKILL leaves the same (each rename is atomic), without the list, and perhaps a `.compat-mts-tmp` file.
+   fsynced. A failure here stops the renames; each target is then its original or its whole upgraded text,
+   never a part of it, and `WriteFailed` lists which were written and which not. SIGINT and SIGTERM, in any
+   step, are acted on between two files (what was begun is finished, or undone before the first rename), with
+   the same list. A SIGKILL leaves the same (each rename is atomic), without the list, and perhaps a
+   `.compat-mts-tmp` file.
 """
 
 from __future__ import annotations
@@ -192,20 +194,25 @@ def plan(
 
 
 class _Signals:
-    """SIGINT and SIGTERM raise `Interrupted` while files are written (in the main thread), as they were after."""
+    """SIGINT and SIGTERM noted while files are written (in the main thread), and raised as `Interrupted` by
+    `check()` between two files: never inside one file's write, so what was begun is finished or undone."""
 
     def __enter__(self) -> _Signals:
         self._saved = {}
+        self.received: int | None = None
         for number in (signal.SIGINT, signal.SIGTERM):
             try:
-                self._saved[number] = signal.signal(number, self._raise)
+                self._saved[number] = signal.signal(number, self._note)
             except ValueError:  # Not the main thread: the signals stay as they are.
                 break
         return self
 
-    @staticmethod
-    def _raise(number: int, frame) -> None:
-        raise Interrupted(number)
+    def _note(self, number: int, frame) -> None:
+        self.received = self.received or number
+
+    def check(self) -> None:
+        if self.received is not None:
+            raise Interrupted(self.received)
 
     def __exit__(self, *exc_info) -> None:
         for number, handler in self._saved.items():
@@ -225,7 +232,7 @@ def _write_temporary(directory: str, name: str, data: bytes, like: str, keep_own
         while view:
             view = view[os.write(descriptor, view) :]
         os.fsync(descriptor)
-    except BaseException:
+    except OSError:
         os.close(descriptor)
         os.unlink(path)
         raise
@@ -299,10 +306,11 @@ def write(outputs: Sequence[Output], *, backup: bool) -> list[str]:
     made: list[str] = []
     backups: list[tuple[str, Output]] = []
     written: list[str] = []
-    with _Signals():
+    with _Signals() as signals:
         current = None
         try:
             for output in outputs:
+                signals.check()
                 current = output.shown
                 made.extend(_made_directories(output.target))
                 directory, name = os.path.split(output.target)
@@ -311,16 +319,19 @@ def write(outputs: Sequence[Output], *, backup: bool) -> list[str]:
                 )
             if backup:
                 for output in outputs:
+                    signals.check()
                     current = output.shown
                     if output.replaces:
                         backups.append((_backup(output.target), output))
             for output in outputs:
+                signals.check()
                 current = output.shown
                 os.replace(staged.pop(output.target), output.target)
                 written.append(output.shown)
             for directory in sorted({os.path.dirname(output.target) for output in outputs}):
                 current = directory
                 _fsync_directory(directory)
+            signals.check()
         except (OSError, Interrupted) as error:
             for temporary in staged.values():
                 os.unlink(temporary)
