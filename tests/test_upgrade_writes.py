@@ -335,3 +335,12 @@ def test_a_signal_while_200_files_are_written_leaves_each_original_or_whole_and_
     assert _leftovers(tmp_path) == []
     if not whole:
         assert not [name for name in os.listdir(tmp_path / 'tree' / 'part0') if name.endswith('.orig')]
+
+
+def test_the_write_flags_without_the_mode_they_belong_to_are_refused(tmp_path):
+    (tmp_path / 'train.py').write_text(_script(1))
+    overwrite = _cli('train.py', '--overwrite', cwd=tmp_path)
+    assert overwrite.returncode == 2 and '--overwrite goes with -o DIR' in overwrite.stderr
+    no_backup = _cli('train.py', '-o', 'out', '--no-backup', cwd=tmp_path)
+    assert no_backup.returncode == 2 and '--no-backup goes with --in-place' in no_backup.stderr
+    assert not (tmp_path / 'out').exists() and _read(tmp_path / 'train.py') == _script(1).encode()

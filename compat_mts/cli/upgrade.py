@@ -7,7 +7,10 @@ tf` with 1.x names) first gets TensorFlow's own `tf_upgrade_v2` renames. Then th
 findings that no edit removed are listed for a person, with their lines. `--verify N` runs the original in v1 graph
 mode and the upgraded script eagerly, N steps each, and compares them (`upgrade_verify`).
 
-Without `--in-place` or `-o DIR` nothing is written: the command prints the diff and the report.
+Without `--in-place` or `-o DIR` nothing is written: the command prints the diff and the report. With them, the
+files are written as `upgrade_write` says: every output checked before the first write, each write atomic, the
+originals kept as `FILE.orig`, and a list of what was written when anything fails. A directory stands for its
+`*.py` files, and `-o DIR` keeps their paths below it.
 """
 
 from __future__ import annotations
@@ -474,6 +477,14 @@ def run_upgrade(args: argparse.Namespace) -> int:
     Raises:
       Nothing: every error is printed with the file it concerns, and the exit status says it.
     """
+    if args.overwrite and not args.output_dir:
+        print(
+            'compat-mts upgrade: --overwrite goes with -o DIR (--in-place replaces its files anyway)', file=sys.stderr
+        )
+        return 2
+    if args.no_backup and not args.in_place:
+        print('compat-mts upgrade: --no-backup goes with --in-place (only it replaces files)', file=sys.stderr)
+        return 2
     sources = find_sources(args.files, exclude=args.output_dir)
     if args.verify and len(sources) != 1:
         print('compat-mts upgrade: --verify takes one FILE', file=sys.stderr)
