@@ -17,6 +17,7 @@ import textwrap
 
 import pytest
 
+from compat_mts import _tf_tools
 from compat_mts.cli import check, upgrade, upgrade_edits
 from tests import support
 
@@ -293,7 +294,7 @@ def test_the_command_refuses_a_file_that_is_not_python_naming_it(tmp_path):
     (tmp_path / 'broken.py').write_text('def main(:\n')
     result = _cli('broken.py', cwd=str(tmp_path))
     assert result.returncode == 2
-    assert 'compat-mts upgrade: broken.py:1:' in result.stderr
+    assert 'compat-mts upgrade: nothing written, 1 file(s) not upgraded:\n  broken.py:1: ' in result.stderr
     missing = _cli('missing.py', cwd=str(tmp_path))
     assert missing.returncode == 2 and 'missing.py' in missing.stderr
 
@@ -441,3 +442,13 @@ def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
     from compat_mts.legacy import horovod
 
     assert sorted(upgrade_edits.HOROVOD_NAMES) == sorted(horovod.__all__)
+
+
+def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_file():
+    rename = _tf_tools.renamer()
+    if rename is None:
+        pytest.skip("TensorFlow's tools cannot be loaded here: the renames run as the tf_upgrade_v2 command")
+    for path in ALL_SCRIPTS:
+        text, _ = upgrade_edits.v1_modules(_read(path))
+        whole = rename(text)
+        assert upgrade.renamed_in_pieces(text, rename, lines_per_piece=10) == whole, path

@@ -6,13 +6,15 @@ Standard library only, as the rest of the checker (`check.py`).
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
+import gc
 import itertools
 import os
 import pathlib
 import re
 import stat
-from typing import Sequence
+from typing import Iterator, Sequence
 
 if __package__:
     from compat_mts.cli import check_catalogue as catalogue
@@ -509,6 +511,23 @@ class _Checker(ast.NodeVisitor):
         self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside the block (as it was, after it).
+
+    A syntax tree holds no reference cycles (its nodes go when their count drops), but the collector still walks
+    every object it holds each time enough new ones were made: a fifth of the time to check a large file, and
+    as much again of `upgrade`'s edits, for nothing to collect.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def check_source(text: str | bytes, filename: str = '<string>') -> list[report.Finding]:
     """The constructs to migrate in the Python source `text`, in line order. The source is parsed, never run.
 
@@ -516,6 +535,11 @@ def check_source(text: str | bytes, filename: str = '<string>') -> list[report.F
       CheckError: `text` is not valid Python (the error's line and column say where), or nests deeper than
         Python's parser or this checker can follow.
     """
+    with collector_paused():
+        return _check_source(text, filename)
+
+
+def _check_source(text: str | bytes, filename: str) -> list[report.Finding]:
     try:
         tree = ast.parse(text, filename=filename)
     except (SyntaxError, ValueError) as error:  # ValueError: null bytes in the source

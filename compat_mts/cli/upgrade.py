@@ -7,7 +7,10 @@ tf` with 1.x names) first gets TensorFlow's own `tf_upgrade_v2` renames. Then th
 findings that no edit removed are listed for a person, with their lines. `--verify N` runs the original in v1 graph
 mode and the upgraded script eagerly, N steps each, and compares them (`upgrade_verify`).
 
-Without `--in-place` or `-o DIR` nothing is written: the command prints the diff and the report.
+Without `--in-place` or `-o DIR` nothing is written: the command prints the diff and the report. With them, the
+files are written as `upgrade_write` says: every output checked before the first write, each write atomic, the
+originals kept as `FILE.orig`, and a list of what was written when anything fails. A directory stands for its
+`*.py` files, and `-o DIR` keeps their paths below it.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ import dataclasses
 import difflib
 import multiprocessing
 import os
-import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from compat_mts import _tf_tools
-from compat_mts.cli import check_checker, check_names
+from compat_mts.cli import check_checker, check_names, check_report, upgrade_write
 
 if TYPE_CHECKING:
     from compat_mts.cli.upgrade_edits import Note
@@ -154,6 +157,60 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
     return Upgrade(path, text, upgraded, notes)
 
 
+class SourceError(ValueError):
+    """Files that cannot be upgraded: `problems` holds one `(path, reason)` per file (`path:line` for a syntax
+    error), all of them."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]):
+        super().__init__('\n'.join(f'{path}: {reason}' for path, reason in problems))
+        self.problems = list(problems)
+
+
+def read_sources(paths: Sequence[str]) -> dict[str, str]:
+    """The text of each file (UTF-8), read as `compat-mts check` reads: regular files only, up to its cap.
+
+    Raises:
+      SourceError: one or more files cannot be read or are not UTF-8, each named with the reason.
+    """
+    texts, problems = {}, []
+    for path in paths:
+        try:
+            data = check_checker.read_source(path)
+        except check_report.CheckError as error:
+            problems.append((path, error.message))
+            continue
+        try:
+            texts[path] = data.decode('utf-8')
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b'\n') + 1
+            problems.append((path, f'not UTF-8 (byte {data[error.start]:#04x} on line {line}): upgrade reads UTF-8'))
+    if problems:
+        raise SourceError(problems)
+    return texts
+
+
+def find_sources(paths: Sequence[str], exclude: str | None = None) -> list[upgrade_write.Source]:
+    """The Python files of `paths`: a file as named, a directory as every `*.py` below it (in sorted order, not
+    through links to directories, and not below `exclude`, the output directory), each with its tree."""
+    sources = []
+    excluded = os.path.realpath(exclude) if exclude else None
+    for path in paths:
+        if not os.path.isdir(path):
+            sources.append(upgrade_write.Source(path, os.path.dirname(path) or os.curdir, os.path.basename(path)))
+            continue
+        for directory, subdirectories, files in os.walk(path):
+            subdirectories[:] = sorted(
+                name
+                for name in subdirectories
+                if os.path.realpath(os.path.join(directory, name)) != excluded and name != '__pycache__'
+            )
+            for name in sorted(files):
+                if name.endswith('.py'):
+                    file = os.path.join(directory, name)
+                    sources.append(upgrade_write.Source(file, path, os.path.relpath(file, path)))
+    return sources
+
+
 def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int | None = None) -> list[Upgrade]:
     """The stage-1 upgrade of each file; TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames first.
 
@@ -171,29 +228,33 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
       One `Upgrade` per path, in order.
 
     Raises:
-      OSError: a file cannot be read.
-      SyntaxError: a file is not valid Python.
+      SourceError: files cannot be read (each named, all of them), or one is not valid Python.
     """
-    texts = {}
-    for path in paths:
-        with open(path, encoding='utf-8') as file:
-            texts[path] = file.read()
+    texts = read_sources(paths)
     tf1 = {path for path, text in texts.items() if is_tf1_script(text)}
     _edits()  # Imported once, before any process is forked.
     rename = _tf_tools.renamer() if tf1 and renames else None
     if tf1 and renames and rename is None:
-        return _upgrade_with_the_command(texts, tf1)
+        try:
+            return _upgrade_with_the_command(texts, tf1)
+        except SyntaxError as error:
+            raise SourceError([(f'{error.filename}:{error.lineno}', error.msg)]) from None
     if processes is None:
         processes = _default_processes(len(texts))
     jobs = [(path, text, path in tf1, renames) for path, text in texts.items()]
     if processes <= 1:
-        return [_upgrade_one(*job) for job in jobs]
-    # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
-    order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
-    context = multiprocessing.get_context('fork')
-    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
-        done = dict(zip(order, pool.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
-    return [done[index] for index in range(len(jobs))]
+        results = [_upgrade_one_job(job) for job in jobs]
+    else:
+        # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
+        order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
+        context = multiprocessing.get_context('fork')
+        with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
+            done = dict(zip(order, pool.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
+        results = [done[index] for index in range(len(jobs))]
+    problems = [result for result in results if not isinstance(result, Upgrade)]
+    if problems:
+        raise SourceError(problems)
+    return results
 
 
 _FILES_PER_PROCESS = 8  # Fewer files than this per process: starting the process costs more than it saves.
@@ -206,8 +267,13 @@ def _default_processes(files: int) -> int:
     return max(1, min(cores, files // _FILES_PER_PROCESS))
 
 
-def _upgrade_one_job(job: tuple[str, str, bool, bool]) -> Upgrade:
-    return _upgrade_one(*job)
+def _upgrade_one_job(job: tuple[str, str, bool, bool]) -> Upgrade | tuple[str, str]:
+    """The file's `Upgrade`, or `('path:line', reason)` when it is not valid Python."""
+    try:
+        with check_checker.collector_paused():
+            return _upgrade_one(*job)
+    except SyntaxError as error:
+        return f'{job[0]}:{error.lineno}', error.msg
 
 
 def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
@@ -217,12 +283,40 @@ def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
     if not renames:
         return _without_renames(upgrade_source(text, path))
     renamed, v1_module_notes = _edits().v1_modules(text)
-    renamed = _tf_tools.renamer()(renamed)
+    renamed = renamed_in_pieces(renamed, _tf_tools.renamer())
     upgrade = upgrade_source(text, path, renamed=renamed)
     if renamed is None:
         return _without_renames(upgrade)
     upgrade.notes[:0] = v1_module_notes
     return upgrade
+
+
+_LINES_PER_PIECE = 300
+
+
+def renamed_in_pieces(
+    text: str, rename: Callable[[str], str | None], lines_per_piece: int = _LINES_PER_PIECE
+) -> str | None:
+    """`rename(text)` (`tf_upgrade_v2`'s renames), made on pieces of about `lines_per_piece` lines cut between
+    top-level statements, and joined.
+
+    `tf_upgrade_v2` renames each name where it stands, whatever else the file holds, so the pieces give the text
+    the whole does (`tests/test_upgrade.py` compares them on every v1 script of the suite); but its formatting
+    library looks ahead through the rest of the file for each token it places, which costs time in the square of
+    the file's length: 37 s for 12,000 lines, against 7 s in pieces. None when a piece cannot be renamed.
+    """
+    lines = text.splitlines(keepends=True)
+    if len(lines) <= lines_per_piece:
+        return rename(text)
+    cuts, end = [0], 0
+    for statement in ast.parse(text).body:
+        first = min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+        if first > end and first - 1 - cuts[-1] >= lines_per_piece:
+            cuts.append(first - 1)  # A statement that starts on a line of its own: the piece before it ends.
+        end = max(end, statement.end_lineno)
+    cuts.append(len(lines))
+    pieces = [rename(''.join(lines[start:stop])) for start, stop in zip(cuts, cuts[1:])]
+    return None if None in pieces else ''.join(pieces)
 
 
 def _without_renames(upgrade: Upgrade) -> Upgrade:
@@ -263,11 +357,26 @@ def add_upgrade_command(subcommands: argparse._SubParsersAction) -> None:
             'and summaries.'
         ),
     )
-    parser.add_argument('files', nargs='+', metavar='FILE', help='Python scripts to upgrade')
+    parser.add_argument(
+        'files', nargs='+', metavar='FILE', help='Python scripts to upgrade (a directory: every *.py file below it)'
+    )
     parser.add_argument('--stage', type=int, choices=(1,), default=1, help='the stage to upgrade to (only 1)')
     where = parser.add_mutually_exclusive_group()
-    where.add_argument('--in-place', action='store_true', help='rewrite each FILE')
-    where.add_argument('-o', '--output-dir', metavar='DIR', help='write the upgraded files to DIR, by base name')
+    where.add_argument(
+        '--in-place', action='store_true', help='rewrite each FILE that changes, keeping its original as FILE.orig'
+    )
+    where.add_argument(
+        '-o',
+        '--output-dir',
+        metavar='DIR',
+        help="write the upgraded files to DIR: a directory's files at their paths below it, a FILE by base name",
+    )
+    parser.add_argument(
+        '--overwrite', action='store_true', help='with -o: replace files in DIR that hold other text (else refused)'
+    )
+    parser.add_argument(
+        '--no-backup', action='store_true', help='with --in-place: keep no FILE.orig (for a tree under version control)'
+    )
     parser.add_argument('--diff', action='store_true', help='print the diff also when writing files')
     parser.add_argument('--no-renames', action='store_true', help="do not run tf_upgrade_v2's renames first")
     parser.add_argument(
@@ -306,50 +415,98 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _write(upgrade: Upgrade, args: argparse.Namespace) -> str | None:
-    if args.in_place:
-        target = upgrade.path
-    elif args.output_dir:
-        os.makedirs(args.output_dir, exist_ok=True)
-        target = os.path.join(args.output_dir, os.path.basename(upgrade.path))
-        if os.path.abspath(target) == os.path.abspath(upgrade.path):
-            raise ValueError(f'-o {args.output_dir} is the directory of {upgrade.path}: use --in-place to rewrite it')
-    else:
-        return None
-    if upgrade.changed or target != upgrade.path:
-        if target == upgrade.path:
-            shutil.copymode(upgrade.path, upgrade.path)
-        with open(target, 'w', encoding='utf-8') as file:
-            file.write(upgrade.upgraded)
-    return target
+_SIGNAL_STATUS = 128  # A command stopped by signal N exits with 128 + N, as a shell reports it.
+
+
+def _print_failure(error: upgrade_write.WriteFailed) -> None:
+    lines = [f'compat-mts upgrade: stopped: {error.reason}']
+    lines.append(f'  written ({len(error.written)}, each whole):' + ''.join(f'\n    {path}' for path in error.written))
+    lines.append(
+        f'  not written ({len(error.not_written)}, each as it was):'
+        + ''.join(f'\n    {path}' for path in error.not_written)
+    )
+    if error.backups:
+        lines.append(f'  originals kept: {", ".join(error.backups)}')
+    print('\n'.join(lines), file=sys.stderr)
+
+
+def _write_all(upgrades: list[Upgrade], sources: list[upgrade_write.Source], args: argparse.Namespace) -> int | None:
+    """Writes the upgrades as asked; prints each file's report. None when done, else the exit status."""
+    outputs: dict[str, upgrade_write.Output] = {}
+    backups: dict[str, str] = {}
+    if args.in_place or args.output_dir:
+        try:
+            planned = upgrade_write.plan(
+                [(source, upgrade.upgraded, upgrade.changed) for source, upgrade in zip(sources, upgrades)],
+                in_place=args.in_place,
+                output_dir=args.output_dir,
+                overwrite=args.overwrite,
+            )
+        except upgrade_write.WriteRefused as error:
+            problems = ''.join(f'\n  {path}: {reason}' for path, reason in error.problems)
+            print(f'compat-mts upgrade: nothing written:{problems}', file=sys.stderr)
+            return 2
+        outputs = {output.source: output for output in planned}
+        try:
+            made = upgrade_write.write(planned, backup=args.in_place and not args.no_backup)
+        except upgrade_write.WriteFailed as error:
+            _print_failure(error)
+            cause = error.__cause__
+            return _SIGNAL_STATUS + cause.signal_number if isinstance(cause, upgrade_write.Interrupted) else 2
+        backups = dict(zip((output.shown for output in planned if output.needed and output.replaces), made))
+    try:
+        for upgrade in upgrades:
+            output = outputs.get(upgrade.path)
+            if output is None or args.diff:
+                sys.stdout.write(upgrade.diff())
+            sys.stdout.write(upgrade.report())
+            if output is not None:
+                kept = f' (original kept as {backups[output.shown]})' if output.shown in backups else ''
+                sys.stdout.write(f'  written to {output.shown}{kept}\n')
+    except KeyboardInterrupt:
+        done = f'all {len(outputs)} files were written' if outputs else 'nothing was to be written'
+        print(f'compat-mts upgrade: interrupted while reporting; {done}', file=sys.stderr)
+        return _SIGNAL_STATUS + signal.SIGINT
+    return None
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
-    """`compat-mts upgrade`: 0 when done (or nothing to do), 2 on a bad file or argument.
+    """`compat-mts upgrade`: 0 when done (or nothing to do), 2 on a bad file or argument or a refused or failed
+    write (nothing written, or a list of what was), 128 + N when signal N stopped the writes.
 
     Raises:
       Nothing: every error is printed with the file it concerns, and the exit status says it.
     """
-    if args.verify and len(args.files) != 1:
+    if args.overwrite and not args.output_dir:
+        print(
+            'compat-mts upgrade: --overwrite goes with -o DIR (--in-place replaces its files anyway)', file=sys.stderr
+        )
+        return 2
+    if args.no_backup and not args.in_place:
+        print('compat-mts upgrade: --no-backup goes with --in-place (only it replaces files)', file=sys.stderr)
+        return 2
+    sources = find_sources(args.files, exclude=args.output_dir)
+    if args.verify and len(sources) != 1:
         print('compat-mts upgrade: --verify takes one FILE', file=sys.stderr)
         return 2
+    if not sources:
+        print(f'compat-mts upgrade: no *.py file in {", ".join(args.files)}', file=sys.stderr)
+        return 2
     try:
-        upgrades = upgrade_files(args.files, renames=not args.no_renames)
-    except (OSError, UnicodeDecodeError) as error:
-        print(f'compat-mts upgrade: {error}', file=sys.stderr)
+        upgrades = upgrade_files([source.path for source in sources], renames=not args.no_renames)
+    except KeyboardInterrupt:
+        print('compat-mts upgrade: interrupted; nothing written', file=sys.stderr)
+        return _SIGNAL_STATUS + signal.SIGINT
+    except SourceError as error:
+        problems = ''.join(f'\n  {path}: {reason}' for path, reason in error.problems)
+        print(
+            f'compat-mts upgrade: nothing written, {len(error.problems)} file(s) not upgraded:{problems}',
+            file=sys.stderr,
+        )
         return 2
-    except SyntaxError as error:
-        print(f'compat-mts upgrade: {error.filename}:{error.lineno}: {error.msg}', file=sys.stderr)
-        return 2
-    for upgrade in upgrades:
-        try:
-            target = _write(upgrade, args)
-        except ValueError as error:
-            print(f'compat-mts upgrade: {error}', file=sys.stderr)
-            return 2
-        if target is None or args.diff:
-            sys.stdout.write(upgrade.diff())
-        sys.stdout.write(upgrade.report() + (f'  written to {target}\n' if target else ''))
+    status = _write_all(upgrades, sources, args)
+    if status is not None:
+        return status
     if not args.verify:
         return 0
     from compat_mts.cli import upgrade_verify  # Starts TensorFlow processes: only when asked.
