@@ -498,9 +498,9 @@ def test_names_of_a_later_eager_session_never_resolve_in_an_earlier_programs_wra
     with mts.MonitoredTrainingSession(hooks=hooks) as session:
         session.run(train_step)
         session.run(train_step)
-        with pytest.raises(KeyError, match="'b:0' is neither an output"):
+        with pytest.raises(KeyError, match="'b:0' is not an output"):
             session.run('b:0')  # The earlier graph's tensor is not this session's.
-        with pytest.raises(KeyError, match="'y:0' is neither an output"):
+        with pytest.raises(KeyError, match="'y:0' is not an output"):
             session.run('y:0')
         # 'y:0' is no placeholder of this session: it goes to the step as an argument.
         assert session.run(train_step, feed_dict={'y:0': [1.0]}) == {'b': 2.0}
@@ -523,7 +523,7 @@ def test_a_wrapped_graph_given_to_a_session_resolves_its_names_there_and_not_in_
         assert session.run(doubled, feed_dict={x: 3.0}) == 6.0  # Given the graph's tensors: the graph is its own.
         assert session.run('b:0', feed_dict={'x:0': 4.0}) == 8.0  # Its names then resolve in it, not in the earlier.
     with mts.MonitoredSession() as session:
-        with pytest.raises(KeyError, match="'b:0' is neither an output"):
+        with pytest.raises(KeyError, match="'b:0' is not an output"):
             session.run('b:0')  # Neither graph is this session's.
     assert earlier in fetches_lib.graph_runners()  # Registered still, and never asked.
 

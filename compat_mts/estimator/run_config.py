@@ -99,6 +99,11 @@ class RunConfig:
       NotImplementedError: `experimental_distribute` or `device_fn`.
     """
 
+    # Set on an instance only when not these, so that `vars(config)` (what "Using config: ..." prints) holds TF
+    # 2.15's keys.
+    _session_config_is_default = False  # TF 2.15's default session_config of a cluster's task: not applied.
+    _distribute_coordinator_mode = None
+
     def __init__(
         self,
         model_dir=None,
@@ -150,7 +155,6 @@ class RunConfig:
             checkpoint_save_graph_def=checkpoint_save_graph_def,
         )
         cluster = tf.train.ClusterSpec(tf_config.get('cluster') or {})
-        self._distribute_coordinator_mode = None
         if train_distribute is not None or eval_distribute is not None:
             logging.info('Initializing RunConfig with distribution strategies.')
         if train_distribute is not None and cluster and TaskType.MASTER not in cluster.jobs:
@@ -179,8 +183,8 @@ class RunConfig:
             if key == 'model_dir' and value not in (None, ''):  # v1's "should be non-empty" for ''.
                 value = validation.path(value, 'model_dir')
             setattr(self, '_' + key, value)
-        if 'session_config' in properties:
-            self._session_config_is_default = False  # The Estimator applies only a session_config given to it.
+        if 'session_config' in properties:  # The Estimator applies only a session_config given to it.
+            self.__dict__.pop('_session_config_is_default', None)
         if 'save_checkpoints_steps' in properties and 'save_checkpoints_secs' in properties:
             if self._save_checkpoints_steps is not None and self._save_checkpoints_secs is not None:
                 raise ValueError(_SAVE_CKPT_ERR)
@@ -316,8 +320,24 @@ class RunConfig:
         return self._protocol
 
 
+_CLUSTER_PROPERTIES = (
+    '_service',
+    '_cluster_spec',
+    '_task_type',
+    '_task_id',
+    '_global_id_in_cluster',
+    '_master',
+    '_evaluation_master',
+    '_is_chief',
+    '_num_ps_replicas',
+    '_num_worker_replicas',
+)
+
+
 def _init_distributed_setting(config: RunConfig, tf_config: dict) -> None:
     """TF 2.15's cluster properties of `config` from `tf_config` (`RunConfig` says what each task gets)."""
+    for name in _CLUSTER_PROPERTIES:  # First set in TF 2.15's order, which `vars(config)` shows.
+        setattr(config, name, None)
     config._service = tf_config.get('service')
     if config._service is not None and not isinstance(config._service, dict):
         raise TypeError('If "service" is set in TF_CONFIG, it must be a dict. Given %s' % type(config._service))

@@ -166,13 +166,21 @@ class _Evaluator:
                 'results are expected to be same for the same checkpoint.'
             )
             return None, []
-        metrics = self._estimator.evaluate(
-            input_fn=self._eval_spec.input_fn,
-            steps=self._eval_spec.steps,
-            name=self._eval_spec.name,
-            checkpoint_path=latest,
-            hooks=self._eval_spec.hooks,
-        )
+        try:
+            metrics = self._estimator.evaluate(
+                input_fn=self._eval_spec.input_fn,
+                steps=self._eval_spec.steps,
+                name=self._eval_spec.name,
+                checkpoint_path=latest,
+                hooks=self._eval_spec.hooks,
+            )
+        except tf.errors.NotFoundError:
+            if tf.io.gfile.exists(latest + '.index'):
+                raise
+            # A separate evaluator slower than the chief's saves: `keep_checkpoint_max` removed the checkpoint
+            # before it was read (v1's evaluator failed there). The next pass takes the newest one.
+            logging.warning('The checkpoint %s was removed before it could be evaluated; skipping it.', latest)
+            return None, []
         is_the_final_export = (
             metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP] >= self._max_training_steps
             if self._max_training_steps
