@@ -32,6 +32,8 @@ THROTTLE_SECS = float(os.environ.get('JOB_THROTTLE_SECS', '1'))
 SAVE_STEPS = int(os.environ.get('JOB_SAVE_STEPS', '20'))  # benchmarks/estimator_cluster.py sets these two.
 BATCH_SIZE = int(os.environ.get('JOB_BATCH_SIZE', '16'))
 MARK_BATCHES = os.environ.get('JOB_MARK_BATCHES', '1') == '1'
+# `ps`: RunConfig(train_distribute=tf.compat.v1.distribute.experimental.ParameterServerStrategy()), as TF 2.15 took.
+TRAIN_DISTRIBUTE = os.environ.get('JOB_TRAIN_DISTRIBUTE', '')
 
 
 def input_fn(examples: int = 256, repeat: bool = True, batch_size: int = BATCH_SIZE):
@@ -83,6 +85,8 @@ def tpu_model_fn(features, labels, mode, params):
 
 def make_estimator():
     checkpoints = dict(save_checkpoints_steps=SAVE_STEPS, tf_random_seed=1, log_step_count_steps=20)
+    if TRAIN_DISTRIBUTE == 'ps':
+        checkpoints['train_distribute'] = tf.compat.v1.distribute.experimental.ParameterServerStrategy()
     if KIND == 'premade':
         config = estimator.RunConfig(model_dir=MODEL_DIR, **checkpoints)
         return estimator.DNNClassifier(hidden_units=[8], feature_columns=COLUMNS, config=config)

@@ -34,9 +34,18 @@ class Job:
     """One run of the job: a process per task, started on free loopback ports, with what each printed."""
 
     def __init__(
-        self, root, implementation='compat_mts', kind='premade', max_steps=MAX_STEPS, tasks=TASKS, model_dir=None
+        self,
+        root,
+        implementation='compat_mts',
+        kind='premade',
+        max_steps=MAX_STEPS,
+        tasks=TASKS,
+        model_dir=None,
+        chief_job='chief',
+        env=None,
     ):
         self.root, self.implementation, self.kind, self.max_steps = root, implementation, kind, max_steps
+        self.chief_job, self.extra_env = chief_job, env or {}
         self.model_dir = model_dir or str(root / 'model')
         root.mkdir(parents=True, exist_ok=True)
         self.tasks = tasks
@@ -53,7 +62,7 @@ class Job:
     def _cluster(self) -> dict:
         ports = free_ports(4)
         return {
-            'chief': [f'localhost:{ports[0]}'],
+            self.chief_job: [f'localhost:{ports[0]}'],
             'worker': [f'localhost:{ports[1]}', f'localhost:{ports[2]}'],
             'ps': [f'localhost:{ports[3]}'],
         }
@@ -62,7 +71,7 @@ class Job:
         """Starts (or starts again) the process of `task`; its output goes to files under the job's root."""
         job, index = task
         tf_config = {'cluster': self.cluster, 'task': {'type': job, 'index': index}}
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps(tf_config))
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps(tf_config), **self.extra_env)
         starts = sum(1 for name in os.listdir(self.root) if name.startswith(f'{job}{index}.') and name.endswith('.out'))
         self.logs = getattr(self, 'logs', {})
         out, err = (self.root / f'{job}{index}.{starts}.{kind}' for kind in ('out', 'err'))
@@ -74,7 +83,7 @@ class Job:
                 [sys.executable, *command], env=env, cwd=str(self.root), stdout=open(out, 'w'), stderr=open(err, 'w')
             )
         else:
-            env = dict(tf215._child_env(), TF_CONFIG=env['TF_CONFIG'])
+            env = dict(tf215._child_env(), TF_CONFIG=env['TF_CONFIG'], **self.extra_env)
             self.processes[task] = subprocess.Popen(
                 [tf215.python(), *command], env=env, cwd=str(self.root), stdout=open(out, 'w'), stderr=open(err, 'w')
             )
@@ -354,3 +363,29 @@ def test_a_custom_model_fn_and_a_tpu_estimator_train_on_the_cluster(tmp_path, ki
     assert job.stderr(('worker', 0)).count('input batch') + job.stderr(('worker', 1)).count('input batch') >= 40
     evaluated = read_events(os.path.join(job.model_dir, 'eval'))
     assert max(step for step, _ in evaluated['loss']) == 40
+
+
+def test_a_v1_parameter_server_strategy_in_train_distribute_trains_on_the_job(tmp_path):
+    job = Job(tmp_path, max_steps=40, env={'JOB_TRAIN_DISTRIBUTE': 'ps'})
+    try:
+        codes = job.wait()
+    finally:
+        job.kill()
+    assert set(codes.values()) == {0}, job.report()
+    assert checkpoint_steps(job.model_dir)[-1] == 40
+    assert job.stderr(('worker', 0)).count('input batch') + job.stderr(('worker', 1)).count('input batch') >= 40
+
+
+def test_a_legacy_master_job_trains_and_evaluates_on_the_master(tmp_path):
+    tasks = (('ps', 0), ('worker', 0), ('worker', 1), ('master', 0))
+    job = Job(tmp_path, max_steps=40, tasks=tasks, chief_job='master')
+    try:
+        codes = job.wait()
+    finally:
+        job.kill()
+    assert set(codes.values()) == {0}, job.report()
+    assert job.done(('master', 0))['is_chief'] is True
+    assert checkpoint_steps(job.model_dir)[-1] == 40
+    evaluated = read_events(os.path.join(job.model_dir, 'eval'))
+    assert max(step for step, _ in evaluated['loss']) == 40
+    assert os.listdir(os.path.join(job.model_dir, 'export', 'final'))

@@ -1178,13 +1178,15 @@ ESTIMATOR_STRATEGIES = (
     'OneDeviceStrategy',
     'MultiWorkerMirroredStrategy',
     'CollectiveAllReduceStrategy',
+    'ParameterServerStrategy',  # v1's (tf.compat.v1.distribute.experimental): a job with ps tasks.
 )
 _ESTIMATOR_STRATEGIES_NOTE = (
     'compat_mts.estimator calls the model_fn once per replica, as v1 did: each replica reads a batch of the '
     "input_fn of its own, the optimizers average the replicas' gradients, and the checkpoint keeps one copy of "
     'each variable under its v1 name; under MultiWorkerMirroredStrategy every worker of the TF_CONFIG cluster '
-    'trains and the chief writes (migration_guide/distributed.md). At stage 3 the strategy scope goes around '
-    'model.fit.'
+    "trains and the chief writes (migration_guide/distributed.md); under v1's ParameterServerStrategy the "
+    "TF_CONFIG job trains on TensorFlow 2's parameter-server training (migration_guide/distributed_estimator.md). "
+    'At stage 3 the strategy scope goes around model.fit.'
 )
 TRAIN_DISTRIBUTE_WORKS = Rule(
     'the same strategy (MirroredStrategy, OneDeviceStrategy or MultiWorkerMirroredStrategy)',

@@ -11,10 +11,10 @@ graphs on it (`compat_mts.parameter_server`). So each task does this:
   tasks and its steps run on the workers, each step scheduled on a free worker; the chief alone writes
   checkpoints and summaries, and `max_steps` counts every worker's steps, as v1's global step did.
 - **worker** and **ps**: start their `tf.distribute.Server` and serve until training has ended: the model
-  directory holds a checkpoint at `max_steps` (or, with no `max_steps`, the chief has been gone for
-  `CHIEF_GONE_SECS`). Then they return, so the process exits 0: v1's ps never returned, and a job manager that
-  waits for the job to finish had to kill it. v1's worker slept `(index + 1) * 5` s before training; a worker
-  here only serves, so it does not wait.
+  directory holds a checkpoint at `max_steps` and the chief's process has ended (or, with no `max_steps`, the
+  chief has been gone for `CHIEF_GONE_SECS`). Then they return, so the process exits 0: v1's ps never
+  returned, and a job manager that waits for the job to finish had to kill it. v1's worker slept
+  `(index + 1) * 5` s before training; a worker here only serves, so it does not wait.
 - **evaluator**: not part of the training cluster (TensorFlow's parameter-server training hangs when it is,
   tensorflow/tensorflow#46169): it evaluates checkpoints in its own process (`training.py`).
 
@@ -38,6 +38,7 @@ from tensorflow.compat.v1 import logging
 from compat_mts import checkpoints
 from compat_mts import parameter_server
 from compat_mts import program as program_lib
+from compat_mts.estimator import _distributed
 
 TRAINER_TASKS = ('chief', 'master', 'worker')
 LOST_TASK_SECS = 10.0  # A ps task unreachable this long is lost (a restart of its machine takes longer).
@@ -64,10 +65,10 @@ def training_cluster(config) -> tf.train.ClusterSpec | None:
     """The parameter-server cluster that `config`'s task trains in, or None when it trains alone.
 
     `TF_CONFIG`'s cluster without the evaluator (not part of training) and with a legacy `master` job
-    renamed `chief` (TensorFlow 2's coordinator task); None without a cluster, without ps tasks, or with
-    `train_distribute` set (its strategy distributes the training).
+    renamed `chief` (TensorFlow 2's coordinator task); None without a cluster, without ps tasks, or with a
+    `train_distribute` other than v1's `ParameterServerStrategy` (that strategy distributes the training).
     """
-    if config.train_distribute is not None:
+    if config.train_distribute is not None and not _distributed.is_parameter_server(config.train_distribute):
         return None
     jobs = dict(config.cluster_spec.as_dict())
     jobs.pop('evaluator', None)
@@ -141,7 +142,11 @@ def serve_until_trained(config, cluster: tf.train.ClusterSpec, max_steps: int | 
 def wait_until_trained(
     model_dir: str, max_steps: int | None, watch: 'ClusterWatch', chief_address: str | None = None
 ) -> None:
-    """Returns when `model_dir` holds a checkpoint at `max_steps` (or the chief has gone, without `max_steps`).
+    """Returns when `model_dir` holds a checkpoint at `max_steps` and the chief's process has ended (or, without
+    `max_steps`, the chief has been gone for `CHIEF_GONE_SECS`).
+
+    The chief still needs its ps tasks after that checkpoint: the hooks' `end()` read the global step there, and
+    a legacy `master` evaluates after its checkpoints first. Its server closes when its process ends.
 
     Raises:
       LostTaskError: from `watch`, before training ended.
@@ -150,7 +155,8 @@ def wait_until_trained(
     chief_seen = False
     while True:
         if max_steps is not None and trained_to(model_dir, max_steps):
-            return
+            if chief_address is None or not reachable(chief_address):
+                return
         raise_if_lost(watch, model_dir, max_steps)
         if max_steps is None and chief_address is not None:
             if reachable(chief_address):

@@ -26,8 +26,9 @@ from compat_mts.estimator import _inputs
 
 GUIDE = 'migration_guide/distributed.md'
 ACCEPTED = (
-    'tf.distribute.MirroredStrategy (on the devices of this process), tf.distribute.OneDeviceStrategy or '
-    'tf.distribute.MultiWorkerMirroredStrategy (one process per worker, TF_CONFIG)'
+    'tf.distribute.MirroredStrategy (on the devices of this process), tf.distribute.OneDeviceStrategy, '
+    'tf.distribute.MultiWorkerMirroredStrategy (one process per worker, TF_CONFIG) or, in train_distribute, '
+    'tf.compat.v1.distribute.experimental.ParameterServerStrategy (a TF_CONFIG job with ps tasks)'
 )
 
 
@@ -38,6 +39,12 @@ def _accepted_types() -> tuple:
         tf.compat.v1.distribute.MirroredStrategy,
         tf.compat.v1.distribute.OneDeviceStrategy,
     ) + distribute.MULTI_WORKER_STRATEGIES
+
+
+def is_parameter_server(strategy: Any) -> bool:
+    """Whether `strategy` is v1's `tf.compat.v1.distribute.experimental.ParameterServerStrategy`: the Estimator
+    then trains on the job's parameter-server training, as without `train_distribute` (`estimator._cluster`)."""
+    return isinstance(strategy, tf.compat.v1.distribute.experimental.ParameterServerStrategy)
 
 
 def is_multi_worker(strategy: Any) -> bool:
@@ -52,6 +59,13 @@ def check_strategy(strategy: Any, argument: str) -> None:
       ValueError: another strategy (parameter servers, TPU, central storage), a MirroredStrategy over several
         workers, or not a strategy.
     """
+    if isinstance(strategy, tf.distribute.ParameterServerStrategy):  # TF 2.15's words.
+        raise ValueError(
+            'Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` for parameter server '
+            'strategy with estimator.'
+        )
+    if argument == 'train_distribute' and is_parameter_server(strategy):
+        return
     if strategy is None or isinstance(strategy, _accepted_types()):
         if strategy is not None and not isinstance(
             strategy, (tf.distribute.OneDeviceStrategy,) + distribute.MULTI_WORKER_STRATEGIES

@@ -263,6 +263,8 @@ class Estimator:
 
     def _train_model(self, input_fn, hooks: list, saving_listeners: list):
         strategy = self._config.train_distribute
+        if _distributed.is_parameter_server(strategy):  # The job's parameter-server training runs it.
+            strategy = None
         if saving_listeners and self._config.cluster_spec and _distributed.is_multi_worker(strategy):
             raise ValueError('Saving listenor is not supported by the current Distribution Strategies.')  # v1's.
 

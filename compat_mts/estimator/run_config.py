@@ -157,7 +157,12 @@ class RunConfig:
         cluster = tf.train.ClusterSpec(tf_config.get('cluster') or {})
         if train_distribute is not None or eval_distribute is not None:
             logging.info('Initializing RunConfig with distribution strategies.')
-        if train_distribute is not None and cluster and TaskType.MASTER not in cluster.jobs:
+        if (
+            train_distribute is not None
+            and not _distributed.is_parameter_server(train_distribute)
+            and cluster
+            and TaskType.MASTER not in cluster.jobs
+        ):
             # TF 2.15's distribute coordinator: this config was a local worker's but for the cluster, and each
             # task's own properties came with the copy its model_fn got; here the config has them itself.
             _init_distributed_setting(self, {})
