@@ -110,6 +110,10 @@ def _processes_need_the_slow_mark(request):
 # Modules are handed out in collection order, so the longest go first (`_LONGEST_FIRST`, from `.ci/run`'s
 # durations) and the short ones fill in around them; the order changes nothing else.
 _LONGEST_FIRST = (
+    'test_estimator_cluster.py',
+    'test_estimator_serving.py',
+    'test_estimator_experimental.py',
+    'test_estimator_multi_worker.py',
     'test_migration_guide.py',
     'test_parameter_server_cluster.py',
     'test_upgrade_programs.py',
@@ -122,6 +126,8 @@ _LONGEST_FIRST = (
     'test_cli.py',
     'test_check.py',
     'test_estimator_tpu.py',
+    'test_estimator_fidelity.py',
+    'test_upgrade_writes.py',
 )
 
 
