@@ -119,6 +119,17 @@ class Job:
         self._note_ends()
         return {task: self.processes[task].poll() for task in tasks}
 
+    def run_to_end(self) -> dict:
+        """Waits for the job to end (`wait()`), kills what is left; the exit codes."""
+        try:
+            return self.wait()
+        finally:
+            self.kill()
+
+    def worker_batches(self) -> int:
+        """How many batches the workers' input pipelines read (each prints `input batch`)."""
+        return sum(self.stderr(task).count('input batch') for task in self.tasks if task[0] == 'worker')
+
     def _note_ends(self) -> None:
         for task, process in self.processes.items():
             if task not in self.ended_at and process.poll() is not None:
@@ -323,11 +334,7 @@ def test_a_lost_ps_task_ends_every_task_with_an_error_naming_it_and_a_rerun_resu
     assert 'ParameterServerError' in job.stderr(('chief', 0)) or 'parameter server' in job.stderr(('chief', 0))
     last = max(checkpoint_steps(job.model_dir))
     rerun = Job(tmp_path / 'second', max_steps=last + 40, model_dir=job.model_dir)
-    try:
-        codes = rerun.wait()
-    finally:
-        rerun.kill()
-    assert set(codes.values()) == {0}, rerun.report()
+    assert set(rerun.run_to_end().values()) == {0}, rerun.report()
     assert f'Restoring parameters from {job.model_dir}/model.ckpt-{last}' in rerun.stderr(('chief', 0))
     assert max(checkpoint_steps(job.model_dir)) == last + 40
 
@@ -354,36 +361,24 @@ def test_a_chief_and_an_evaluator_killed_and_restarted_resume_from_the_last_chec
 @pytest.mark.parametrize('kind', ['custom', 'tpu'])
 def test_a_custom_model_fn_and_a_tpu_estimator_train_on_the_cluster(tmp_path, kind):
     job = Job(tmp_path, kind=kind, max_steps=40)
-    try:
-        codes = job.wait()
-    finally:
-        job.kill()
-    assert set(codes.values()) == {0}, job.report()
+    assert set(job.run_to_end().values()) == {0}, job.report()
     assert checkpoint_steps(job.model_dir)[-1] == 40
-    assert job.stderr(('worker', 0)).count('input batch') + job.stderr(('worker', 1)).count('input batch') >= 40
+    assert job.worker_batches() >= 40
     evaluated = read_events(os.path.join(job.model_dir, 'eval'))
     assert max(step for step, _ in evaluated['loss']) == 40
 
 
 def test_a_v1_parameter_server_strategy_in_train_distribute_trains_on_the_job(tmp_path):
     job = Job(tmp_path, max_steps=40, env={'JOB_TRAIN_DISTRIBUTE': 'ps'})
-    try:
-        codes = job.wait()
-    finally:
-        job.kill()
-    assert set(codes.values()) == {0}, job.report()
+    assert set(job.run_to_end().values()) == {0}, job.report()
     assert checkpoint_steps(job.model_dir)[-1] == 40
-    assert job.stderr(('worker', 0)).count('input batch') + job.stderr(('worker', 1)).count('input batch') >= 40
+    assert job.worker_batches() >= 40
 
 
 def test_a_legacy_master_job_trains_and_evaluates_on_the_master(tmp_path):
     tasks = (('ps', 0), ('worker', 0), ('worker', 1), ('master', 0))
     job = Job(tmp_path, max_steps=40, tasks=tasks, chief_job='master')
-    try:
-        codes = job.wait()
-    finally:
-        job.kill()
-    assert set(codes.values()) == {0}, job.report()
+    assert set(job.run_to_end().values()) == {0}, job.report()
     assert job.done(('master', 0))['is_chief'] is True
     assert checkpoint_steps(job.model_dir)[-1] == 40
     evaluated = read_events(os.path.join(job.model_dir, 'eval'))
