@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 import socket
 import time
-from typing import Callable
 
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
@@ -207,12 +206,12 @@ class ClusterWatch:
         }
         self._answered: dict[str, float] = {}  # task -> when it last answered
 
-    def lost(self, now: Callable[[], float] = time.monotonic) -> str | None:
+    def lost(self) -> str | None:
         """The first watched task that answered once and not for `LOST_TASK_SECS` since, else None."""
         for task, address in self._tasks.items():
             if reachable(address):
-                self._answered[task] = now()
-            elif task in self._answered and now() - self._answered[task] > LOST_TASK_SECS:
+                self._answered[task] = time.monotonic()
+            elif task in self._answered and time.monotonic() - self._answered[task] > LOST_TASK_SECS:
                 return f'{task} ({address})'
         return None
 

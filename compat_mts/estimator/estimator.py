@@ -86,10 +86,11 @@ class WarmStartSettings(
 class _Program:
     """What the graph of one mode holds for the loop that runs it."""
 
-    def __init__(self, spec: EstimatorSpec, input_hooks: list, global_step, **extras):
+    def __init__(self, spec: EstimatorSpec, input_hooks: list, global_step, worker_input=None, **extras):
         self.spec = spec
         self.input_hooks = input_hooks
         self.global_step = global_step
+        self.worker_input = worker_input  # On a parameter-server chief: what `feed_from_workers` takes, or None.
         for name, value in extras.items():
             setattr(self, name, value)
 
@@ -269,7 +270,6 @@ class Estimator:
             raise ValueError('Saving listenor is not supported by the current Distribution Strategies.')  # v1's.
 
         on_cluster = strategy is None and parameter_server.current() is not None
-        worker_input = []
 
         def build():
             if strategy is not None:
@@ -277,8 +277,9 @@ class Estimator:
                     return build_distributed()
             global_step = self._start_graph()
             tf_internals.get_or_create_global_step_read()  # In v1's graph too.
+            worker_input = None
             if on_cluster:  # Each worker reads the input_fn's dataset of its own, as in v1.
-                features, labels, input_hooks = self._input_on_workers(input_fn, worker_input)
+                features, labels, input_hooks, worker_input = self._input_on_workers(input_fn)
             else:
                 features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
@@ -296,7 +297,7 @@ class Estimator:
             if on_cluster:  # The NaN check on the worker: a hook would wait for every step's loss.
                 nan_check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(tf.math.is_nan(spec.loss))), [_NAN_LOSS])
                 spec = spec._replace(train_op=tf.group(spec.train_op, nan_check))
-            return _Program(spec, input_hooks, global_step)
+            return _Program(spec, input_hooks, global_step, worker_input)
 
         def build_distributed():  # v1's `_actual_train_model_distributed`.
             global_step = self._start_graph()
@@ -326,9 +327,9 @@ class Estimator:
             return _Program(spec, input_hooks, _distributed.first_replica(strategy, global_step))
 
         with self._graph(build, on_cluster=on_cluster) as wrapped:
-            if worker_input:
-                wrapped.feed_from_workers(*worker_input)
             program = wrapped.outputs
+            if program.worker_input is not None:
+                wrapped.feed_from_workers(*program.worker_input)
             spec = program.spec
             worker_hooks = list(program.input_hooks) + hooks + ([] if on_cluster else [NanTensorHook(spec.loss)])
             if self._config.log_step_count_steps is not None:
@@ -362,9 +363,10 @@ class Estimator:
                 any_step_done = False
                 if on_cluster:
                     loss, any_step_done = _train_on_cluster(session, spec, self._config.log_step_count_steps)
-                while not session.should_stop():
-                    _, loss = session.run([spec.train_op, spec.loss])
-                    any_step_done = True
+                else:
+                    while not session.should_stop():
+                        _, loss = session.run([spec.train_op, spec.loss])
+                        any_step_done = True
         if not any_step_done:
             logging.warning('Training with estimator made no steps. Perhaps input is empty or misspecified.')
         return loss
@@ -758,20 +760,19 @@ class Estimator:
     def _input(self, input_fn, mode: str):
         return _inputs.parse_input_fn_result(_inputs.call_input_fn(input_fn, mode, self.params, self.config))
 
-    def _input_on_workers(self, input_fn, worker_input: list):
+    def _input_on_workers(self, input_fn):
         """The training input of a parameter-server chief: placeholders fed from each worker's own dataset.
 
-        Appends to `worker_input` the placeholders and the dataset function for `feed_from_workers`; an
-        `input_fn` that returns tensors keeps them in the graph (they run on the worker of each step).
+        Returns `(features, labels, input_hooks, worker_input)`: `worker_input` is the placeholders and the
+        dataset function for `feed_from_workers`, or None for an `input_fn` that returns tensors, which stay in
+        the graph (they run on the worker of each step).
         """
         result = _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)
         if not isinstance(result, tf.data.Dataset):
-            return _inputs.parse_input_fn_result(result)
+            return (*_inputs.parse_input_fn_result(result), None)
         features, labels, placeholders = _inputs.placeholders_like(result)
-        worker_input.extend(
-            [placeholders, lambda: _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)]
-        )
-        return features, labels, []
+        dataset_fn = lambda: _inputs.call_input_fn(input_fn, ModeKeys.TRAIN, self.params, self.config)  # noqa: E731
+        return features, labels, [], (placeholders, dataset_fn)
 
     def _warm_start(self) -> None:
         logging.info('Warm-starting with WarmStartSettings: %s' % (self._warm_start_settings,))
