@@ -206,7 +206,7 @@ def test_names_tf_estimator_had_and_compat_mts_lacks_name_their_successor():
     ):
         estimator.DNNEstimator
     assert getattr(estimator, 'BoostedTreesRegressor', None) is None
-    assert estimator.LinearRegressor.__module__ == 'compat_mts.estimator.canned'
+    assert estimator.LinearRegressor.__module__ == 'compat_mts.estimator.linear'
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
         estimator.Nothing
 

@@ -17,19 +17,13 @@ from compat_mts.estimator import experimental
 from compat_mts.estimator import export
 from compat_mts.estimator import inputs
 from compat_mts.estimator import tpu
-from compat_mts.estimator.canned import (
-    BaselineClassifier,
-    BaselineRegressor,
-    DNNClassifier,
-    DNNLinearCombinedClassifier,
-    DNNLinearCombinedRegressor,
-    DNNRegressor,
-    LinearClassifier,
-    LinearRegressor,
-)
+from compat_mts.estimator.baseline import BaselineClassifier, BaselineRegressor
+from compat_mts.estimator.dnn import DNNClassifier, DNNRegressor
+from compat_mts.estimator.dnn_linear_combined import DNNLinearCombinedClassifier, DNNLinearCombinedRegressor
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
 from compat_mts.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
 from compat_mts.estimator.extenders import add_metrics
+from compat_mts.estimator.linear import LinearClassifier, LinearRegressor
 from compat_mts.estimator.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat_mts.estimator.run_config import RunConfig
