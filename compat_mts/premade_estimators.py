@@ -42,16 +42,4 @@ NOT_PROVIDED = {
     'BoostedTreesClassifier': _BOOSTED_TREES,
     'BoostedTreesEstimator': _BOOSTED_TREES,
     'BoostedTreesRegressor': _BOOSTED_TREES,
-    'BaselineEstimator': 'BaselineClassifier or BaselineRegressor, or a Keras model with one bias',
-    'DNNEstimator': 'DNNClassifier or DNNRegressor, or a tf.keras.Sequential of Dense layers',
-    'DNNLinearCombinedEstimator': 'DNNLinearCombinedClassifier or DNNLinearCombinedRegressor, or a Keras '
-    'functional model adding a linear and a deep branch',
-    'LinearEstimator': 'LinearClassifier or LinearRegressor, or tf.keras.Sequential([tf.keras.layers.Dense(units)])',
-    'BinaryClassHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'MultiClassHead': 'a Keras loss (SparseCategoricalCrossentropy) and metrics',
-    'MultiHead': 'a Keras model with several outputs and losses',
-    'MultiLabelHead': 'a Keras loss (BinaryCrossentropy over labels) and metrics',
-    'PoissonRegressionHead': 'a Keras loss (Poisson) and metrics',
-    'LogisticRegressionHead': 'a Keras loss (BinaryCrossentropy) and metrics',
-    'RegressionHead': 'a Keras loss (MeanSquaredError) and metrics',
 }

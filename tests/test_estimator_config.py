@@ -200,12 +200,8 @@ def test_train_and_eval_specs_check_with_v1s_messages():
 
 
 def test_names_tf_estimator_had_and_compat_mts_lacks_name_their_successor():
-    with pytest.raises(
-        AttributeError,
-        match=r'compat_mts.estimator.DNNEstimator is not provided; use instead: DNNClassifier or DNNRegressor',
-    ):
-        estimator.DNNEstimator
-    assert getattr(estimator, 'BoostedTreesRegressor', None) is None
+    with pytest.raises(AttributeError, match=r'compat_mts.estimator.BoostedTreesRegressor is not provided'):
+        estimator.BoostedTreesRegressor
     assert estimator.LinearRegressor.__module__ == 'compat_mts.estimator.linear'
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
         estimator.Nothing

@@ -1109,20 +1109,9 @@ def horovod_rule(name: str) -> Rule:
 # Estimator programs made to run by other work (premade Estimators, TPUEstimator on the CPU, train_distribute,
 # Keras layers in a model_fn, export_savedmodel): what each becomes, in one place.
 
-# The premade Estimators that compat_mts.estimator has (TF 2.15's, with its checkpoint names); the others of
-# PREMADE_ESTIMATORS stay blockers with the successor compat_mts.estimator names when asked for them.
-PREMADE_PROVIDED = frozenset(
-    {
-        'BaselineClassifier',
-        'BaselineRegressor',
-        'DNNClassifier',
-        'DNNRegressor',
-        'DNNLinearCombinedClassifier',
-        'DNNLinearCombinedRegressor',
-        'LinearClassifier',
-        'LinearRegressor',
-    }
-)
+# The premade Estimators and heads that compat_mts.estimator has (TF 2.15's, with its checkpoint names); the others
+# of PREMADE_ESTIMATORS stay blockers with the successor compat_mts.estimator names when asked for them.
+PREMADE_PROVIDED = frozenset(PREMADE_ESTIMATORS) - frozenset(premade_estimators.NOT_PROVIDED)
 PREMADE_NOT_PROVIDED = premade_estimators.NOT_PROVIDED  # compat_mts.estimator refuses the same names.
 
 

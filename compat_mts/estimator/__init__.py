@@ -6,9 +6,12 @@
 early-stopping hooks, `InMemoryEvaluatorHook`) keep v1's names, signatures, defaults and messages; the session
 hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
 (`DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`, `DNNLinearCombinedClassifier`,
-`DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) are TF 2.15's, with its checkpoint names;
-the names in `_NOT_PROVIDED` (boosted trees, the heads and the Estimators that take one) raise an AttributeError
-naming their successor (migration_guide/estimator.md). `tpu` is v1's `tf.compat.v1.estimator.tpu`
+`DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) and those taking a head (`DNNEstimator`,
+`LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`) are TF 2.15's, with its checkpoint names;
+the heads (`Head`, `BinaryClassHead`, `MultiClassHead`, `MultiLabelHead`, `RegressionHead`,
+`PoissonRegressionHead`, `LogisticRegressionHead`, `MultiHead`, in `head`) are TF 2.15's too. The names in
+`_NOT_PROVIDED` (boosted trees) raise an AttributeError naming their successor (migration_guide/estimator.md).
+`tpu` is v1's `tf.compat.v1.estimator.tpu`
 (`TPUEstimator` with `use_tpu=False`).
 """
 
@@ -17,13 +20,27 @@ from compat_mts.estimator import experimental
 from compat_mts.estimator import export
 from compat_mts.estimator import inputs
 from compat_mts.estimator import tpu
-from compat_mts.estimator.baseline import BaselineClassifier, BaselineRegressor
-from compat_mts.estimator.dnn import DNNClassifier, DNNRegressor
-from compat_mts.estimator.dnn_linear_combined import DNNLinearCombinedClassifier, DNNLinearCombinedRegressor
+from compat_mts.estimator.baseline import BaselineClassifier, BaselineEstimator, BaselineRegressor
+from compat_mts.estimator.dnn import DNNClassifier, DNNEstimator, DNNRegressor
+from compat_mts.estimator.dnn_linear_combined import (
+    DNNLinearCombinedClassifier,
+    DNNLinearCombinedEstimator,
+    DNNLinearCombinedRegressor,
+)
 from compat_mts.estimator.estimator import Estimator, VocabInfo, WarmStartSettings
+from compat_mts.estimator.head import (
+    BinaryClassHead,
+    Head,
+    LogisticRegressionHead,
+    MultiClassHead,
+    MultiHead,
+    MultiLabelHead,
+    PoissonRegressionHead,
+    RegressionHead,
+)
 from compat_mts.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
 from compat_mts.estimator.extenders import add_metrics
-from compat_mts.estimator.linear import LinearClassifier, LinearRegressor
+from compat_mts.estimator.linear import LinearClassifier, LinearEstimator, LinearRegressor
 from compat_mts.estimator.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat_mts.estimator.run_config import RunConfig
@@ -43,14 +60,26 @@ from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, Sessi
 
 __all__ = [
     'BaselineClassifier',
+    'BaselineEstimator',
     'BaselineRegressor',
     'DNNClassifier',
+    'DNNEstimator',
     'DNNLinearCombinedClassifier',
+    'DNNLinearCombinedEstimator',
     'DNNLinearCombinedRegressor',
     'DNNRegressor',
     'LinearClassifier',
+    'LinearEstimator',
     'LinearRegressor',
     'BestExporter',
+    'BinaryClassHead',
+    'Head',
+    'LogisticRegressionHead',
+    'MultiClassHead',
+    'MultiHead',
+    'MultiLabelHead',
+    'PoissonRegressionHead',
+    'RegressionHead',
     'CheckpointSaverHook',
     'CheckpointSaverListener',
     'Estimator',

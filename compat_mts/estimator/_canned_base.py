@@ -19,8 +19,8 @@ import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts import program as program_lib
-from compat_mts.estimator import _heads
 from compat_mts.estimator import _optimizers
+from compat_mts.estimator import head as head_lib
 
 SUM_OVER_BATCH_SIZE = 'sum_over_batch_size'
 
@@ -100,7 +100,7 @@ def _quiet(model_fn: Callable) -> Callable:
     return quiet_model_fn
 
 
-def classification_head(n_classes, weight_column, label_vocabulary, loss_reduction) -> _heads.ClassificationHead:
+def classification_head(n_classes, weight_column, label_vocabulary, loss_reduction) -> head_lib.Head:
     if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
         raise ValueError(f'`n_classes` must be an integer >= 2 (2 for a binary classifier); got {n_classes!r}.')
     if label_vocabulary is not None:
@@ -112,13 +112,15 @@ def classification_head(n_classes, weight_column, label_vocabulary, loss_reducti
             raise ValueError(
                 f'`label_vocabulary` must hold `n_classes` ({n_classes}) distinct strings; got {label_vocabulary!r}.'
             )
-    return _heads.ClassificationHead(n_classes, weight_column, label_vocabulary, loss_reduction)
+    if n_classes == 2:
+        return head_lib.BinaryClassHead(weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
+    return head_lib.MultiClassHead(n_classes, weight_column, label_vocabulary, loss_reduction)
 
 
-def regression_head(label_dimension, weight_column, loss_reduction) -> _heads.RegressionHead:
+def regression_head(label_dimension, weight_column, loss_reduction) -> head_lib.RegressionHead:
     if isinstance(label_dimension, bool) or not isinstance(label_dimension, int) or label_dimension < 1:
         raise ValueError(f'`label_dimension` must be a positive integer; got {label_dimension!r}.')
-    return _heads.RegressionHead(label_dimension, weight_column, loss_reduction)
+    return head_lib.RegressionHead(label_dimension, weight_column, loss_reduction)
 
 
 def check_features(features) -> dict:
@@ -184,16 +186,15 @@ def model_fn(head, towers: list[Tower]) -> Callable:
         def train_op_fn(loss):
             global_step = tf.compat.v1.train.get_global_step()
             loss = _optimizers.scaled_for_replicas(loss, head.loss_reduction)
-            with tf.compat.v1.name_scope('training'):
-                train_ops = []
-                for index, (tower, (_, variables, update_ops)) in enumerate(zip(towers, built)):
-                    step = global_step if index == 0 else None
-                    train_ops.append(
-                        _optimizers.apply_gradients(tower.optimizer, tower.learning_rate, loss, variables, step)
-                    )
-                    train_ops.extend(update_ops)
-                return tf.group(*train_ops)
+            train_ops = []  # In TF 2.15's `training` scope, which the head opened.
+            for index, (tower, (_, variables, update_ops)) in enumerate(zip(towers, built)):
+                step = global_step if index == 0 else None
+                train_ops.append(
+                    _optimizers.apply_gradients(tower.optimizer, tower.learning_rate, loss, variables, step)
+                )
+                train_ops.extend(update_ops)
+            return tf.group(*train_ops)
 
-        return head.create_estimator_spec(features, mode, logits, labels, train_op_fn)
+        return head.create_estimator_spec(features, mode, logits, labels, train_op_fn=train_op_fn)
 
     return _quiet(premade_model_fn)

@@ -98,3 +98,23 @@ class BaselineRegressor(Estimator):
         head = _canned_base.regression_head(label_dimension, weight_column, loss_reduction)
         model_fn = _canned_base.model_fn(head, [tower(optimizer)])
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
+
+
+class BaselineEstimator(Estimator):
+    """An estimator that ignores the features, with a given head, v1's `tf.estimator.BaselineEstimator`.
+
+    The logits are one trained bias per logit of `head` (`baseline/bias`), Ftrl at learning rate 0.3 by default.
+
+    Args:
+      head: a `compat_mts.estimator.Head`.
+      model_dir: where checkpoints and events go.
+      optimizer: as for `DNNClassifier` (default 'Ftrl').
+      config: a `compat_mts.estimator.RunConfig`.
+
+    Raises:
+      ValueError: an unknown optimizer name.
+    """
+
+    def __init__(self, head, model_dir=None, optimizer='Ftrl', config=None):
+        model_fn = _canned_base.model_fn(head, [tower(optimizer)])
+        super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)

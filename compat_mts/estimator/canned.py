@@ -4,18 +4,26 @@
 `compat_mts.estimator.canned.DNNClassifier`, ... importable.
 """
 
-from compat_mts.estimator.baseline import BaselineClassifier, BaselineRegressor
-from compat_mts.estimator.dnn import DNNClassifier, DNNRegressor
-from compat_mts.estimator.dnn_linear_combined import DNNLinearCombinedClassifier, DNNLinearCombinedRegressor
-from compat_mts.estimator.linear import LinearClassifier, LinearRegressor
+from compat_mts.estimator.baseline import BaselineClassifier, BaselineEstimator, BaselineRegressor
+from compat_mts.estimator.dnn import DNNClassifier, DNNEstimator, DNNRegressor
+from compat_mts.estimator.dnn_linear_combined import (
+    DNNLinearCombinedClassifier,
+    DNNLinearCombinedEstimator,
+    DNNLinearCombinedRegressor,
+)
+from compat_mts.estimator.linear import LinearClassifier, LinearEstimator, LinearRegressor
 
 __all__ = [
     'BaselineClassifier',
+    'BaselineEstimator',
     'BaselineRegressor',
     'DNNClassifier',
+    'DNNEstimator',
     'DNNLinearCombinedClassifier',
+    'DNNLinearCombinedEstimator',
     'DNNLinearCombinedRegressor',
     'DNNRegressor',
     'LinearClassifier',
+    'LinearEstimator',
     'LinearRegressor',
 ]

@@ -215,3 +215,50 @@ class DNNRegressor(Estimator):
         dnn = tower(hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm)
         model_fn = _canned_base.model_fn(head, [dnn])
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class DNNEstimator(Estimator):
+    """An estimator for TensorFlow DNN models with a given head, v1's `tf.estimator.DNNEstimator` (TF 2.15's).
+
+    The network is `DNNClassifier`'s; `head` (any of `compat_mts.estimator`'s heads, `MultiHead` too) makes
+    the loss, predictions, metrics and export signatures.
+
+    Example:
+
+    ```python
+    estimator = compat_mts.estimator.DNNEstimator(
+        head=compat_mts.estimator.MultiLabelHead(n_classes=3), feature_columns=columns, hidden_units=[10])
+    ```
+
+    Args:
+      head: a `compat_mts.estimator.Head`.
+      hidden_units: units per hidden layer.
+      feature_columns: dense `tf.feature_column` columns.
+      model_dir: where checkpoints and events go.
+      optimizer: as for `DNNClassifier` (default 'Adagrad').
+      activation_fn: the hidden layers' activation.
+      dropout: None, or the probability of dropping a hidden unit in training.
+      config: a `compat_mts.estimator.RunConfig`.
+      warm_start_from: a checkpoint (directory or prefix) or a `WarmStartSettings`.
+      batch_norm: whether to batch-normalize after each hidden layer.
+
+    Raises:
+      ValueError: as for `DNNClassifier`.
+    """
+
+    def __init__(
+        self,
+        head,
+        hidden_units,
+        feature_columns,
+        model_dir=None,
+        optimizer='Adagrad',
+        activation_fn=tf.nn.relu,
+        dropout=None,
+        config=None,
+        warm_start_from=None,
+        batch_norm=False,
+    ):
+        dnn = tower(hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm)
+        model_fn = _canned_base.model_fn(head, [dnn])
+        super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)

@@ -196,3 +196,59 @@ class DNNLinearCombinedRegressor(Estimator):
             ),
         )
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class DNNLinearCombinedEstimator(Estimator):
+    """A wide & deep estimator with a given head, v1's `tf.estimator.DNNLinearCombinedEstimator` (TF 2.15's).
+
+    The model is `DNNLinearCombinedClassifier`'s; `head` (any of `compat_mts.estimator`'s heads) makes the
+    loss, predictions, metrics and export signatures.
+
+    Args:
+      head: a `compat_mts.estimator.Head`.
+      model_dir: where checkpoints and events go.
+      linear_feature_columns: as for `DNNLinearCombinedClassifier`.
+      linear_optimizer: as for `DNNLinearCombinedClassifier`.
+      dnn_feature_columns: as for `DNNLinearCombinedClassifier`.
+      dnn_optimizer: as for `DNNLinearCombinedClassifier`.
+      dnn_hidden_units: as for `DNNLinearCombinedClassifier`.
+      dnn_activation_fn: the hidden layers' activation.
+      dnn_dropout: None, or the probability of dropping a hidden unit in training.
+      config: a `compat_mts.estimator.RunConfig`.
+      batch_norm: whether to batch-normalize after each hidden layer.
+      linear_sparse_combiner: 'sum', 'mean' or 'sqrtn'.
+
+    Raises:
+      ValueError: as for `DNNLinearCombinedClassifier`.
+    """
+
+    def __init__(
+        self,
+        head,
+        model_dir=None,
+        linear_feature_columns=None,
+        linear_optimizer='Ftrl',
+        dnn_feature_columns=None,
+        dnn_optimizer='Adagrad',
+        dnn_hidden_units=None,
+        dnn_activation_fn=tf.nn.relu,
+        dnn_dropout=None,
+        config=None,
+        batch_norm=False,
+        linear_sparse_combiner='sum',
+    ):
+        model_fn = _canned_base.model_fn(
+            head,
+            towers(
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+        )
+        super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)

@@ -140,3 +140,37 @@ class LinearRegressor(Estimator):
         linear = tower(feature_columns, optimizer, sparse_combiner, _LINEAR_LEARNING_RATE)
         model_fn = _canned_base.model_fn(head, [linear])
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class LinearEstimator(Estimator):
+    """An estimator for linear models with a given head, v1's `tf.estimator.LinearEstimator` (TF 2.15's).
+
+    The model is `LinearClassifier`'s; `head` (any of `compat_mts.estimator`'s heads) makes the loss,
+    predictions, metrics and export signatures.
+
+    Args:
+      head: a `compat_mts.estimator.Head`.
+      feature_columns: `tf.feature_column` columns, categorical and crossed ones included.
+      model_dir: where checkpoints and events go.
+      optimizer: as for `DNNClassifier` (default 'Ftrl').
+      config: a `compat_mts.estimator.RunConfig`.
+      sparse_combiner: 'sum', 'mean' or 'sqrtn'.
+      warm_start_from: a checkpoint (directory or prefix) or a `WarmStartSettings`.
+
+    Raises:
+      ValueError: as for `LinearClassifier`.
+    """
+
+    def __init__(
+        self,
+        head,
+        feature_columns,
+        model_dir=None,
+        optimizer='Ftrl',
+        config=None,
+        sparse_combiner='sum',
+        warm_start_from=None,
+    ):
+        linear = tower(feature_columns, optimizer, sparse_combiner, _LINEAR_LEARNING_RATE)
+        model_fn = _canned_base.model_fn(head, [linear])
+        super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)

@@ -1,0 +1,80 @@
+"""The heads (`BinaryClassHead`, ..., `MultiHead`) and the Estimators taking one, against TF 2.15's.
+
+tests/estimator_programs/heads_runner.py runs the same cases on both sides, on constant starting weights: each
+head in a custom `model_fn` (weights, thresholds, a name, regularization, head weights among them; trained 3
+steps, evaluated, predicted, exported) and `LinearEstimator`, `DNNLinearCombinedEstimator`, `DNNEstimator`
+(warm-started from fixed weights) with a head. The metrics (keys and values), the predictions (keys and values)
+and the export signatures (names, method names, input and output keys) must be TF 2.15's.
+"""
+
+import json
+import os
+
+import pytest
+
+import compat_mts.estimator as estimator
+from tests import support
+from tests import tf215
+
+pytestmark = pytest.mark.slow
+
+RUNNER = os.path.join(support.REPO_ROOT, 'tests', 'estimator_programs', 'heads_runner.py')
+
+
+@pytest.fixture(scope='module')
+def results(tmp_path_factory):
+    """(compat_mts's results, TF 2.15's), by case."""
+    root = tmp_path_factory.mktemp('heads')
+
+    def ours():
+        run = support.run_python(RUNNER, 'compat', str(root), timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        return run.stdout.split('RESULTS:', 1)[1]
+
+    compat, reference = tf215.results_beside(RUNNER, lambda: json.loads(ours()), 'tf215', str(root))
+    return compat, reference
+
+
+def _close(ours, theirs):
+    if isinstance(theirs, float):
+        return ours == pytest.approx(theirs, rel=1e-4, abs=1e-5)
+    if isinstance(theirs, list):
+        return isinstance(ours, list) and len(ours) == len(theirs) and all(map(_close, ours, theirs))
+    return ours == theirs
+
+
+CASES = ('binary', 'multi_class', 'multi_label', 'regression', 'poisson', 'logistic', 'multi_head')
+ESTIMATORS = ('LinearEstimator/multi_label', 'DNNLinearCombinedEstimator/poisson', 'DNNEstimator/multi_head')
+
+
+@pytest.mark.parametrize('case', CASES + ESTIMATORS)
+def test_metrics_and_predictions_are_tf215s(results, case):
+    compat, reference = results
+    ours, theirs = compat[case], reference[case]
+    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
+    for key, value in theirs['metrics'].items():
+        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
+    assert sorted(ours['predictions']) == sorted(theirs['predictions'])
+    for key, value in theirs['predictions'].items():
+        assert _close(ours['predictions'][key], value), (key, ours['predictions'][key], value)
+
+
+@pytest.mark.parametrize('case', CASES)
+def test_export_signatures_are_tf215s(results, case):
+    compat, reference = results
+    ours = dict(compat[case]['signatures'])
+    # compat_mts's exports also carry the `__saved_model_init_op` signature TF 2.15's v1 exports did not (the
+    # export's difference, not the heads').
+    assert ours.pop('__saved_model_init_op', None) in (None, ['', [], ['__saved_model_init_op']])
+    assert ours == reference[case]['signatures']
+
+
+def test_bad_head_arguments_get_tf215s_messages():
+    with pytest.raises(ValueError, match=r'n_classes must be > 2: 2\.'):
+        estimator.MultiClassHead(2)
+    with pytest.raises(ValueError, match=r'thresholds not in \(0, 1\)'):
+        estimator.BinaryClassHead(thresholds=[1.5])
+    with pytest.raises(ValueError, match='All given heads must have name specified'):
+        estimator.MultiHead([estimator.RegressionHead()])
+    with pytest.raises(ValueError, match='Invalid loss_reduction: none'):
+        estimator.RegressionHead(loss_reduction='none')
