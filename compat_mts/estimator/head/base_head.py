@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts.estimator import _optimizers
+from compat_mts.estimator import export
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
 
 DEFAULT_SERVING_KEY = 'serving_default'
@@ -168,6 +169,18 @@ def per_example(values, logits):
     """`values` (one row per class) tiled over the batch of `logits`."""
     multiples = tf.concat([tf.shape(logits)[:1], [1]], axis=0)
     return tf.tile(values[tf.newaxis], multiples)
+
+
+def classification_outputs(predictions: dict, n_classes: int, vocabulary: list | None) -> dict:
+    """A classifier's export outputs: `serving_default` and `classification` (classify), `predict`."""
+    scores = predictions['probabilities']
+    classes = per_example(class_names(n_classes, vocabulary), scores)
+    classification = export.ClassificationOutput(scores=scores, classes=classes)
+    return {
+        DEFAULT_SERVING_KEY: classification,
+        CLASSIFY_SERVING_KEY: classification,
+        PREDICT_SERVING_KEY: export.PredictOutput(predictions),
+    }
 
 
 def _broadcast(sample_weight, values):

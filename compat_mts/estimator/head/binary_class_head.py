@@ -7,6 +7,7 @@ import tensorflow as tf
 from compat_mts.estimator import export
 from compat_mts.estimator.head import base_head
 
+_SIGNATURES = ('serving_default', 'classification', 'regression', 'predict')  # TF 2.15's order.
 _VALID_KEYS = ('logits', 'logistic', 'probabilities', 'class_ids', 'classes', 'all_class_ids', 'all_classes')
 
 
@@ -125,15 +126,9 @@ class BinaryClassHead(base_head.Head):
         return {key: everything[key] for key in _VALID_KEYS if key in keys}
 
     def _export_outputs(self, predictions: dict) -> dict:
-        scores = predictions['probabilities']
-        classes = base_head.per_example(base_head.class_names(2, self._label_vocabulary), scores)
-        classification = export.ClassificationOutput(scores=scores, classes=classes)
-        return {
-            base_head.DEFAULT_SERVING_KEY: classification,
-            base_head.CLASSIFY_SERVING_KEY: classification,
-            base_head.REGRESS_SERVING_KEY: export.RegressionOutput(value=predictions['logistic']),
-            base_head.PREDICT_SERVING_KEY: export.PredictOutput(predictions),
-        }
+        outputs = base_head.classification_outputs(predictions, 2, self._label_vocabulary)
+        outputs[base_head.REGRESS_SERVING_KEY] = export.RegressionOutput(value=predictions['logistic'])
+        return {key: outputs[key] for key in _SIGNATURES}
 
     def metrics(self, regularization_losses=None) -> dict:
         """TF 2.15's metrics of a binary head, by key (not yet updated)."""

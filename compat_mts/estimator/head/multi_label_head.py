@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from compat_mts.estimator import export
 from compat_mts.estimator.head import base_head
 
 _VALID_KEYS = ('logits', 'probabilities', 'classes')
@@ -174,14 +173,7 @@ class MultiLabelHead(base_head.Head):
         return {key: everything[key] for key in _VALID_KEYS if key in keys}
 
     def _export_outputs(self, predictions: dict) -> dict:
-        scores = predictions['probabilities']
-        classes = base_head.per_example(base_head.class_names(self._n_classes, self._label_vocabulary), scores)
-        classification = export.ClassificationOutput(scores=scores, classes=classes)
-        return {
-            base_head.DEFAULT_SERVING_KEY: classification,
-            base_head.CLASSIFY_SERVING_KEY: classification,
-            base_head.PREDICT_SERVING_KEY: export.PredictOutput(predictions),
-        }
+        return base_head.classification_outputs(predictions, self._n_classes, self._label_vocabulary)
 
     def _class_keys(self, class_id: int) -> tuple:
         if self._label_vocabulary is None:
