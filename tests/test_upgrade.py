@@ -300,11 +300,16 @@ def test_the_command_refuses_a_file_that_is_not_python_naming_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_verify_takes_one_file(tmp_path):
+def test_verify_of_several_files_needs_main_naming_one_of_them(tmp_path):
     (tmp_path / 'a.py').write_text(V2_STYLE)
     (tmp_path / 'b.py').write_text(V2_STYLE)
     result = _cli('a.py', 'b.py', '--verify', '3', cwd=str(tmp_path))
-    assert result.returncode == 2 and '--verify takes one FILE' in result.stderr
+    assert result.returncode == 2 and '--verify of several files needs --main FILE' in result.stderr
+    assert 'one of a.py, b.py' in result.stderr
+    result = _cli('a.py', 'b.py', '--verify', '3', '--main', 'c.py', cwd=str(tmp_path))
+    assert result.returncode == 2 and '--main c.py: not one of the files upgraded; one of a.py, b.py' in result.stderr
+    result = _cli('a.py', '--main', 'a.py', cwd=str(tmp_path))
+    assert result.returncode == 2 and '--main goes with --verify N' in result.stderr
 
 
 def test_without_renames_a_tensorflow_1_script_is_told_the_tf_upgrade_v2_command(tmp_path):

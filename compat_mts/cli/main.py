@@ -8,11 +8,11 @@ it runs, so TensorFlow is loaded only by the subcommands that need it and `--hel
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from typing import Iterator, Sequence
+from typing import Sequence
 
+from compat_mts import _quiet_start
 from compat_mts.cli import check, upgrade
 
 DEFAULT_DEMO_DIRECTORY = 'compat-mts-demo'
@@ -36,35 +36,8 @@ def _positive_int(text: str) -> int:
     return value
 
 
-@contextlib.contextmanager
-def _tensorflow_start_up_quiet(verbose: bool) -> Iterator[None]:
-    """Keeps TensorFlow's C++ start-up lines off the terminal unless `verbose`.
-
-    On a CPU machine TensorFlow prints, before its logging is set up and whatever TF_CPP_MIN_LOG_LEVEL says,
-    that it found no CUDA driver and how its binary was built; at its first operation it logs a cuInit error.
-    None of it concerns the command. So, unless asked for, the C++ log level is raised to 3 (fatal only) and
-    file descriptor 2 goes to /dev/null while TensorFlow is imported; a Python error is shown after it.
-    """
-    if verbose:
-        from compat_mts import _quiet_start
-
-        _quiet_start.uninstall()  # The library's own quiet start, which `import compat_mts` set up.
-        yield
-        return
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, 'w', encoding='utf-8') as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def _run_demo(args: argparse.Namespace) -> int:
-    with _tensorflow_start_up_quiet(args.verbose):
+    with _quiet_start.quiet_tensorflow_import(args.verbose):
         import tensorflow as tf
 
         from compat_mts import checkpoints, summary  # Import TensorFlow, which only this subcommand needs.
@@ -93,7 +66,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    with _tensorflow_start_up_quiet(args.verbose):
+    with _quiet_start.quiet_tensorflow_import(args.verbose):
         from compat_mts import checkpoints  # Import TensorFlow, which only this subcommand needs.
         from compat_mts.legacy.convert import convert_checkpoint
     from compat_mts import progress
