@@ -26,6 +26,7 @@ V1_PROGRAMS = os.path.join(support.TESTS_DIR, 'v1_programs')
 # Every v1 script of the suite: the upgrade samples, the hand-ported v1 programs, the checker's samples.
 ALL_SCRIPTS = sorted(
     glob.glob(os.path.join(SAMPLES, '*.py'))
+    + glob.glob(os.path.join(SAMPLES, '*', '*.py'))  # The programs of several files.
     + glob.glob(os.path.join(V1_PROGRAMS, '*_v1.py'))
     + glob.glob(os.path.join(support.TESTS_DIR, 'check_samples', '*.py'))
 )
