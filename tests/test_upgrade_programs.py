@@ -5,8 +5,8 @@ The trainers: the tensorflow/models CIFAR-10 tutorial (`tests/upgrade_samples/ci
 names, so `tf_upgrade_v2` runs first), Horovod's `tensorflow_mnist.py` shape (`tests/v1_programs/mnist_layers_v1.py`,
 `tf.layers` on tf-keras), an official/r1 mnist Estimator program (`tests/upgrade_samples/mnist_estimator.py`, whose
 v1 side runs on TensorFlow 2.15, the last with `tf.estimator`), a premade `DNNRegressor` program
-(`tests/upgrade_samples/dnn_regression.py`, also on TensorFlow 2.15: it trains through `tf.gradients`), the
-CIFAR-10 tutorial as its two files (`tests/upgrade_samples/cifar10_package/`, upgraded and verified as a
+(`tests/upgrade_samples/dnn_regression.py`, also on TensorFlow 2.15: it trains through `tf.gradients`), a
+cloudml-samples census trainer of two files (`tests/upgrade_samples/census_trainer/`, upgraded and verified as a
 directory), and a ps/worker trainer
 (`tests/upgrade_samples/mnist_ps.py`), run as two real clusters on localhost: v1's (ps, worker) in graph mode and
 the upgraded one (chief, ps, worker). Each `--verify` starts two processes; the clusters five.
@@ -79,12 +79,12 @@ def _report(stdout: str) -> list[str]:
         (os.path.join(SAMPLES, 'mnist_estimator.py'), '{dir}/model 20', ('tf215',)),
         (os.path.join(SAMPLES, 'dnn_regression.py'), '{dir}/model 20', ('tf215',)),
         (
-            os.path.join(SAMPLES, 'cifar10_package'),
-            '{dir}/train 30',
-            ('--main', os.path.join(SAMPLES, 'cifar10_package', 'cifar10_train.py')),
+            os.path.join(SAMPLES, 'census_trainer'),
+            '{dir}/job 30',
+            ('--main', os.path.join(SAMPLES, 'census_trainer', 'task.py')),
         ),
     ],
-    ids=['cifar10_tutorial', 'horovod_mnist', 'r1_mnist_estimator', 'premade_dnn_regressor', 'cifar10_two_files'],
+    ids=['cifar10_tutorial', 'horovod_mnist', 'r1_mnist_estimator', 'premade_dnn_regressor', 'census_two_files'],
 )
 def test_verify_shows_the_upgraded_trainer_equal_to_v1_graph_mode_step_by_step(tmp_path, script, args, extra):
     extra = ('--v1-python', tf215.python()) if extra == ('tf215',) else extra
@@ -107,13 +107,28 @@ def test_verify_shows_the_upgraded_trainer_equal_to_v1_graph_mode_step_by_step(t
     with open(os.path.join(report_dir, 'loss.png'), 'rb') as file:
         assert file.read(8) == PNG_SIGNATURE
     if os.path.isdir(script):
-        ran = [os.path.join(report_dir, 'upgraded_tree', name) for name in sorted(os.listdir(script))]
-        assert [os.path.basename(path) for path in ran] == ['cifar10.py', 'cifar10_train.py']
+        names = sorted(name for name in os.listdir(script) if name.endswith('.py'))
+        ran = [os.path.join(report_dir, 'upgraded_tree', name) for name in names]
+        assert [os.path.basename(path) for path in ran] == ['model.py', 'task.py']
     else:
         ran = [os.path.join(report_dir, 'upgraded_' + os.path.basename(script))]
     for path in ran:
         with open(path, encoding='utf-8') as file:
             assert upgrade.upgrade_source(file.read()).changed is False  # What ran is a fixed point of the upgrade.
+
+
+@pytest.mark.slow
+def test_verify_of_one_file_of_a_program_of_two_says_its_other_module_ran_unupgraded_and_to_pass_the_directory(
+    tmp_path,
+):
+    script = os.path.join(SAMPLES, 'census_trainer', 'task.py')
+    result, _ = _verify(tmp_path, script, '{dir}/job 30')
+    assert result.returncode == 1, result.stderr[-3000:]
+    report = _report(result.stdout)
+    assert report[0] == 'verdict: not compared'
+    assert report[1].startswith('why: the upgraded run failed (exit status 1): AttributeError: ')
+    assert report[2].startswith('pass: the directory of the program (upgrade DIR --verify N --main FILE)')
+    assert os.path.join(SAMPLES, 'census_trainer', 'model.py') + ', which ran as it was' in report[2]
 
 
 def test_a_side_that_failed_or_recorded_nothing_is_not_compared_and_the_report_says_so_first():

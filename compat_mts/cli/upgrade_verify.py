@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -47,6 +48,7 @@ class Side:
     log: str
     paths: list[str] = dataclasses.field(default_factory=list)
     log_path: str | None = None
+    unupgraded_modules: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -191,8 +193,11 @@ class Comparison:
                 '--v1-python PYTHON of an environment with tf.estimator, which left TensorFlow in 2.16: '
                 "'tensorflow==2.15.*' and 'tensorflow-estimator==2.15.*' (migration_guide/upgrade.md)"
             )
-        if side.name == 'upgraded' and error.startswith(('ModuleNotFoundError', 'ImportError')):
-            return 'the directory of the program (upgrade DIR --verify N --main FILE), so its modules are upgraded too'
+        if side.name == 'upgraded' and side.unupgraded_modules:
+            return (
+                'the directory of the program (upgrade DIR --verify N --main FILE), so its modules are upgraded too: '
+                f'the error is in {", ".join(side.unupgraded_modules)}, which ran as it was'
+            )
         if error.startswith(('IndexError', 'SystemExit')):
             return '--args with the arguments the script needs ("{dir}" stands for a fresh directory per run)'
         return 'what the error above asks for; the run is the script as given, with --args'
@@ -402,7 +407,18 @@ def verify(
             record.get('paths', []),
             log.name,
         )
+    if tree is None and sides['upgraded'].returncode != 0:
+        sides['upgraded'].unupgraded_modules = _modules_in_traceback(sides['upgraded'].log, original)
     return Comparison(sides['v1'], sides['upgraded'])
+
+
+def _modules_in_traceback(log: str, original: str) -> list[str]:
+    """The modules beside `original` (not upgraded: only the script was) that the traceback in `log` passes
+    through."""
+    directory = os.path.dirname(os.path.abspath(original))
+    files = re.findall(r'^\s*File "([^"]+)", line \d+', log, flags=re.MULTILINE)
+    beside = [path for path in files if os.path.dirname(path) == directory and path != os.path.abspath(original)]
+    return sorted(set(beside))
 
 
 def verify_command(upgrade, args: argparse.Namespace, *, tf1: bool, tree: Tree | None = None) -> int:
