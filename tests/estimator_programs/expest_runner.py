@@ -1,0 +1,87 @@
+"""The experimental builders and Estimators, under TF 2.15's `tf.compat.v1.estimator` or `compat_mts.estimator`.
+
+`tests/test_estimator_expest.py` runs `results(...)` in a TF 2.15 child process (`python expest_runner.py <root>`,
+the results printed as one JSON line after `RESULTS:`) and then in its own process, which reads the child's
+checkpoints from `<root>` (`reference_root`): a network that starts at random is compared from TF 2.15's
+trained checkpoint (the same weights predict the same logits), its variables' names and shapes from its own.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from tests.estimator_programs.results import error_of, plain
+
+_RNG = np.random.default_rng(0)
+FEATURES = {'a': _RNG.normal(size=16).astype(np.float32), 'b': _RNG.normal(size=16).astype(np.float32)}
+LABELS = (FEATURES['a'] - 2 * FEATURES['b'] > 0).astype(np.float32)
+
+
+def _builders_model_fn(tf, estimator):
+    experimental = estimator.experimental
+    columns = [tf.feature_column.numeric_column('a'), tf.feature_column.numeric_column('b')]
+
+    def model_fn(features, labels, mode, config):
+        dnn = experimental.dnn_logit_fn_builder(1, [3, 2], columns, tf.nn.relu, None, None, True)
+        linear = experimental.linear_logit_fn_builder(1, columns)
+        logits = experimental.call_logit_fn(dnn, features, mode, None, config) + linear(features)
+        predictions = {'logits': logits}
+        if mode == estimator.ModeKeys.PREDICT:
+            return estimator.EstimatorSpec(mode, predictions=predictions)
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels[:, tf.newaxis], logits=logits))
+        step = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, tf.compat.v1.train.get_global_step())
+        train_op = tf.group(step, *tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS))
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=predictions)
+
+    return model_fn
+
+
+def _input_fn(tf, with_labels=True):
+    def input_fn():
+        data = (FEATURES, LABELS) if with_labels else FEATURES
+        return tf.data.Dataset.from_tensor_slices(data).batch(8)
+
+    return input_fn
+
+
+def _variables(tf, model_dir):
+    return [[name, shape] for name, shape in tf.train.list_variables(model_dir)]
+
+
+def _builders(tf, estimator, root, reference_root):
+    """The builders' variables after 2 steps, and the logits predicted from TF 2.15's checkpoint."""
+    model_dir = os.path.join(root, 'builders')
+    model = estimator.Estimator(_builders_model_fn(tf, estimator), model_dir=model_dir)
+    model.train(_input_fn(tf), steps=2)
+    predict_dir = tempfile.mkdtemp(dir=root)
+    shutil.rmtree(predict_dir)
+    shutil.copytree(os.path.join(reference_root, 'builders'), predict_dir)
+    from_reference = estimator.Estimator(_builders_model_fn(tf, estimator), model_dir=predict_dir)
+    logits = [p['logits'] for p in from_reference.predict(_input_fn(tf, with_labels=False))]
+    experimental = estimator.experimental
+    columns = [tf.feature_column.numeric_column('a')]
+    return {
+        'variables': _variables(tf, model_dir),
+        'logits': plain(np.array(logits).ravel()),
+        'errors': [
+            error_of(lambda: experimental.dnn_logit_fn_builder('1', [3], columns, tf.nn.relu, None, None, False)),
+            error_of(lambda: experimental.linear_logit_fn_builder(2.0, columns)),
+        ],
+    }
+
+
+def results(tf, estimator, root, reference_root=None):
+    """Every scenario's result (see the module docstring), as plain JSON values."""
+    reference_root = reference_root or root
+    return {'builders': _builders(tf, estimator, root, reference_root)}
+
+
+if __name__ == '__main__':
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    import tensorflow as tf
+
+    print('RESULTS:' + json.dumps(results(tf, tf.compat.v1.estimator, sys.argv[1])))

@@ -1,0 +1,40 @@
+"""`compat_mts.estimator.experimental`'s builders and Estimators against TF 2.15's `tf.compat.v1.estimator`.
+
+One TF 2.15 child process (tests/tf215.py) runs `tests/estimator_programs/expest_runner.py`, then this process
+runs the same programs with compat_mts, reading the child's checkpoints where a network starts at random: the
+variables' names and shapes, the predictions from the same weights, the metrics and the errors are compared.
+"""
+
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+import compat_mts.estimator as estimator
+from tests import support
+from tests import tf215
+from tests.estimator_programs import expest_runner
+
+RUNNER = os.path.join(support.REPO_ROOT, 'tests', 'estimator_programs', 'expest_runner.py')
+
+
+@pytest.fixture(scope='module')
+def both(tmp_path_factory):
+    root = tmp_path_factory.mktemp('expest')
+    (root / 'tf215').mkdir()
+    (root / 'compat').mkdir()
+    child = tf215.run(RUNNER, str(root / 'tf215'))
+    assert child.returncode == 0, child.stderr[-3000:]
+    theirs = json.loads(child.stdout.split('RESULTS:', 1)[1])
+    ours = expest_runner.results(tf, estimator, str(root / 'compat'), str(root / 'tf215'))
+    return json.loads(json.dumps(ours)), theirs
+
+
+@pytest.mark.slow  # The TF 2.15 child process.
+def test_logit_fn_builders_build_tf215s_variables_and_logits(both):
+    ours, theirs = both
+    assert ours['builders']['variables'] == theirs['builders']['variables']
+    assert ours['builders']['logits'] == pytest.approx(theirs['builders']['logits'], rel=1e-5, abs=1e-6)
+    assert ours['builders']['errors'][0] == theirs['builders']['errors'][0]
+    assert theirs['builders']['errors'][1] is None and 'units must be an int' in ours['builders']['errors'][1][1]
