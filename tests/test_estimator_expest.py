@@ -8,6 +8,7 @@ variables' names and shapes, the predictions from the same weights, the metrics 
 import json
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -38,3 +39,24 @@ def test_logit_fn_builders_build_tf215s_variables_and_logits(both):
     assert ours['builders']['logits'] == pytest.approx(theirs['builders']['logits'], rel=1e-5, abs=1e-6)
     assert ours['builders']['errors'][0] == theirs['builders']['errors'][0]
     assert theirs['builders']['errors'][1] is None and 'units must be an int' in ours['builders']['errors'][1][1]
+
+
+@pytest.mark.slow  # The TF 2.15 child process.
+@pytest.mark.parametrize('scenario', ['full_batch_kmeans_plus_plus', 'mini_batch_random_cosine', 'relative_tolerance'])
+def test_kmeans_clusters_as_tf215(both, scenario):
+    ours, theirs = both
+    mine, reference = ours['kmeans'][scenario], theirs['kmeans'][scenario]
+    assert mine['variables'] == reference['variables']
+    assert ['clusters', [3, 2]] in mine['variables']
+    assert mine['step'] == reference['step']
+    assert mine['indices'] == reference['indices']
+    np.testing.assert_allclose(mine['centers'], reference['centers'], rtol=1e-5)
+    assert mine['score'] == pytest.approx(reference['score'], rel=1e-5)
+    np.testing.assert_allclose(mine['distances'], reference['distances'], rtol=1e-5)
+
+
+@pytest.mark.slow  # The TF 2.15 child process.
+def test_kmeans_constants_and_errors_are_tf215s(both):
+    ours, theirs = both
+    assert ours['kmeans']['constants'] == theirs['kmeans']['constants']
+    assert ours['kmeans']['errors'] == theirs['kmeans']['errors']

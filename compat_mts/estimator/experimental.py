@@ -17,11 +17,13 @@ from compat_mts.estimator.early_stopping import (
 )
 from compat_mts.estimator.export import build_raw_supervised_input_receiver_fn
 from compat_mts.estimator.in_memory_evaluator import InMemoryEvaluatorHook
+from compat_mts.estimator.kmeans import KMeans
 from compat_mts.estimator.logit_fns import dnn_logit_fn_builder, linear_logit_fn_builder
 from compat_mts.estimator.model_fn import call_logit_fn
 
 __all__ = [
     'InMemoryEvaluatorHook',
+    'KMeans',
     'build_raw_supervised_input_receiver_fn',
     'call_logit_fn',
     'dnn_logit_fn_builder',
@@ -39,7 +41,6 @@ _NOT_PROVIDED = {
     'LinearSDCA': 'LinearClassifier or LinearRegressor (optimizer="Ftrl"), or a Keras linear model',
     'RNNClassifier': 'an Estimator whose model_fn runs a Keras recurrent layer, or a Keras model',
     'RNNEstimator': 'an Estimator whose model_fn runs a Keras recurrent layer, or a Keras model',
-    'KMeans': 'an Estimator whose model_fn computes the clusters, or a k-means of scikit-learn',
 }
 
 

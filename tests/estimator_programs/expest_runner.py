@@ -74,10 +74,56 @@ def _builders(tf, estimator, root, reference_root):
     }
 
 
+POINTS = np.random.default_rng(1).uniform(0, 10, [40, 2]).astype(np.float32)
+
+
+def _kmeans(tf, estimator, root, name, steps, **kwargs):
+    """A seeded `KMeans`: its variables, centers, score, indices, distances and the step training stopped at."""
+    model = estimator.experimental.KMeans(3, model_dir=os.path.join(root, name), seed=3, **kwargs)
+    model.train(lambda: tf.data.Dataset.from_tensor_slices(POINTS).batch(20).repeat(), steps=steps)
+    points = lambda: tf.data.Dataset.from_tensor_slices(POINTS).batch(40)  # noqa: E731
+    return plain(
+        {
+            'variables': _variables(tf, model.model_dir),
+            'step': model.get_variable_value('global_step'),
+            'centers': model.cluster_centers(),
+            'score': model.score(points),
+            'indices': list(model.predict_cluster_index(points)),
+            'distances': list(model.transform(points))[:5],
+        }
+    )
+
+
+def _kmeans_scenarios(tf, estimator, root):
+    kmeans = estimator.experimental.KMeans
+    return {
+        'full_batch_kmeans_plus_plus': _kmeans(
+            tf, estimator, root, 'full', 4, use_mini_batch=False, initial_clusters=kmeans.KMEANS_PLUS_PLUS_INIT
+        ),
+        'mini_batch_random_cosine': _kmeans(
+            tf, estimator, root, 'mini', 4, distance_metric=kmeans.COSINE_DISTANCE
+        ),
+        'relative_tolerance': _kmeans(
+            tf, estimator, root, 'tolerance', 50, use_mini_batch=False, initial_clusters=POINTS[:3],
+            relative_tolerance=1e-3,
+        ),
+        'errors': [
+            error_of(lambda: kmeans(3, initial_clusters='first')),
+            error_of(lambda: kmeans(3, distance_metric='manhattan')),
+        ],
+        'constants': [kmeans.SQUARED_EUCLIDEAN_DISTANCE, kmeans.COSINE_DISTANCE, kmeans.RANDOM_INIT,
+                      kmeans.KMEANS_PLUS_PLUS_INIT, kmeans.SCORE, kmeans.CLUSTER_INDEX, kmeans.ALL_DISTANCES,
+                      kmeans.CLUSTER_CENTERS_VAR_NAME],
+    }
+
+
 def results(tf, estimator, root, reference_root=None):
     """Every scenario's result (see the module docstring), as plain JSON values."""
     reference_root = reference_root or root
-    return {'builders': _builders(tf, estimator, root, reference_root)}
+    return {
+        'builders': _builders(tf, estimator, root, reference_root),
+        'kmeans': _kmeans_scenarios(tf, estimator, root),
+    }
 
 
 if __name__ == '__main__':
