@@ -60,3 +60,10 @@ def test_kmeans_constants_and_errors_are_tf215s(both):
     ours, theirs = both
     assert ours['kmeans']['constants'] == theirs['kmeans']['constants']
     assert ours['kmeans']['errors'] == theirs['kmeans']['errors']
+
+
+@pytest.mark.slow  # The TF 2.15 child process.
+def test_tpu_embedding_config_spec_is_checked_and_trains_off_the_tpu_as_tf215(both):
+    ours, theirs = both
+    assert ours['tpu_embedding'] == theirs['tpu_embedding']
+    assert theirs['tpu_embedding']['errors'][2] == ['ValueError', 'Mod sharding of embedding tables not supported on CPU.']

@@ -117,12 +117,53 @@ def _kmeans_scenarios(tf, estimator, root):
     }
 
 
+def _tpu_embedding(tf, estimator, root):
+    """`EmbeddingConfigSpec` in a `TPUEstimator(use_tpu=False)`: its fields, the variables, the errors."""
+    tpu = estimator.tpu
+    parameters = getattr(getattr(tf.compat.v1.tpu.experimental, 'AdagradParameters', None), '__call__', None)
+    parameters = parameters(0.1) if parameters else 'adagrad'  # TF 2.21 has no AdagradParameters.
+    ids = tf.feature_column.categorical_column_with_identity('id', 5)
+    column = tf.compat.v1.tpu.experimental.embedding_column(ids, 2)
+    spec = tpu.experimental.EmbeddingConfigSpec(feature_columns=[column], optimization_parameters=parameters)
+
+    def model_fn(features, labels, mode, params):
+        weights = tf.compat.v1.get_variable('w', [2, 1], initializer=tf.compat.v1.ones_initializer())
+        logits = tf.matmul(tf.compat.v1.feature_column.input_layer(features, [column]), weights)
+        loss = tf.reduce_mean(tf.square(logits[:, 0] - labels))
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, tf.compat.v1.train.get_global_step()
+        )
+        return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn(params):
+        data = ({'id': np.arange(8, dtype=np.int64) % 5}, np.arange(8, dtype=np.float32))
+        return tf.data.Dataset.from_tensor_slices(data).batch(params['batch_size'], drop_remainder=True)
+
+    config = tpu.RunConfig(model_dir=os.path.join(root, 'tpu'))
+    model = tpu.TPUEstimator(
+        model_fn, config=config, use_tpu=False, train_batch_size=4, embedding_config_spec=spec
+    )
+    model.train(input_fn, steps=2)
+    mod = spec._replace(partition_strategy='mod')
+    return {
+        'fields': list(spec._fields),
+        'split': [len(spec.feature_columns), spec.tensor_core_feature_columns, spec.partition_strategy],
+        'variables': [name for name, _ in tf.train.list_variables(model.model_dir)],
+        'errors': [
+            error_of(lambda: tpu.experimental.EmbeddingConfigSpec()),
+            error_of(lambda: tpu.experimental.EmbeddingConfigSpec([column], parameters, partition_strategy='x')),
+            error_of(lambda: tpu.TPUEstimator(model_fn, config=config, use_tpu=False, embedding_config_spec=mod)),
+        ],
+    }
+
+
 def results(tf, estimator, root, reference_root=None):
     """Every scenario's result (see the module docstring), as plain JSON values."""
     reference_root = reference_root or root
     return {
         'builders': _builders(tf, estimator, root, reference_root),
         'kmeans': _kmeans_scenarios(tf, estimator, root),
+        'tpu_embedding': _tpu_embedding(tf, estimator, root),
     }
 
 
