@@ -37,7 +37,7 @@ PREMADE_ESTIMATORS = {
 _BOOSTED_TREES = (
     'YDF (pip install ydf; ydf.GradientBoostedTreesLearner(label=...).train(data), data a dict of NumPy arrays or '
     'a pandas DataFrame): TensorFlow Decision Forests 1.12, the newest, requires tensorflow==2.19.0 and does not '
-    'install beside TF 2.21; TF 2.21 has the boosted-trees ensemble and quantile ops, but not tf.estimator\'s '
+    "install beside TF 2.21; TF 2.21 has the boosted-trees ensemble and quantile ops, but not tf.estimator's "
     'training loop on them (migration_guide/estimator.md)'
 )
 NOT_PROVIDED = {

@@ -529,7 +529,9 @@ class TPUEstimator(estimator_lib.Estimator):
             raise ValueError('{} are reserved keys but existed in params {}.'.format(_RESERVED_PARAMS_KEYS, params))
         if use_tpu:
             raise NotImplementedError(_TPU_REFUSAL.format(what='TPUEstimator(use_tpu=True)'))
-        if embedding_config_spec is not None and not isinstance(embedding_config_spec, experimental.EmbeddingConfigSpec):
+        if embedding_config_spec is not None and not isinstance(
+            embedding_config_spec, experimental.EmbeddingConfigSpec
+        ):
             raise ValueError(
                 '`embedding_config_spec` must be None or a tpu.experimental.EmbeddingConfigSpec; got '
                 f'{embedding_config_spec!r}.'

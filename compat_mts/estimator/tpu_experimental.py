@@ -71,7 +71,7 @@ class EmbeddingConfigSpec(collections.namedtuple('EmbeddingConfigSpec', _FIELDS)
             tensor_core_feature_columns = []
             if optimization_parameters is None:
                 raise ValueError(
-                    '`optimization_parameters` must be given with `feature_columns` (the embeddings\' optimizer on '
+                    "`optimization_parameters` must be given with `feature_columns` (the embeddings' optimizer on "
                     'a TPU, e.g. AdagradParameters); got None.'
                 )
         return super().__new__(
