@@ -3,8 +3,8 @@
 `Estimator`, `EstimatorSpec`, `ModeKeys`, `RunConfig`, `TrainSpec`, `EvalSpec`, `train_and_evaluate`,
 `WarmStartSettings`, the exporters (`BestExporter` too), `export`, `add_metrics`, `classifier_parse_example_spec`,
 `regressor_parse_example_spec`, `inputs` (`numpy_input_fn`, `pandas_input_fn`) and `experimental` (the
-early-stopping hooks, `InMemoryEvaluatorHook`, the logit-function builders, `KMeans`) keep v1's names, signatures, defaults and messages; the session
-hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
+early-stopping hooks, `InMemoryEvaluatorHook`, the logit-function builders, `KMeans`) keep v1's names,
+signatures, defaults and messages; the session hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
 (`DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`, `DNNLinearCombinedClassifier`,
 `DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) are TF 2.15's, with its checkpoint names;
 the names in `_NOT_PROVIDED` (boosted trees, the heads and the Estimators that take one) raise an AttributeError
