@@ -42,7 +42,7 @@ def test_logit_fn_builders_build_tf215s_variables_and_logits(both):
 
 
 @pytest.mark.slow  # The TF 2.15 child process.
-@pytest.mark.parametrize('scenario', ['full_batch_kmeans_plus_plus', 'mini_batch_random_cosine', 'relative_tolerance'])
+@pytest.mark.parametrize('scenario', ['full_batch_kmeans_plus_plus', 'full_batch_random_cosine', 'relative_tolerance'])
 def test_kmeans_clusters_as_tf215(both, scenario):
     ours, theirs = both
     mine, reference = ours['kmeans'][scenario], theirs['kmeans'][scenario]
@@ -53,6 +53,17 @@ def test_kmeans_clusters_as_tf215(both, scenario):
     np.testing.assert_allclose(mine['centers'], reference['centers'], rtol=1e-5)
     assert mine['score'] == pytest.approx(reference['score'], rel=1e-5)
     np.testing.assert_allclose(mine['distances'], reference['distances'], rtol=1e-5)
+
+
+@pytest.mark.slow  # The TF 2.15 child process.
+def test_mini_batch_kmeans_has_tf215s_variables(both):
+    # TensorFlow's mini-batch graph reads and updates the centers without an order between the two (a race its
+    # own code comments on): on a loaded machine the centers differ from run to run, on either side.
+    ours, theirs = both
+    mine, reference = ours['kmeans']['mini_batch'], theirs['kmeans']['mini_batch']
+    assert mine['variables'] == reference['variables']
+    assert mine['step'] == reference['step'] == 4
+    assert len(mine['indices']) == len(reference['indices']) == 40
 
 
 @pytest.mark.slow  # The TF 2.15 child process.

@@ -90,10 +90,10 @@ class KMeans(Estimator):
         `f(inputs, k)` returning up to `k` centers of a batch.
       distance_metric: `SQUARED_EUCLIDEAN_DISTANCE` or `COSINE_DISTANCE`.
       seed: the random seed of the initialization.
-      use_mini_batch: False for full-batch k-means (each `input_fn` batch is the whole data).
-      mini_batch_steps_per_iteration: steps between updates of the centers, with `use_mini_batch`. Above 1,
-        TensorFlow's graph updates the centers with a race (its own comment says so): the centers may differ
-        from run to run, as they could in TF 2.15.
+      use_mini_batch: False for full-batch k-means (each `input_fn` batch is the whole data; deterministic).
+      mini_batch_steps_per_iteration: steps between updates of the centers, with `use_mini_batch`. In
+        mini-batch mode TensorFlow's graph reads and updates the centers without an order between the two (its
+        code comments on the race): on a loaded machine the centers can differ from run to run.
       kmeans_plus_plus_num_retries: additional points kmeans++ draws before choosing each center.
       relative_tolerance: None, or stop training when the loss's relative change is below it.
       config: a `compat_mts.estimator.RunConfig`.

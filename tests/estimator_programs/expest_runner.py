@@ -100,20 +100,34 @@ def _kmeans_scenarios(tf, estimator, root):
         'full_batch_kmeans_plus_plus': _kmeans(
             tf, estimator, root, 'full', 4, use_mini_batch=False, initial_clusters=kmeans.KMEANS_PLUS_PLUS_INIT
         ),
-        'mini_batch_random_cosine': _kmeans(
-            tf, estimator, root, 'mini', 4, distance_metric=kmeans.COSINE_DISTANCE
+        'full_batch_random_cosine': _kmeans(
+            tf, estimator, root, 'cosine', 4, use_mini_batch=False, distance_metric=kmeans.COSINE_DISTANCE
         ),
+        'mini_batch': _kmeans(tf, estimator, root, 'mini', 4),
         'relative_tolerance': _kmeans(
-            tf, estimator, root, 'tolerance', 50, use_mini_batch=False, initial_clusters=POINTS[:3],
+            tf,
+            estimator,
+            root,
+            'tolerance',
+            50,
+            use_mini_batch=False,
+            initial_clusters=POINTS[:3],
             relative_tolerance=1e-3,
         ),
         'errors': [
             error_of(lambda: kmeans(3, initial_clusters='first')),
             error_of(lambda: kmeans(3, distance_metric='manhattan')),
         ],
-        'constants': [kmeans.SQUARED_EUCLIDEAN_DISTANCE, kmeans.COSINE_DISTANCE, kmeans.RANDOM_INIT,
-                      kmeans.KMEANS_PLUS_PLUS_INIT, kmeans.SCORE, kmeans.CLUSTER_INDEX, kmeans.ALL_DISTANCES,
-                      kmeans.CLUSTER_CENTERS_VAR_NAME],
+        'constants': [
+            kmeans.SQUARED_EUCLIDEAN_DISTANCE,
+            kmeans.COSINE_DISTANCE,
+            kmeans.RANDOM_INIT,
+            kmeans.KMEANS_PLUS_PLUS_INIT,
+            kmeans.SCORE,
+            kmeans.CLUSTER_INDEX,
+            kmeans.ALL_DISTANCES,
+            kmeans.CLUSTER_CENTERS_VAR_NAME,
+        ],
     }
 
 
@@ -130,9 +144,7 @@ def _tpu_embedding(tf, estimator, root):
         weights = tf.compat.v1.get_variable('w', [2, 1], initializer=tf.compat.v1.ones_initializer())
         logits = tf.matmul(tf.compat.v1.feature_column.input_layer(features, [column]), weights)
         loss = tf.reduce_mean(tf.square(logits[:, 0] - labels))
-        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-            loss, tf.compat.v1.train.get_global_step()
-        )
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, tf.compat.v1.train.get_global_step())
         return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
 
     def input_fn(params):
@@ -140,9 +152,7 @@ def _tpu_embedding(tf, estimator, root):
         return tf.data.Dataset.from_tensor_slices(data).batch(params['batch_size'], drop_remainder=True)
 
     config = tpu.RunConfig(model_dir=os.path.join(root, 'tpu'))
-    model = tpu.TPUEstimator(
-        model_fn, config=config, use_tpu=False, train_batch_size=4, embedding_config_spec=spec
-    )
+    model = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=4, embedding_config_spec=spec)
     model.train(input_fn, steps=2)
     mod = spec._replace(partition_strategy='mod')
     return {
