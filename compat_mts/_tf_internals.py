@@ -24,6 +24,8 @@ attribute of a TensorFlow object. What is here, by who needs it:
   and the arguments v1's built-in hooks keep privately (their names listed in `compat_mts.estimator._hooks`,
   read by `private_attributes`). Without those a v1 built-in hook in a `model_fn` is
   left as it is, and the session refuses it naming its compat_mts twin (the program passes the twin itself);
+- `compat_mts.estimator.kmeans`: TensorFlow's k-means graph (`clustering_ops.KMeans`, no public API; without
+  it `KMeans` raises a `RuntimeError` naming scikit-learn's);
 - Keras callbacks (`compat_mts.keras`): whether a callback overrides a method; public fallback;
 - clusters: `compat_mts.distribute`'s coordination service (no public API: a multi-worker session raises a
   `RuntimeError` saying so) and whether the runtime started; `compat_mts.parameter_server`'s placement of
@@ -867,3 +869,29 @@ def rewrite_saved_model_fingerprint(export_dir: str) -> None:
         return
     with tf.io.gfile.GFile(path, 'wb') as file:
         file.write(_saved_model_fingerprinting.CreateFingerprintDef(export_dir))
+
+
+def _clustering_ops_module():
+    from tensorflow.python.ops import clustering_ops
+
+    clustering_ops.KMeans.training_graph  # Moved: None.
+    return clustering_ops
+
+
+_clustering_ops = _probe(_clustering_ops_module)
+
+
+def clustering_ops() -> Any:
+    """TensorFlow's `clustering_ops` (v1's k-means graph on the `KmeansPlusPlusInitialization` and
+    `NearestNeighbors` kernels, what TF 2.15's `KMeans` Estimator built); no public API has it.
+
+    Raises:
+      RuntimeError: this TensorFlow has no `clustering_ops.KMeans` (or private APIs are off), naming the successor.
+    """
+    if _clustering_ops is None:
+        raise RuntimeError(
+            'compat_mts.estimator.experimental.KMeans needs tensorflow.python.ops.clustering_ops.KMeans, which this '
+            'TensorFlow does not have (or COMPAT_MTS_NO_PRIVATE_TF is set); use sklearn.cluster.KMeans '
+            '(pip install scikit-learn) instead.'
+        )
+    return _clustering_ops

@@ -645,7 +645,7 @@ def test_premade_estimators_on_feature_columns_are_stage_1_and_boosted_trees_and
     ]
     assert {f.stage for f in findings} == {1}
     assert 'At stage 3 it becomes Keras: tf.keras.Sequential of Dense layers' in findings[0].note
-    assert findings[-1].replacement.startswith('TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)')
+    assert findings[-1].replacement.startswith('YDF (pip install ydf; ydf.GradientBoostedTreesLearner')
 
 
 def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():
