@@ -174,11 +174,6 @@ class SessionState:
         self.last_step_kwargs: dict | None = None
         self.step_at_eager_fetch: int | None = None
 
-    def forget_last_step(self) -> None:
-        """Called when the session is (re)created: its graph is that of the steps it runs from now on."""
-        self.last_step = None
-        self.last_step_kwargs = None
-
     def given(self, runner: GraphRunner) -> None:
         """Records that a run of the session was given a tensor, op or placeholder of `runner`'s graph."""
         if runner is not self.graph_runner and runner not in self.given_graphs:
