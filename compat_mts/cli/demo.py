@@ -60,8 +60,8 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
         live: A terminal stream to redraw one progress line on in place instead (`compat_mts.progress`).
 
     Returns:
-        A dict with `directory` (the run's, absolute: `directory`/`train`), `resumed` (bool), `start_step`, `final_step`, `final_loss`,
-        `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest first), `event_files` and
+        A dict with `directory` (the run's, absolute: `directory`/`train`), `resumed` (bool), `start_step`,
+        `final_step`, `final_loss`, `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest first), `event_files` and
         `seconds` (wall time of the training loop).
 
     Raises:
