@@ -61,8 +61,8 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
 
     Returns:
         A dict with `directory` (the run's, absolute: `directory`/`train`), `resumed` (bool), `start_step`,
-        `final_step`, `final_loss`, `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest first), `event_files` and
-        `seconds` (wall time of the training loop).
+        `final_step`, `final_loss`, `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest
+        first), `event_files` and `seconds` (wall time of the training loop).
 
     Raises:
         ValueError: `steps` is not a positive integer, or `directory` cannot hold files (a regular file, a path
