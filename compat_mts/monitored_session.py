@@ -276,7 +276,8 @@ class _MonitoredSession:
         """Runs `fetches` with every hook's fetches in one execution and returns them as NumPy.
 
         See `compat_mts.fetches` for what a fetch is. Raises v1's RuntimeError when called after
-        `should_stop()` became True through a hook.
+        `should_stop()` became True through a hook, and `RuntimeError('Attempted to use a closed Session. ...')`
+        after the session was closed (its `with` block ended): nothing is run then.
         """
         if not self._should_recover:
             return self._coordinated_run(fetches, feed_dict, options, run_metadata)
