@@ -6,9 +6,11 @@ it, which costs speed (or, where said, a nicety), never an ImportError. `COMPAT_
 environment (before compat_mts is imported) turns every private path off, so that the fallbacks are tested:
 tests/test_tf_internals.py runs the core tests so.
 
-Every private TensorFlow or Keras API compat_mts uses is here, and nowhere else: no other module imports a
-`tensorflow.python` or `keras.src` module (tests/test_tf_internals.py checks the imports) or reads a private
-attribute of a TensorFlow object. What is here, by who needs it:
+Every private TensorFlow or Keras API compat_mts uses is here, but for one: TensorFlow's `tf_upgrade_v2` modules
+(`tensorflow.tools.compatibility`), which `compat_mts._tf_tools` loads without starting TensorFlow (importing this
+module would start it). No other module imports a `tensorflow.python` or `keras.src` module
+(tests/test_tf_internals.py checks the imports) or reads a private attribute of a TensorFlow object. What is
+here, by who needs it:
 
 - the session's core (`fetches`, `global_step`, `monitored_session`, `scaffold`, `summary`): eager mode, plain
   variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,

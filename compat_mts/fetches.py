@@ -174,11 +174,6 @@ class SessionState:
         self.last_step_kwargs: dict | None = None
         self.step_at_eager_fetch: int | None = None
 
-    def forget_last_step(self) -> None:
-        """Called when the session is (re)created: its graph is that of the steps it runs from now on."""
-        self.last_step = None
-        self.last_step_kwargs = None
-
     def given(self, runner: GraphRunner) -> None:
         """Records that a run of the session was given a tensor, op or placeholder of `runner`'s graph."""
         if runner is not self.graph_runner and runner not in self.given_graphs:
@@ -455,6 +450,20 @@ def _raise_for_an_events_file(error: tf.errors.OpError) -> None:
     ) from error
 
 
+def _refuse_a_keras_model(fetch: Any) -> None:
+    """Raises a TypeError saying what a step is when `fetch`, whose call failed, is a Keras model."""
+    model = validation.keras_class_of(fetch, 'Model')
+    if model is not None:
+        raise TypeError(
+            f'The fetch is a Keras model ({model}), and a Keras model is not a step: calling it needs inputs and '
+            'trains nothing. A step is a callable that trains one batch, e.g. a tf.function that calls the model, '
+            'computes the loss, applies the gradients and increments the global step '
+            "(global_step.assign_add(1)), and returns {'loss': loss}: session.run(train_step). To train the "
+            'model with model.fit instead, give it the hooks as one callback: '
+            'model.fit(..., callbacks=[compat_mts.keras.HooksCallback(hooks)]).'
+        ) from None
+
+
 def _is_tf_function(value: Any) -> bool:
     return isinstance(value, tf.types.experimental.PolymorphicFunction)
 
@@ -636,14 +645,18 @@ class Run:
                 if not _is_callable_fetch(leaf) or id(leaf) in self._outputs:
                     continue
                 direct = _direct_step(leaf) if index == 0 and not self._kwargs else None
-                if direct is not None:
-                    output = self._call_direct(leaf, direct)
-                elif index == 0:
-                    self._record_step(leaf)
-                    output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
-                else:
-                    self._state.step_at_eager_fetch = None  # A hook's callable may move the global step.
-                    output = leaf()
+                try:
+                    if direct is not None:
+                        output = self._call_direct(leaf, direct)
+                    elif index == 0:
+                        self._record_step(leaf)
+                        output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
+                    else:
+                        self._state.step_at_eager_fetch = None  # A hook's callable may move the global step.
+                        output = leaf()
+                except TypeError:  # Only when the call failed: a Keras model gets a message of its own.
+                    _refuse_a_keras_model(leaf)
+                    raise
                 self._outputs[id(leaf)] = output
                 if isinstance(output, dict):
                     self._named.update(output)

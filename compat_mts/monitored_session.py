@@ -52,6 +52,11 @@ __all__ = [
 ]
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
+# v1's tf.Session said the first sentence; its MonitoredSession raised an AttributeError of None instead.
+_CLOSED = (
+    'Attempted to use a closed Session. This session was closed (its `with` block ended, or close() was called) '
+    'and runs nothing more; run the steps inside the `with` block, or create a new session.'
+)
 _HOOKS_GRAPH: contextvars.ContextVar[tf.Graph | None] = contextvars.ContextVar('hooks_graph', default=None)
 
 
@@ -271,13 +276,16 @@ class _MonitoredSession:
         """Runs `fetches` with every hook's fetches in one execution and returns them as NumPy.
 
         See `compat_mts.fetches` for what a fetch is. Raises v1's RuntimeError when called after
-        `should_stop()` became True through a hook.
+        `should_stop()` became True through a hook, and `RuntimeError('Attempted to use a closed Session. ...')`
+        after the session was closed (its `with` block ended): nothing is run then.
         """
         if not self._should_recover:
             return self._coordinated_run(fetches, feed_dict, options, run_metadata)
         while True:
             try:
                 if self._raw is None:
+                    if self._closed:  # Never recreated to run a step outside its `with` block.
+                        raise RuntimeError(_CLOSED)
                     self._create()
                 return self._coordinated_run(fetches, feed_dict, options, run_metadata)
             except _PREEMPTION_ERRORS as error:
@@ -294,7 +302,7 @@ class _MonitoredSession:
 
     def _coordinated_run(self, fetches, feed_dict, options, run_metadata) -> Any:
         if self._raw is None:
-            raise RuntimeError('Session is already closed.' if self._closed else 'Run called on a closed session.')
+            raise RuntimeError(_CLOSED if self._closed else 'Run called on a closed session.')
         try:
             results = self._deployment.run(self._hooked_run, fetches, feed_dict, options, run_metadata)
             if self._deployment.agrees:  # The workers of a cluster stop after the same run.
@@ -383,6 +391,8 @@ class _MonitoredSession:
         while True:
             try:
                 if self._raw is None:
+                    if self._closed:
+                        raise RuntimeError(_CLOSED)
                     self._create()
                 context = StepContext(self._raw, self._run_without_recovery)
                 return step_fn(context)

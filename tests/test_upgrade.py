@@ -447,7 +447,7 @@ def test_horovod_names_compat_mts_does_not_provide_are_left_for_a_person_with_th
 def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
     from compat_mts.legacy import horovod
 
-    assert sorted(upgrade_edits.HOROVOD_NAMES) == sorted(horovod.__all__)
+    assert upgrade_edits.horovod_names() == frozenset(horovod.__all__)
 
 
 def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_file():

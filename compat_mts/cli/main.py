@@ -46,7 +46,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
     except (PermissionError, ValueError) as error:
-        print(f'compat-mts demo: {error}', file=sys.stderr)
+        print(f'{args.usage()}compat-mts demo: error: {error}', file=sys.stderr, end='\n')
         return 2
     if args.verbose:
         tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
@@ -125,12 +125,14 @@ def _build_parser() -> argparse.ArgumentParser:
         description=(
             'Train a small Keras regression model on synthetic data with a v1-style '
             'MonitoredTrainingSession loop, run eagerly. Checkpoints (model.ckpt-<step>) and '
-            'TensorBoard events go to DIR. Each run trains STEPS more steps: a second run '
-            'restores the latest checkpoint in DIR and continues from its global step.'
+            'TensorBoard events go to DIR/train, the run TensorBoard shows for --logdir DIR. Each run trains '
+            'STEPS more steps: a second run restores the latest checkpoint there and continues from its global step.'
         ),
     )
     demo_parser.add_argument(
-        '--dir', default=DEFAULT_DEMO_DIRECTORY, help='checkpoint and event directory (default: ./%(default)s)'
+        '--dir',
+        default=DEFAULT_DEMO_DIRECTORY,
+        help='TensorBoard log directory; the run is DIR/train (default: ./%(default)s)',
     )
     demo_parser.add_argument(
         '--steps',
@@ -144,7 +146,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...) and "
         "TensorFlow's start-up lines",
     )
-    demo_parser.set_defaults(run=_run_demo)
+    demo_parser.set_defaults(run=_run_demo, usage=demo_parser.format_usage)
 
     convert_parser = subcommands.add_parser(
         'convert',
@@ -167,5 +169,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the `compat-mts` command with `argv` (default: `sys.argv[1:]`) and returns its exit status."""
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args, unrecognized = parser.parse_known_args(argv)
+    if unrecognized:  # Said with the subcommand's usage, not the top level's.
+        subcommands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+        subcommands.choices[args.command].error(f'unrecognized arguments: {" ".join(unrecognized)}')
     return args.run(args)

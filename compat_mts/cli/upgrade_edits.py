@@ -12,7 +12,9 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import functools
 import io
+import os
 import re
 import tokenize
 
@@ -58,26 +60,23 @@ _V1_GRAPH_NAMES = re.compile(
 )
 
 
-# What compat_mts.legacy.horovod provides of horovod.tensorflow (its __all__; this module imports no TensorFlow).
-HOROVOD_NAMES = (
-    'Average',
-    'Sum',
-    'Min',
-    'Max',
-    'Product',
-    'Adasum',
-    'init',
-    'rank',
-    'size',
-    'local_rank',
-    'local_size',
-    'allreduce',
-    'broadcast',
-    'broadcast_variables',
-    'broadcast_global_variables',
-    'DistributedOptimizer',
-    'BroadcastGlobalVariablesHook',
-)
+_HOROVOD_MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'legacy', 'horovod.py')
+
+
+@functools.cache
+def horovod_names() -> frozenset:
+    """What compat_mts.legacy.horovod provides of horovod.tensorflow: its `__all__`, read from its source (importing
+    it would start TensorFlow, which an upgrade does not need)."""
+    with open(_HOROVOD_MODULE, encoding='utf-8') as source:
+        tree = ast.parse(source.read())
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == '__all__' for target in statement.targets
+        ):
+            return frozenset(ast.literal_eval(statement.value))
+    raise RuntimeError(f'{_HOROVOD_MODULE} has no __all__')
+
+
 HOROVOD_RUN = (
     'Horovod on MultiWorkerMirroredStrategy: start one process per worker with TF_CONFIG naming them all, in '
     'place of horovodrun; without TF_CONFIG the program is one worker (migration_guide/horovod.md)'
@@ -238,7 +237,7 @@ class _StageOneEdits(cst.CSTTransformer):
             return updated
         name = alias.asname.name.value
         self._done(original, f'import horovod.tensorflow as {name} -> from compat_mts.legacy import horovod as {name}')
-        missing = sorted(self._resolver.horovod_uses - set(HOROVOD_NAMES))
+        missing = sorted(self._resolver.horovod_uses - horovod_names())
         if missing:
             self._left(
                 original,

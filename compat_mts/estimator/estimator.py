@@ -745,6 +745,8 @@ class Estimator:
             try:
                 with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
                     yield wrapped
+            except checkpoints.CheckpointMismatchError as error:  # The user gave the directory as `model_dir`.
+                raise error.naming('the Estimator', 'model_dir') from None
             finally:
                 legacy.forget_graph(wrapped)
                 global_step_lib.restore_registration(previous)

@@ -248,7 +248,7 @@ class NameBasedCheckpoint(tf.train.Checkpoint):
             details = '; '.join(f'{name}: {reason}' for name, reason in sorted(mismatches.items()))
             raise CheckpointMismatchError(
                 f"The checkpoint {save_path} does not fit the program's variables ({details}); it was written by "
-                'another program. Give the session an empty or matching checkpoint_dir.'
+                'another program.'
             )
         for entry, value in zip(present, names.read(present)):
             entry.variable.assign(value)
