@@ -258,7 +258,7 @@ def test_estimator_and_private_module_spellings_of_the_hooks():
         tf.estimator.StopAtStepHook(num_steps=10)
         class Hook(session_run_hook.SessionRunHook):
             pass
-        """) == [('tf.compat.v1.train.StopAtStepHook', 3), ('class Hook(tf.compat.v1.train.SessionRunHook)', 4)]
+        """) == [('tf.estimator.StopAtStepHook', 3), ('class Hook(tf.compat.v1.train.SessionRunHook)', 4)]
 
 
 def test_imports_alone_are_not_findings():

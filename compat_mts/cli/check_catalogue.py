@@ -158,6 +158,20 @@ _HOOKS = {
     'NanLossDuringTrainingError': ('keras.callbacks.TerminateOnNaN()', 'Raised by NanTensorHook as in v1.'),
 }
 
+# The hooks and the hook protocol's classes that tf.estimator also exported (tensorflow/estimator's
+# `estimator_export('estimator.<name>')`): gone with tf.estimator, compat_mts's under the same names.
+ESTIMATOR_HOOK_ALIASES = frozenset(
+    {*_HOOKS, 'SessionRunHook', 'SessionRunArgs', 'SessionRunContext', 'SessionRunValues'}
+)
+ESTIMATOR_HOOK_ALIAS_RULES = {
+    name: _blocker(
+        f'compat_mts.{name}',
+        f'tf.estimator.{name} was tf.compat.v1.train.{name} under a second name, and left TensorFlow with '
+        f'tf.estimator in 2.16 (AttributeError on 2.21); compat_mts.{name} is the same class on the eager session.',
+    )
+    for name in ESTIMATOR_HOOK_ALIASES
+}
+
 _OPTIMIZERS = {
     'GradientDescentOptimizer': 'tf.keras.optimizers.SGD',
     'MomentumOptimizer': 'tf.keras.optimizers.SGD(momentum=...)',
@@ -364,6 +378,7 @@ TF1_ONLY_PREFIXES = (
     'logging',
     'app',
     'flags',
+    'gfile',
     'layers',
     'get_collection',
     'add_to_collection',
@@ -759,6 +774,8 @@ def _contrib_rule(relative: str) -> Rule:
         return _blocker(f'tf_slim.{name}', f'{_CONTRIB_NOTE} {_TF_SLIM_NOTE}', module='contrib.slim')
     if module in ('layers', 'framework') and name in _TF_SLIM_NAMES:
         return _blocker(f'tf_slim.{name}', f'{_CONTRIB_NOTE} {_TF_SLIM_NOTE}', module=f'contrib.{module}')
+    if module == 'tpu' and name in TPU_NAMES:
+        return _blocker(f'compat_mts.estimator.tpu.{name}', f'{_CONTRIB_NOTE} {_TPU_NOTE}')
     if module == 'keras' and name:
         return _blocker(f'tf.keras.{name}', f'{_CONTRIB_NOTE} contrib.keras became tf.keras.', module='contrib.keras')
     if module == 'rnn' and name in _RNN_CELLS:
@@ -1144,7 +1161,7 @@ def premade_rule(name: str) -> Rule:
     )
 
 
-_TPU_NAMES = frozenset({'TPUEstimator', 'TPUEstimatorSpec', 'RunConfig', 'TPUConfig', 'InputPipelineConfig'})
+TPU_NAMES = frozenset({'TPUEstimator', 'TPUEstimatorSpec', 'RunConfig', 'TPUConfig', 'InputPipelineConfig'})
 _TPU_NOTE = (
     'compat_mts.estimator.tpu runs a TPUEstimator program with use_tpu=False on the CPU or GPU, as v1 did '
     "(params['batch_size'] by mode, eval_metrics, host_call and scaffold_fn on the host); nothing runs on a "
@@ -1166,7 +1183,7 @@ USE_TPU_UNKNOWN = Rule(
 
 def tpu_rule(name: str) -> Rule:
     """The rule of `tf.compat.v1.estimator.tpu.<name>`."""
-    if name in _TPU_NAMES:
+    if name in TPU_NAMES:
         return Rule(f'compat_mts.estimator.tpu.{name}', 1, _TPU_NOTE, module='estimator')
     return _blocker(f'a rewrite: compat_mts.estimator.tpu has no {name}', _TPU_NOTE)
 
@@ -1260,6 +1277,8 @@ def lookup(path: str, v1_style: bool) -> tuple[str, Rule] | None:
     definite = path.startswith(V1_ROOT)
     relative = path[len(V1_ROOT) :] if definite else path[len('tensorflow.') :]
     module, _, name = relative.rpartition('.')
+    if module == 'estimator' and name in ESTIMATOR_HOOK_ALIASES:
+        return f'tf.estimator.{name}', ESTIMATOR_HOOK_ALIAS_RULES[name]
     if module in _TRAIN_MODULES and f'train.{name}' in V1_RULES:
         relative, definite = f'train.{name}', True
     elif relative == 'python.client.session.Session':
