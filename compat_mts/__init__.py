@@ -51,6 +51,7 @@ _EXPORTS = {
     'StepContext': 'compat_mts.monitored_session',
     'WorkerSessionCreator': 'compat_mts.session_creators',
     'Scaffold': 'compat_mts.scaffold',
+    'Supervisor': 'compat_mts.supervisor',
     'HookCapabilities': 'compat_mts.session_run_hook',
     'SessionRunArgs': 'compat_mts.session_run_hook',
     'SessionRunContext': 'compat_mts.session_run_hook',
@@ -102,6 +103,7 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     from compat_mts.parameter_server import parameter_server_strategy, ParameterServerError
     from compat_mts.program import reset
     from compat_mts.scaffold import Scaffold
+    from compat_mts.supervisor import Supervisor
     from compat_mts.session_creators import ChiefSessionCreator, SessionCreator, WorkerSessionCreator
     from compat_mts.session_run_hook import (
         HookCapabilities,

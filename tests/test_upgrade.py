@@ -206,7 +206,10 @@ def test_lines_no_edit_touches_stay_byte_for_byte():
     added = [line for line in difflib.ndiff(original.splitlines(), upgraded.splitlines()) if line[:2] == '+ ']
     assert removed and all('tf.compat.v1.train.' in line or '.make_one_shot_iterator()' in line for line in removed)
     assert all(
-        'mts.' in line or 'import compat_mts' in line or 'disable_v2_tensorshape' in line or 'data.make_one_shot' in line
+        'mts.' in line
+        or 'import compat_mts' in line
+        or 'disable_v2_tensorshape' in line
+        or 'data.make_one_shot' in line
         for line in added
     )
     assert '# Asks for loss value.' in upgraded

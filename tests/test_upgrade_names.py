@@ -42,9 +42,9 @@ def test_a_tensorflow_1_scripts_canned_estimators_keep_the_v1_loss_reduction(tmp
 
 
 def test_tf_compat_v1_canned_estimators_keep_it_and_tensorflow_2_ones_do_not_get_it(tmp_path):
-    v1 = _upgrade(tmp_path, "import tensorflow as tf\nm = tf.compat.v1.estimator.BaselineRegressor()\n", 'a.py')
+    v1 = _upgrade(tmp_path, 'import tensorflow as tf\nm = tf.compat.v1.estimator.BaselineRegressor()\n', 'a.py')
     assert f'mts.estimator.BaselineRegressor({REDUCTION})' in v1.upgraded
-    v2 = _upgrade(tmp_path, "import tensorflow as tf\nm = tf.estimator.BaselineRegressor()\n", 'b.py')
+    v2 = _upgrade(tmp_path, 'import tensorflow as tf\nm = tf.estimator.BaselineRegressor()\n', 'b.py')
     assert 'mts.estimator.BaselineRegressor()' in v2.upgraded
 
 

@@ -258,6 +258,14 @@ V1_RULES: dict[str, Rule] = {
     'train.SessionRunValues': Rule(
         'compat_mts.SessionRunValues', 2, 'results holds what the hook asked for, as NumPy values.'
     ),
+    'train.Supervisor': _blocker(
+        'compat_mts.Supervisor',
+        "v1's Supervisor needs graph mode (RuntimeError: Supervisors are incompatible with eager execution). "
+        "compat_mts.Supervisor takes the same arguments, in the program's graph block: managed_session() is a "
+        "compat_mts session restoring logdir's latest checkpoint, its checkpoint, summary and step-counter "
+        "services are hooks, and sv.saver.save(session, path, global_step=sv.global_step) writes v1's files "
+        '(migration_guide/supervisor.md). At stage 3 the loop becomes model.fit.',
+    ),
     'train.Scaffold': Rule(
         'compat_mts.Scaffold',
         1,

@@ -94,6 +94,7 @@ def _method_position(call: ast.Call) -> tuple[int, int]:
 
 _SERVING_RECEIVERS = ('export.ServingInputReceiver', 'export.TensorServingInputReceiver')
 
+
 class _Checker(ast.NodeVisitor):
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
@@ -208,7 +209,8 @@ class _Checker(ast.NodeVisitor):
         (a model_fn, an input_fn, a build_fn), which runs them where it will."""
         definitions: dict[str, list[ast.AST]] = {}
         for node in nodes:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # A class stands for its methods: `model = PTBModel()` in a graph block builds in `__init__`.
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 definitions.setdefault(node.name, []).append(node)
 
         def called(root: ast.AST) -> set[str]:
@@ -236,6 +238,12 @@ class _Checker(ast.NodeVisitor):
             elsewhere.add(name)
             for definition in definitions.get(name, ()):
                 pending |= called(definition) - elsewhere
+                if isinstance(definition, ast.ClassDef):
+                    elsewhere.update(
+                        method.name
+                        for method in definition.body
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    )
         return elsewhere
 
     def _serving_input_fns(self, definitions: dict[str, list[ast.AST]]) -> set[str]:

@@ -286,7 +286,7 @@ class _StageOneEdits(cst.CSTTransformer):
         name = relative[len('estimator.') :]
         if name in catalogue.ESTIMATOR_HOOK_ALIASES:
             self.uses_mts = True
-            self._done(original, f'{spelled} -> {self._mts}.{name} (tf.estimator\'s name of the v1 hook class)')
+            self._done(original, f"{spelled} -> {self._mts}.{name} (tf.estimator's name of the v1 hook class)")
             return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
         if rule.blocks:
             self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
@@ -383,7 +383,7 @@ class _StageOneEdits(cst.CSTTransformer):
         spelled = helpers.get_full_name_for_node(original.func)
         self._done(
             original,
-            f'{spelled}(..., loss_reduction={value}) added: v1\'s default (TensorFlow 2 averages the loss over the '
+            f"{spelled}(..., loss_reduction={value}) added: v1's default (TensorFlow 2 averages the loss over the "
             'batch), as tf_upgrade_v2 adds it; without it the loss is batch_size times smaller',
         )
         return updated.with_changes(args=args)
@@ -395,10 +395,12 @@ class _StageOneEdits(cst.CSTTransformer):
         tf_name = self._resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
         if tf_name is None:
             return updated
-        data = f'{tf_name}.compat.v1.data' if self._resolver.names.aliases[tf_name] == 'tensorflow' else f'{tf_name}.data'
+        data = (
+            f'{tf_name}.compat.v1.data' if self._resolver.names.aliases[tf_name] == 'tensorflow' else f'{tf_name}.data'
+        )
         func = updated.func
         method = func.attr.value
-        self._done(original, f'.{method}() -> {data}.{method}(dataset): TensorFlow 2\'s Dataset has no such method')
+        self._done(original, f".{method}() -> {data}.{method}(dataset): TensorFlow 2's Dataset has no such method")
         return updated.with_changes(func=cst.parse_expression(f'{data}.{method}'), args=[cst.Arg(func.value)])
 
     def _tensor_spec(self, original: cst.Call, updated: cst.Call) -> cst.Call:
