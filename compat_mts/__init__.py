@@ -69,7 +69,7 @@ _EXPORTS = {
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
     'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',
 }
-_SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy')
+_SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy', 'slim_learning')
 
 # TensorFlow's C++ start-up lines stay off stderr (COMPAT_MTS_SHOW_TF_STARTUP=1 shows them): see _quiet_start.
 importlib.import_module('compat_mts._quiet_start').install()
@@ -114,7 +114,7 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     )
     from compat_mts.steps import repeat_steps, RepeatedStep
     from compat_mts.training_session import MonitoredTrainingSession, USE_DEFAULT
-    from compat_mts import estimator, hooks, keras, legacy
+    from compat_mts import estimator, hooks, keras, legacy, slim_learning
 
 
 def __getattr__(name: str) -> Any:

@@ -48,6 +48,15 @@ class _NoFinalSave(CheckpointSaverHook):
             checkpoints.unlock_directory(self._checkpoint_dir)
 
 
+class _StepCounter(StepCounterHook):
+    """v1's Supervisor step-counter thread: `global_step/sec` every `save_summaries_secs`. The thread read the step
+    on its clock, so the program's runs that do not train (an assign, an evaluation) are not a stuck step."""
+
+    def begin(self):
+        super().begin()
+        self._warn_when_stuck = False
+
+
 class SupervisorSaver:
     """`Supervisor.saver`: v1's `Saver.save(sess, save_path, global_step=...)` on a compat_mts session.
 
@@ -320,7 +329,7 @@ class Supervisor:
                 )
             if self._global_step is not None:
                 hooks.append(
-                    StepCounterHook(every_n_steps=None, every_n_secs=self._save_summaries_secs, output_dir=self._logdir)
+                    _StepCounter(every_n_steps=None, every_n_secs=self._save_summaries_secs, output_dir=self._logdir)
                 )
         return hooks
 

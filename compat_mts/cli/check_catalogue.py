@@ -636,6 +636,12 @@ _V1_ORDER = (
     'tf.compat.v1 takes labels first.'
 )
 _CONTRIB_SESSION_LOOP = 'a compat_mts.MonitoredTrainingSession loop: while not sess.should_stop(): sess.run(train_op)'
+SLIM_TRAIN = _blocker(
+    'compat_mts.slim_learning.train (the same arguments)',
+    'slim.learning.train runs a v1 Supervisor and Session, which need graph mode (RuntimeError: Supervisors are '
+    'incompatible with eager execution). compat_mts.slim_learning.train runs the same loop on compat_mts.Supervisor; '
+    'tf_slim.learning.create_train_op still builds the train_op (migration_guide/supervisor.md).',
+)
 _CONTRIB: dict[str, tuple[str, str]] = {
     'layers.xavier_initializer': (
         'tf.compat.v1.glorot_uniform_initializer() (uniform=False: tf.compat.v1.glorot_normal_initializer())',
@@ -671,11 +677,7 @@ _CONTRIB: dict[str, tuple[str, str]] = {
     ),
     'framework.get_global_step': ('tf.compat.v1.train.get_global_step()', 'The same variable.'),
     'framework.nest': ('tf.nest', 'The same functions.'),
-    'slim.learning.train': (
-        _CONTRIB_SESSION_LOOP,
-        'slim.learning.train runs a v1 Supervisor and Session, which need graph mode; '
-        'tf_slim.learning.create_train_op still builds the train_op.',
-    ),
+    'slim.learning.train': (SLIM_TRAIN.replacement, SLIM_TRAIN.note),
     'slim.evaluation.evaluation_loop': (
         'a compat_mts session loop over the evaluation data',
         'It runs a v1 MonitoredSession, which needs graph mode.',
@@ -1274,6 +1276,8 @@ def lookup(path: str, v1_style: bool) -> tuple[str, Rule] | None:
             return None
         name = path[len(module) + 1 :].split('.')[0]
         return (f'{module}.{name}' if name else module), horovod_rule(name)
+    if path == 'tf_slim.learning.train':
+        return path, SLIM_TRAIN
     if root(path) == 'compat_mts':
         parts = path.split('.')
         key = _MTS_BY_LAST_NAME.get(parts[-1]) if len(parts) > 1 else None

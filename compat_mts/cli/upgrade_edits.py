@@ -33,6 +33,7 @@ SESSION_AND_HOOK_NAMES = frozenset(
 )
 _SESSIONS = frozenset({'MonitoredTrainingSession', 'MonitoredSession', 'SingularMonitoredSession'})
 _EAGER_SWITCHES = frozenset({'disable_eager_execution', 'disable_v2_behavior'})
+_SLIM_TRAIN = frozenset({'tf_slim.learning.train', 'tensorflow.contrib.slim.learning.train'})
 _ITERATOR_METHODS = frozenset({'make_one_shot_iterator', 'make_initializable_iterator'})
 _LEGACY_KERAS_LINE = (
     "os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Before TensorFlow is imported: tf.layers are tf-keras's (Keras 2)."
@@ -214,6 +215,10 @@ class _StageOneEdits(cst.CSTTransformer):
     # Names: sessions and hooks, Estimators, v1 layers.
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         path = self._resolver.path(original)
+        if path in _SLIM_TRAIN:
+            self.uses_mts = True
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.slim_learning.train')
+            return cst.parse_expression(f'{self._mts}.slim_learning.train')
         relative = _relative(path) if path else None
         if relative is None:
             return updated
