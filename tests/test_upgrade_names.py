@@ -4,9 +4,13 @@ and `check` on a serving input function's placeholders."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
+import pytest
+
 from compat_mts.cli import check, upgrade
+from tests import support, tf215
 
 REDUCTION = 'loss_reduction=tf.keras.losses.Reduction.SUM'
 
@@ -39,6 +43,39 @@ def test_a_tensorflow_1_scripts_canned_estimators_keep_the_v1_loss_reduction(tmp
     assert 'loss_reduction' not in lines[-1]  # Not a canned Estimator.
     added = [text for text in _notes(result, True) if 'loss_reduction=' in text]
     assert len(added) == 1 and 'tf.estimator.DNNClassifier' in added[0]
+
+
+_CANNED_PROGRAM = """\
+import json, sys, tempfile
+import numpy as np
+import tensorflow as tf
+tf.logging.set_verbosity(tf.logging.ERROR)
+
+
+def input_fn():
+    x = np.arange(40, dtype=np.float32).reshape(40, 1) / 40
+    return tf.data.Dataset.from_tensors(({'x': x}, 2 * x + 1)).repeat()
+
+
+estimator = tf.estimator.LinearRegressor([tf.feature_column.numeric_column('x')], model_dir=tempfile.mkdtemp())
+estimator.train(input_fn, steps=3)
+print(json.dumps(float(estimator.evaluate(input_fn, steps=1)['loss'])))
+"""
+
+
+@pytest.mark.slow
+def test_the_upgraded_canned_estimator_reports_the_loss_of_tensorflow_1(tmp_path):
+    original = tmp_path / 'v1.py'  # TensorFlow 1.x's tf.estimator: TF 2.15's tf.compat.v1.estimator.
+    original.write_text(_CANNED_PROGRAM.replace('import tensorflow as tf', 'import tensorflow.compat.v1 as tf'))
+    upgraded = tmp_path / 'upgraded.py'
+    upgraded.write_text(_upgrade(tmp_path, _CANNED_PROGRAM).upgraded)
+    v1 = tf215.run(str(original))
+    mts = support.run_python(str(upgraded))
+    assert v1.returncode == 0, v1.stderr[-2000:]
+    assert mts.returncode == 0, mts.stderr[-2000:]
+    v1_loss, mts_loss = json.loads(v1.stdout.splitlines()[-1]), json.loads(mts.stdout.splitlines()[-1])
+    assert mts_loss == pytest.approx(v1_loss, rel=1e-5)
+    assert v1_loss > 20  # Summed over the batch of 40, not averaged: what a dropped loss_reduction changes.
 
 
 def test_tf_compat_v1_canned_estimators_keep_it_and_tensorflow_2_ones_do_not_get_it(tmp_path):

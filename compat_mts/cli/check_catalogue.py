@@ -635,7 +635,6 @@ _V1_ORDER = (
     'Pass the arguments by keyword: the contrib functions took (predictions or logits, labels), '
     'tf.compat.v1 takes labels first.'
 )
-_CONTRIB_SESSION_LOOP = 'a compat_mts.MonitoredTrainingSession loop: while not sess.should_stop(): sess.run(train_op)'
 SLIM_TRAIN = _blocker(
     'compat_mts.slim_learning.train (the same arguments)',
     'slim.learning.train runs a v1 Supervisor and Session, which need graph mode (RuntimeError: Supervisors are '
