@@ -144,7 +144,7 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
         start = renamed
         renames = "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)"
         notes.append(_edits().Note(0, renames, True))
-    upgraded, edit_notes = _edits().apply_edits(start)
+    upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None)
     notes.extend(edit_notes)
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
