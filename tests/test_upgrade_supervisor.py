@@ -1,7 +1,7 @@
 """`tf.train.Supervisor` and `tf_slim.learning.train` programs: `check` names both, `upgrade` rewrites them to
 `compat_mts.Supervisor` and `compat_mts.slim_learning.train`, and the ptb_word_lm-shaped and
 train_image_classifier-shaped samples then train as they did under v1 graph mode (the same losses, the same
-checkpoint). The slim program needs tf_slim (`pip install tf-slim`); without it its test is skipped."""
+checkpoint). The slim program needs tf_slim (`pip install tf-slim`, in the `test` extra)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,6 @@ def test_the_ptb_program_trains_after_upgrade_as_under_v1_graph_mode(tmp_path):
 
 @pytest.mark.slow
 def test_the_slim_program_trains_after_upgrade_as_under_v1_graph_mode(tmp_path):
-    pytest.importorskip('tf_slim')
     v1_dir, mts_dir, v1, mts = _run_both(tmp_path, SLIM, 'mts.slim_learning.train(train_op, logdir', 'train')
     pattern = r'global step \d+: loss = (\S+) '
     assert len(_losses(v1, pattern)) == 6
