@@ -411,7 +411,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         variables = [op.name for op in added if op.type in _HANDLE_OPS]
         if variables:
             raise ValueError(
-                f'Variables were created after the graph was wrapped (in a hook\'s begin()?): {variables}. Create '
+                f"Variables were created after the graph was wrapped (in a hook's begin()?): {variables}. Create "
                 'them while the graph is built (in build_fn, or the model_fn).'
             )
         names = {op.name for op in added}
