@@ -66,7 +66,7 @@ def model_fn(features, labels, mode):
     if mode == _estimator.ModeKeys.PREDICT:
         return _estimator.EstimatorSpec(mode, predictions={'y': predictions})
     loss = tf.reduce_mean(tf.square(predictions - labels))
-    tf.compat.v1.summary.scalar('mean_weight', tf.reduce_mean(weight))
+    tf.compat.v1.summary.scalar('mean_prediction', tf.reduce_mean(predictions))  # Not racing the update.
     train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
         loss, global_step=tf.compat.v1.train.get_global_step()
     )
