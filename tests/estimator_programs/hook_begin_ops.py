@@ -100,7 +100,7 @@ def main(estimator, model_dir):
     model.evaluate(input_fn, steps=2, hooks=[merged, added])
     results['evaluate'] = {'merged': merged.values, 'added': added.values, 'finalized': added.finalized_in_begin}
     added = AddedOpsHook()
-    predictions = list(model.predict(lambda: input_fn().take(1).map(lambda f, l: f), hooks=[added]))
+    predictions = list(model.predict(lambda: input_fn().take(1).map(lambda features, labels: features), hooks=[added]))
     results['predict'] = {
         'added': added.values,
         'finalized': added.finalized_in_begin,
