@@ -122,9 +122,14 @@ def register_graph_runner(runner: GraphRunner) -> None:
 
 
 def unregister_graph_runner(runner: GraphRunner) -> None:
-    """Makes `runner`'s graph no longer fetchable: a newer runner replaces it, or the program is done with it."""
+    """Makes `runner`'s graph no longer fetchable: a newer runner replaces it, or the program is done with it.
+
+    The plans made for it go too, so that nothing here keeps the runner (its graph and functions) alive.
+    """
     if runner in _graph_runners:
         _graph_runners.remove(runner)
+    for key in [key for key, plan in _graph_only_plans.items() if getattr(plan, 'runner', None) is runner]:
+        del _graph_only_plans[key]
 
 
 def graph_runners() -> list[GraphRunner]:

@@ -57,16 +57,17 @@ _CLOSED = (
     'Attempted to use a closed Session. This session was closed (its `with` block ended, or close() was called) '
     'and runs nothing more; run the steps inside the `with` block, or create a new session.'
 )
-_HOOKS_GRAPH: contextvars.ContextVar[tf.Graph | None] = contextvars.ContextVar('hooks_graph', default=None)
+_HOOKS_GRAPH: contextvars.ContextVar[Any] = contextvars.ContextVar('hooks_graph', default=None)
 
 
 @contextlib.contextmanager
-def hooks_begin_in(graph: tf.Graph):
-    """The sessions created in this block call their hooks' `begin()` with `graph` as the default graph.
+def hooks_begin_in(graph: Any):
+    """The sessions created in this block call their hooks' `begin()` inside `graph.as_default()`.
 
     v1's Estimator created its session inside the graph its `model_fn` built, so a hook's `begin()` found the
     graph's global step there (`tf.compat.v1.train.get_global_step()`) and could add ops to it; compat_mts's
-    Estimator wraps that graph, and creates its sessions in this block.
+    Estimator wraps that graph, and creates its sessions in this block with the `WrappedGraph`, whose
+    `as_default()` opens the plain graph for the new ops and makes them runnable.
     """
     token = _HOOKS_GRAPH.set(graph)
     try:
