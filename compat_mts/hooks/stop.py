@@ -65,6 +65,9 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
             if run_context.session.run(self._global_step) >= self._last_step:
                 run_context.request_stop()
 
+    # No clock, but `before_run` only asks for the stale step: the session may decide after the run whether to call it.
+    reads_clock_after_run = True
+
     def idle_until(self):
         """Idle until a run may reach `last_step` (`compat_mts.session_run_hook.HookCapabilities`)."""
         return (self._last_step - self._steps_per_run, math.inf)
