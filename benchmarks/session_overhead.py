@@ -1,6 +1,6 @@
 """Per-step cost of compat_mts's `MonitoredTrainingSession` against a bare loop, hand-written TF2 and v1 graph mode.
 
-Four variants train the same tiny model (`workload.py`) with the same `tf.function` train step (one
+Six variants train the same tiny model (`workload.py`) with the same `tf.function` train step (one
 traced instance per variant, since a traced step keeps the summary writer it saw), each with its own
 global step:
 
