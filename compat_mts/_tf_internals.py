@@ -350,6 +350,19 @@ def in_save_context() -> bool:
     return _save_context.in_save_context() if _save_context is not None else True
 
 
+_ops = _probe(lambda: __import__('tensorflow.python.framework.ops', fromlist=['x']))
+
+
+def has_strategy() -> bool:
+    """`tf.distribute.has_strategy()`, answered from the default graph's empty strategy stack when no scope is open
+    (the usual run: the public call costs several Python calls per run)."""
+    if _ops is not None:
+        stack = getattr(_ops.get_default_graph(), '_distribution_strategy_stack', None)
+        if stack is not None and not stack:
+            return False
+    return tf.distribute.has_strategy()
+
+
 # The profiler.
 
 _trace = _probe(lambda: __import__('tensorflow.python.profiler.trace', fromlist=['x']))

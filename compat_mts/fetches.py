@@ -14,6 +14,12 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | None | None |
 
 Only what was fetched is copied to the host: a step output nobody asked for stays a tensor.
+
+The usual runs take fast paths (a `tf.function` step called directly, with the stale global step read in its own
+call; a legacy graph's fetches planned once), and the session skips the idle hooks whose `before_run` only asks
+for the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the environment (read at import), or `FAST_PATHS = False`
+on this module before a session is made, forces the general path for every run and has the session call every
+hook on every run: what the fast paths are tested against (tests/test_general_fetch_path.py).
 """
 
 from __future__ import annotations
@@ -30,6 +36,15 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import program as program_lib
 from compat_mts import validation
+
+
+FAST_PATHS: bool = os.environ.get('COMPAT_MTS_GENERAL_FETCH_PATH', '') in ('', '0')
+"""Whether runs take the fast paths; False (or `COMPAT_MTS_GENERAL_FETCH_PATH=1`) forces the general one."""
+
+
+def fast_paths() -> bool:
+    """Whether runs take the fast paths (`FAST_PATHS`), and sessions made now skip idle hooks."""
+    return FAST_PATHS
 
 
 class _StaleGlobalStep:
@@ -522,12 +537,12 @@ class Run:
         """Runs the callables, then resolves every request; returns one result per request."""
         if self._kwargs:
             _check_step_arguments(self._requests[0], self._kwargs)
-        results = self._execute_step_only()
+        results = self._execute_step_only() if FAST_PATHS else None
         if results is not None:
             return results
         if self._session_step and not self._kwargs and not _is_callable_fetch(self._requests[0]):
             _refuse_outputs_of_a_called_step(self._requests[0], self._global_step, self._state)
-        if _graph_runners and not self._kwargs:
+        if _graph_runners and not self._kwargs and FAST_PATHS:
             results = self._execute_graph_only()
             if results is not None:
                 return results
@@ -938,7 +953,7 @@ def _direct_step(step: Any) -> _DirectStep | None:
     The first call of a step goes through its `tf.function` alone: it may create variables, which a
     `tf.function` allows on its first call only.
     """
-    if not isinstance(step, tf.types.experimental.PolymorphicFunction):
+    if not FAST_PATHS or not isinstance(step, tf.types.experimental.PolymorphicFunction):
         return None
     direct = _direct_steps.get(id(step))
     if direct is not None and direct.is_for(step):
@@ -954,7 +969,7 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 
 
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
-_has_strategy = tf.distribute.has_strategy
+_has_strategy = tf_internals.has_strategy
 _in_save_context = tf_internals.in_save_context
 
 

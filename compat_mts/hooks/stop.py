@@ -114,6 +114,9 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
             'tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize.") ' + TF2_GLOBAL_STEP_FIX
         )
 
+    # No clock, but `before_run` only asks for the stale step: the session may decide after the run whether to call it.
+    reads_clock_after_run = True
+
     def idle_until(self):
         """Idle until a run may reach `last_step` (`compat_mts.session_run_hook.HookCapabilities`)."""
         return (self._last_step - self._steps_per_run, math.inf)
