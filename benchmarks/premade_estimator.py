@@ -8,6 +8,14 @@ the intervals between steps, after `--warmup` steps (the graph build, the sessio
 tracing step are not part of it). The sides alternate for `--rounds` rounds, each round a fresh `train()` call
 into a fresh `model_dir`, so machine load hits both alike; the ratio is the median over rounds of compat_mts's
 mean step time over TF 2.15's.
+
+`--calls N` measures the start-up and the end of short calls instead (issue 34's goal 2, issue 29's exit): the
+census-shaped wide & deep `DNNLinearCombinedClassifier` of tests/estimator_programs/census_wide_deep.py runs N
+rounds of `train(steps=5)` then `evaluate()` (200 rows) in one process per side, the sides alternating for
+`--rounds` repeats. Each side reports the time of the rounds, the RSS and the number of live concrete functions
+after each round, and how long the process took to exit after its last line. It exits non-zero when compat_mts's
+rounds take longer than TF 2.15's (ratio > 1.0), when a process of it exits more than 1 s after its last line,
+or when its live functions grow after the second round.
 """
 
 from __future__ import annotations
@@ -69,6 +77,137 @@ def _side(name: str, steps: int, warmup: int) -> dict:
     }
 
 
+def _calls_side(name: str, calls: int, steps: int) -> dict:
+    """`calls` rounds of train + evaluate of the census model; prints its last line's time, for the exit lag."""
+    import gc
+
+    if name == 'compat_mts':
+        import compat_mts.estimator as estimator
+    else:
+        import tensorflow as tf
+
+        estimator = tf.estimator
+    import tensorflow as tf
+
+    from tests.estimator_programs import census_wide_deep
+
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
+    rounds = []
+    with tempfile.TemporaryDirectory() as model_dir:
+        model = census_wide_deep.make_estimator(estimator, model_dir)
+        start = time.perf_counter()
+        for _ in range(calls):
+            began = time.perf_counter()
+            census_wide_deep.train(model, steps)
+            trained = time.perf_counter()
+            census_wide_deep.evaluate(model)
+            gc.collect()
+            functions = sum(
+                1 for value in gc.get_objects() if isinstance(value, tf.types.experimental.ConcreteFunction)
+            )
+            rounds.append(
+                {
+                    'train_s': trained - began,
+                    'evaluate_s': time.perf_counter() - trained,
+                    'rss_mb': _rss_mb(),
+                    'functions': functions,
+                }
+            )
+        total = time.perf_counter() - start
+    return {'total_s': total, 'rounds': rounds}
+
+
+def _rss_mb() -> float:
+    with open('/proc/self/status', encoding='utf-8') as status:
+        for line in status:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024
+    return float('nan')
+
+
+def _calls_run(python: str, env: dict, calls: int, steps: int, side: str) -> dict:
+    """One side's child process: its report, and its exit lag (its end after its last line's time)."""
+    child = subprocess.Popen(
+        [
+            python,
+            os.path.abspath(__file__),
+            '--child',
+            '--side',
+            side,
+            '--calls',
+            str(calls),
+            '--call-steps',
+            str(steps),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    report = None
+    for line in child.stdout:
+        if line.startswith('RESULT:'):
+            report = json.loads(line[len('RESULT:') :])
+    child.wait(timeout=900)
+    ended = time.time()
+    if child.returncode != 0 or report is None:
+        raise SystemExit(f'the {side} child failed (exit status {child.returncode})')
+    report['exit_lag_s'] = ended - report.pop('last_line_time')
+    return report
+
+
+def _calls_main(args, python: str, env: dict) -> None:
+    system_env = dict(env, PYTHONPATH=_REPO)
+    load_before = os.getloadavg()
+    repeats = []
+    for _ in range(args.rounds):
+        ours = _calls_run(sys.executable, system_env, args.calls, args.call_steps, 'compat_mts')
+        theirs = _calls_run(python, env, args.calls, args.call_steps, 'tf215')
+        repeats.append({'compat_mts': ours, 'tf215': theirs, 'ratio': ours['total_s'] / theirs['total_s']})
+    load_after = os.getloadavg()
+    print(
+        f'{args.rounds} alternating repeats x {args.calls} rounds of train(steps={args.call_steps}) + evaluate() '
+        f'of the census wide & deep model per side; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after'
+    )
+    print()
+    print(
+        '| repeat | side | rounds s | first round s | last round s | exit lag s | RSS MB 2nd → last '
+        '| live functions 2nd → last |'
+    )
+    print('|---:|---|---:|---:|---:|---:|---:|---:|')
+    for index, repeat in enumerate(repeats):
+        for side in ('compat_mts', 'tf215'):
+            report = repeat[side]
+            rounds = report['rounds']
+            second = rounds[min(1, len(rounds) - 1)]
+            first_s = rounds[0]['train_s'] + rounds[0]['evaluate_s']
+            last_s = rounds[-1]['train_s'] + rounds[-1]['evaluate_s']
+            print(
+                f'| {index} | {side} | {report["total_s"]:.2f} | {first_s:.2f} | {last_s:.2f} | '
+                f'{report["exit_lag_s"]:.2f} | {second["rss_mb"]:.0f} → {rounds[-1]["rss_mb"]:.0f} | '
+                f'{second["functions"]} → {rounds[-1]["functions"]} |'
+            )
+    ratio = statistics.median(repeat['ratio'] for repeat in repeats)
+    worst_lag = max(repeat['compat_mts']['exit_lag_s'] for repeat in repeats)
+    grows = any(
+        repeat['compat_mts']['rounds'][-1]['functions']
+        > repeat['compat_mts']['rounds'][min(1, args.calls - 1)]['functions']
+        for repeat in repeats
+    )
+    print()
+    print(f'compat_mts / TF 2.15, the rounds: **{ratio:.3f}** (median of repeats; goal <= 1.0)')
+    print(f'compat_mts exit lag, worst: {worst_lag:.2f} s (goal <= 1 s); live functions grow: {grows}')
+    if args.out:
+        with open(args.out, 'w', encoding='utf-8') as file:
+            json.dump(
+                {'repeats': repeats, 'ratio_median': ratio, 'load_before': load_before, 'load_after': load_after},
+                file,
+                indent=2,
+            )
+    if ratio > 1.0 or worst_lag > 1.0 or grows:
+        raise SystemExit(1)
+
+
 def _tf215_python(given: str | None) -> str:
     if given:
         return given
@@ -86,15 +225,28 @@ def main() -> None:
         '--tf215-python', help='a Python with TF 2.15 and tensorflow-estimator (default: tests/tf215.py)'
     )
     parser.add_argument('--out', help='write every round and the environment to this JSON file')
+    parser.add_argument(
+        '--calls', type=int, help='measure N rounds of train(steps=--call-steps) + evaluate() of the census model'
+    )
+    parser.add_argument('--call-steps', type=int, default=5, help='steps per train() with --calls (%(default)s)')
     parser.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--side', default='tf215', help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, _REPO)
+    if args.child and args.calls:
+        report = _calls_side(args.side, args.calls, args.call_steps)
+        report['last_line_time'] = time.time()
+        print('RESULT:' + json.dumps(report), flush=True)
+        return
     if args.child:
         print('RESULT:' + json.dumps(_side('tf215', args.steps, args.warmup)))
         return
     python = _tf215_python(args.tf215_python)
     env = {key: value for key, value in os.environ.items() if key not in ('PYTHONPATH', 'VIRTUAL_ENV')}
     env.update(PYTHONPATH=_REPO, TF_CPP_MIN_LOG_LEVEL='2')
+    if args.calls:
+        _calls_main(args, python, env)
+        return
     load_before = os.getloadavg()
     rounds = []
     for _ in range(args.rounds):

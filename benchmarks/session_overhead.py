@@ -1,6 +1,6 @@
 """Per-step cost of compat_mts's `MonitoredTrainingSession` against a bare loop, hand-written TF2 and v1 graph mode.
 
-Four variants train the same tiny model (`workload.py`) with the same `tf.function` train step (one
+Six variants train the same tiny model (`workload.py`) with the same `tf.function` train step (one
 traced instance per variant, since a traced step keeps the summary writer it saw), each with its own
 global step:
 
@@ -10,6 +10,10 @@ global step:
    `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts goes one layer
    further, to the concrete function's atomic function (see `compat_mts.fetches`), so this row shows how
    much skipping the dispatch alone is worth.
+1c. `concrete_record_if`: the floor a hand-written TF2 loop reaches with v1's default summaries: the step's
+   concrete function traced inside `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 ==
+   0)`, called in a loop with no Python around it (no rate, no checkpoint). Issue 34's goal: compat_mts at most
+   1.0x this, and at most 0.8x v1 graph mode; the benchmark exits 1 past either.
 2. `hand_written_tf2`: what people write in TF2 instead of v1's default hooks: each call inside
    `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 == 0)`, `gs.numpy()` read
    after every step to write `global_step/sec` every 100 steps, and a `tf.train.CheckpointManager` save
@@ -62,10 +66,13 @@ import compat_mts as mts
 import workload
 
 BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+VARIANTS = ('bare_loop', 'bare_concrete', 'concrete_record_if', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+# Issue 34's goals for compat_mts: at most these times the concrete-function loop under `record_if`, v1 graph mode.
+GOALS = {'compat_mts_over_concrete_record_if': 1.0, 'compat_mts_over_v1_graph_mode': 0.8}
 LABELS = {
     'bare_loop': 'bare loop',
     'bare_concrete': 'bare loop, concrete function',
+    'concrete_record_if': 'concrete function under record_if (the TF2 floor)',
     'hand_written_tf2': 'hand-written TF2',
     'compat_mts': 'compat_mts (v1 default hooks)',
     'v1_graph_mode': 'v1 graph mode (tf.compat.v1 MTS)',
@@ -143,6 +150,29 @@ class BareConcreteLoop:
         for _ in range(warmup_steps):
             concrete()
         return workload.time_steps_with_cpu(concrete, steps)
+
+
+class ConcreteRecordIf:
+    """Variant 1c: the step's concrete function traced under a writer and `record_if`, called in a loop."""
+
+    def __init__(self, workdir: str):
+        self.model = Model(_new_global_step())
+        self.writer = tf.summary.create_file_writer(os.path.join(workdir, 'concrete_record_if'))
+        global_step = self.model.global_step
+        with (
+            self.writer.as_default(step=global_step),
+            tf.summary.record_if(lambda: global_step % workload.SUMMARY_EVERY_STEPS == 0),
+        ):
+            self.model.train_step()  # The first call creates the optimizer's variables.
+            self.concrete = self.model.train_step.get_concrete_function()
+
+    def run_repeat(self, warmup_steps: int, steps: int) -> dict:
+        concrete = self.concrete
+        for _ in range(warmup_steps):
+            concrete()
+        result = workload.time_steps_with_cpu(concrete, steps)
+        self.writer.flush()
+        return result
 
 
 class HandWrittenTF2:
@@ -267,6 +297,7 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
         variants: dict[str, object] = {
             'bare_loop': BareLoop(workdir),
             'bare_concrete': BareConcreteLoop(workdir),
+            'concrete_record_if': ConcreteRecordIf(workdir),
             'hand_written_tf2': HandWrittenTF2(workdir),
             'compat_mts': CompatMTS(workdir),
             'v1_graph_mode': child,
@@ -332,6 +363,7 @@ def run_benchmark(steps: int, repeats: int, warmup_steps: int, count_steps: int)
         'compat_mts_over_hand_written_tf2': ratios('compat_mts', 'hand_written_tf2'),
         'compat_mts_over_v1_graph_mode': ratios('compat_mts', 'v1_graph_mode'),
         'compat_mts_over_bare_concrete': ratios('compat_mts', 'bare_concrete'),
+        'compat_mts_over_concrete_record_if': ratios('compat_mts', 'concrete_record_if'),
         'compat_mts_executions_per_run': (
             {str(count): runs for count, runs in sorted(executions_per_run.items())} if executions_per_run else None
         ),
@@ -467,6 +499,7 @@ def format_table(report: dict) -> str:
         ('compat_mts_over_hand_written_tf2', 'compat_mts / hand-written TF2:       '),
         ('compat_mts_over_v1_graph_mode', 'compat_mts / v1 graph mode:          '),
         ('compat_mts_over_bare_concrete', 'compat_mts / bare concrete function: '),
+        ('compat_mts_over_concrete_record_if', 'compat_mts / concrete under record_if:'),
     ):
         ratios = report[key]
         lines.append(f'{label} {ratios["mean"]:.3f}   (p50: {ratios["p50"]:.3f}, CPU: {ratios["cpu"]:.3f})')
@@ -541,6 +574,10 @@ def main(argv: list[str] | None = None) -> None:
         format_table(report),
         args.out,
     )
+    missed = [f'{key} {report[key]["mean"]:.3f} > {goal}' for key, goal in GOALS.items() if report[key]['mean'] > goal]
+    if missed:
+        print(f'Goal missed (ratio of means): {"; ".join(missed)}', file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == '__main__':

@@ -4,7 +4,7 @@ The names are those of `tf.compat.v1.train` for this feature, with the same sign
 plus the eager extras `set_global_step`, `reset_global_step`, `reset`, `STALE_GLOBAL_STEP`, `repeat_steps`, the
 `keras` adapters, `estimator` (v1's `tf.estimator` on the eager session) and `parameter_server_strategy` (v1's
 ps/worker programs on `tf.distribute.ParameterServerStrategy`). `compat_mts.hooks` re-exports the
-built-in hooks under the same names.
+built-in hooks under the same names; `compat_mts.distribute` says what a session does in a cluster.
 
 Log lines go through TensorFlow's `tensorflow` logger (`tf.compat.v1.logging`) with v1's formats, so
 `tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)` shows them where v1 programs showed theirs.
@@ -51,6 +51,7 @@ _EXPORTS = {
     'StepContext': 'compat_mts.monitored_session',
     'WorkerSessionCreator': 'compat_mts.session_creators',
     'Scaffold': 'compat_mts.scaffold',
+    'Supervisor': 'compat_mts.supervisor',
     'HookCapabilities': 'compat_mts.session_run_hook',
     'SessionRunArgs': 'compat_mts.session_run_hook',
     'SessionRunContext': 'compat_mts.session_run_hook',
@@ -68,7 +69,7 @@ _EXPORTS = {
     'DamagedCheckpointsError': 'compat_mts.checkpoints',
     'CheckpointDirectoryInUseError': 'compat_mts.checkpoints',
 }
-_SUBMODULES = ('estimator', 'hooks', 'keras', 'legacy')
+_SUBMODULES = ('distribute', 'estimator', 'hooks', 'keras', 'legacy', 'slim_learning')
 
 # TensorFlow's C++ start-up lines stay off stderr (COMPAT_MTS_SHOW_TF_STARTUP=1 shows them): see _quiet_start.
 importlib.import_module('compat_mts._quiet_start').install()
@@ -102,6 +103,7 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     from compat_mts.parameter_server import parameter_server_strategy, ParameterServerError
     from compat_mts.program import reset
     from compat_mts.scaffold import Scaffold
+    from compat_mts.supervisor import Supervisor
     from compat_mts.session_creators import ChiefSessionCreator, SessionCreator, WorkerSessionCreator
     from compat_mts.session_run_hook import (
         HookCapabilities,
@@ -112,7 +114,7 @@ if TYPE_CHECKING:  # What IDEs and type checkers see; `__getattr__` imports the 
     )
     from compat_mts.steps import repeat_steps, RepeatedStep
     from compat_mts.training_session import MonitoredTrainingSession, USE_DEFAULT
-    from compat_mts import estimator, hooks, keras, legacy
+    from compat_mts import distribute, estimator, hooks, keras, legacy, slim_learning
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,8 @@ What is covered depends on the order of the imports:
   cuInit error is still hidden.
 
 `COMPAT_MTS_SHOW_TF_STARTUP=1` in the environment turns this off (everything TensorFlow writes is shown).
-The `compat-mts` commands keep their own, stricter quiet start (`--verbose` shows it all).
+The `compat-mts` commands import TensorFlow under `quiet_tensorflow_import`, the same filter with TensorFlow's
+C++ log level raised too (`--verbose` shows it all).
 """
 
 from __future__ import annotations
@@ -79,6 +80,24 @@ def start_up_lines_filtered() -> Iterator[None]:
             rest = filter_start_up_lines(caught.read())
             if rest:
                 os.write(2, rest)
+
+
+@contextlib.contextmanager
+def quiet_tensorflow_import(verbose: bool = False) -> Iterator[None]:
+    """Keeps TensorFlow's start-up lines off the terminal while the block imports it, unless `verbose`.
+
+    The `compat-mts` commands import TensorFlow in such a block: the C++ log level is raised to 3 (fatal only,
+    unless TF_CPP_MIN_LOG_LEVEL is set) and the lines TensorFlow still writes are filtered
+    (`start_up_lines_filtered`); any other line written then, a Python error's included, is shown after it.
+    With `verbose`, nothing is hidden: not even by the quiet start `import compat_mts` set up.
+    """
+    if verbose:
+        uninstall()
+        yield
+        return
+    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+    with start_up_lines_filtered():
+        yield
 
 
 def _look_up_devices(tensorflow: Any) -> None:

@@ -6,9 +6,11 @@ it, which costs speed (or, where said, a nicety), never an ImportError. `COMPAT_
 environment (before compat_mts is imported) turns every private path off, so that the fallbacks are tested:
 tests/test_tf_internals.py runs the core tests so.
 
-Every private TensorFlow or Keras API compat_mts uses is here, and nowhere else: no other module imports a
-`tensorflow.python` or `keras.src` module (tests/test_tf_internals.py checks the imports) or reads a private
-attribute of a TensorFlow object. What is here, by who needs it:
+Every private TensorFlow or Keras API compat_mts uses is here, but for one: TensorFlow's `tf_upgrade_v2` modules
+(`tensorflow.tools.compatibility`), which `compat_mts._tf_tools` loads without starting TensorFlow (importing this
+module would start it). No other module imports a `tensorflow.python` or `keras.src` module
+(tests/test_tf_internals.py checks the imports) or reads a private attribute of a TensorFlow object. What is
+here, by who needs it:
 
 - the session's core (`fetches`, `global_step`, `monitored_session`, `scaffold`, `summary`): eager mode, plain
   variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
@@ -24,6 +26,8 @@ attribute of a TensorFlow object. What is here, by who needs it:
   and the arguments v1's built-in hooks keep privately (their names listed in `compat_mts.estimator._hooks`,
   read by `private_attributes`). Without those a v1 built-in hook in a `model_fn` is
   left as it is, and the session refuses it naming its compat_mts twin (the program passes the twin itself);
+- `compat_mts.estimator.kmeans`: TensorFlow's k-means graph (`clustering_ops.KMeans`, no public API; without
+  it `KMeans` raises a `RuntimeError` naming scikit-learn's);
 - Keras callbacks (`compat_mts.keras`): whether a callback overrides a method; public fallback;
 - clusters: `compat_mts.distribute`'s coordination service (no public API: a multi-worker session raises a
   `RuntimeError` saying so) and whether the runtime started; `compat_mts.parameter_server`'s placement of
@@ -344,6 +348,19 @@ def in_save_context() -> bool:
     """Whether a SavedModel is being saved. Unknown without the private API: then True, which only turns off
     the direct step call (`compat_mts.fetches`)."""
     return _save_context.in_save_context() if _save_context is not None else True
+
+
+_ops = _probe(lambda: __import__('tensorflow.python.framework.ops', fromlist=['x']))
+
+
+def has_strategy() -> bool:
+    """`tf.distribute.has_strategy()`, answered from the default graph's empty strategy stack when no scope is open
+    (the usual run: the public call costs several Python calls per run)."""
+    if _ops is not None:
+        stack = getattr(_ops.get_default_graph(), '_distribution_strategy_stack', None)
+        if stack is not None and not stack:
+            return False
+    return tf.distribute.has_strategy()
 
 
 # The profiler.
@@ -867,3 +884,29 @@ def rewrite_saved_model_fingerprint(export_dir: str) -> None:
         return
     with tf.io.gfile.GFile(path, 'wb') as file:
         file.write(_saved_model_fingerprinting.CreateFingerprintDef(export_dir))
+
+
+def _clustering_ops_module():
+    from tensorflow.python.ops import clustering_ops
+
+    clustering_ops.KMeans.training_graph  # Moved: None.
+    return clustering_ops
+
+
+_clustering_ops = _probe(_clustering_ops_module)
+
+
+def clustering_ops() -> Any:
+    """TensorFlow's `clustering_ops` (v1's k-means graph on the `KmeansPlusPlusInitialization` and
+    `NearestNeighbors` kernels, what TF 2.15's `KMeans` Estimator built); no public API has it.
+
+    Raises:
+      RuntimeError: this TensorFlow has no `clustering_ops.KMeans` (or private APIs are off), naming the successor.
+    """
+    if _clustering_ops is None:
+        raise RuntimeError(
+            'compat_mts.estimator.experimental.KMeans needs tensorflow.python.ops.clustering_ops.KMeans, which this '
+            'TensorFlow does not have (or COMPAT_MTS_NO_PRIVATE_TF is set); use sklearn.cluster.KMeans '
+            '(pip install scikit-learn) instead.'
+        )
+    return _clustering_ops

@@ -68,7 +68,33 @@ class CheckpointMismatchError(RuntimeError):
     Raised when the checkpoint lacks variables of the program, or holds one with another shape or dtype. A
     session does not fall back to an older checkpoint of the directory (all would mismatch, and it would
     start afresh over them); it stops, as v1's `Saver.restore` did.
+
+    The message says what does not fit, then what to give instead, in the words of the argument the user gave
+    the directory as: a session's `checkpoint_dir`, an Estimator's `model_dir` (`naming`).
+
+    Args:
+      problem: what does not fit, in sentences.
+      partial: whether restoring what matches (`allow_partial_restore=True`) is a way out.
+      owner: who was given the directory, for the advice ("the session").
+      argument: the argument it was given as (`checkpoint_dir`).
     """
+
+    def __init__(
+        self, problem: str, *, partial: bool = False, owner: str = 'the session', argument: str = 'checkpoint_dir'
+    ):
+        self.problem = problem
+        self.partial = partial
+        advice = f"Give {owner} an empty {argument} or the program's own"
+        if partial:
+            advice += (
+                ', or, to restore what matches and keep the rest as it is, pass '
+                'compat_mts.Scaffold(..., allow_partial_restore=True)'
+            )
+        super().__init__(f'{problem} {advice}.')
+
+    def naming(self, owner: str, argument: str) -> 'CheckpointMismatchError':
+        """The same error, its advice for the directory given to `owner` as `argument`."""
+        return CheckpointMismatchError(self.problem, partial=self.partial, owner=owner, argument=argument)
 
 
 class DamagedCheckpointsError(RuntimeError):
@@ -207,7 +233,7 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, allow_partial: bool =
             raise
         raise CheckpointMismatchError(
             f"The checkpoint {path} does not fit the program's variables ({_first_lines(str(error), 1)}); it was "
-            "written by another program. Give the session an empty checkpoint_dir or the program's own."
+            'written by another program.'
         ) from None
     _check_matched(status, path, allow_partial)
     _verify_values_read_later(reader, status, path)
@@ -254,9 +280,8 @@ def _check_matched(status, path: str, allow_partial: bool) -> None:
         if names and not allow_partial:
             raise CheckpointMismatchError(
                 f'The checkpoint {path} does not hold these variables of the program: {_listed(names)}. It was '
-                f'written by another program (it holds {_listed(_names_in(path))}). Give the session an empty '
-                "checkpoint_dir or the program's own, or, to restore what matches and keep the rest as it is, "
-                'pass compat_mts.Scaffold(..., allow_partial_restore=True).'
+                f'written by another program (it holds {_listed(_names_in(path))}).',
+                partial=True,
             ) from None
         if names and allow_partial:
             logging.warning(

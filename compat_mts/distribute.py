@@ -50,6 +50,8 @@ from compat_mts import parameter_server
 from compat_mts import program as program_lib
 from compat_mts import validation
 
+__all__ = ['ClusterError']  # The rest is the sessions' (the module's page is its docstring and this error).
+
 _TARGET = re.compile(r'^grpc://([^\s:/]+):(\d{1,5})$')
 REMOTE_DEVICE = '/job:worker/replica:0/task:0'
 """Where the steps of a session with a `grpc://` master run: the task of the server it connected to."""

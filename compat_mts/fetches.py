@@ -14,6 +14,12 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 | None | None |
 
 Only what was fetched is copied to the host: a step output nobody asked for stays a tensor.
+
+The usual runs take fast paths (a `tf.function` step called directly, with the stale global step read in its own
+call; a legacy graph's fetches planned once), and the session skips the idle hooks whose `before_run` only asks
+for the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the environment (read at import), or `FAST_PATHS = False`
+on this module before a session is made, forces the general path for every run and has the session call every
+hook on every run: what the fast paths are tested against (tests/test_general_fetch_path.py).
 """
 
 from __future__ import annotations
@@ -30,6 +36,15 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts import global_step as global_step_lib
 from compat_mts import program as program_lib
 from compat_mts import validation
+
+
+FAST_PATHS: bool = os.environ.get('COMPAT_MTS_GENERAL_FETCH_PATH', '') in ('', '0')
+"""Whether runs take the fast paths; False (or `COMPAT_MTS_GENERAL_FETCH_PATH=1`) forces the general one."""
+
+
+def fast_paths() -> bool:
+    """Whether runs take the fast paths (`FAST_PATHS`), and sessions made now skip idle hooks."""
+    return FAST_PATHS
 
 
 class _StaleGlobalStep:
@@ -122,9 +137,14 @@ def register_graph_runner(runner: GraphRunner) -> None:
 
 
 def unregister_graph_runner(runner: GraphRunner) -> None:
-    """Makes `runner`'s graph no longer fetchable: a newer runner replaces it, or the program is done with it."""
+    """Makes `runner`'s graph no longer fetchable: a newer runner replaces it, or the program is done with it.
+
+    The plans made for it go too, so that nothing here keeps the runner (its graph and functions) alive.
+    """
     if runner in _graph_runners:
         _graph_runners.remove(runner)
+    for key in [key for key, plan in _graph_only_plans.items() if getattr(plan, 'runner', None) is runner]:
+        del _graph_only_plans[key]
 
 
 def graph_runners() -> list[GraphRunner]:
@@ -173,11 +193,6 @@ class SessionState:
         self.last_step: Any = None
         self.last_step_kwargs: dict | None = None
         self.step_at_eager_fetch: int | None = None
-
-    def forget_last_step(self) -> None:
-        """Called when the session is (re)created: its graph is that of the steps it runs from now on."""
-        self.last_step = None
-        self.last_step_kwargs = None
 
     def given(self, runner: GraphRunner) -> None:
         """Records that a run of the session was given a tensor, op or placeholder of `runner`'s graph."""
@@ -455,6 +470,20 @@ def _raise_for_an_events_file(error: tf.errors.OpError) -> None:
     ) from error
 
 
+def _refuse_a_keras_model(fetch: Any) -> None:
+    """Raises a TypeError saying what a step is when `fetch`, whose call failed, is a Keras model."""
+    model = validation.keras_class_of(fetch, 'Model')
+    if model is not None:
+        raise TypeError(
+            f'The fetch is a Keras model ({model}), and a Keras model is not a step: calling it needs inputs and '
+            'trains nothing. A step is a callable that trains one batch, e.g. a tf.function that calls the model, '
+            'computes the loss, applies the gradients and increments the global step '
+            "(global_step.assign_add(1)), and returns {'loss': loss}: session.run(train_step). To train the "
+            'model with model.fit instead, give it the hooks as one callback: '
+            'model.fit(..., callbacks=[compat_mts.keras.HooksCallback(hooks)]).'
+        ) from None
+
+
 def _is_tf_function(value: Any) -> bool:
     return isinstance(value, tf.types.experimental.PolymorphicFunction)
 
@@ -508,12 +537,12 @@ class Run:
         """Runs the callables, then resolves every request; returns one result per request."""
         if self._kwargs:
             _check_step_arguments(self._requests[0], self._kwargs)
-        results = self._execute_step_only()
+        results = self._execute_step_only() if FAST_PATHS else None
         if results is not None:
             return results
         if self._session_step and not self._kwargs and not _is_callable_fetch(self._requests[0]):
             _refuse_outputs_of_a_called_step(self._requests[0], self._global_step, self._state)
-        if _graph_runners and not self._kwargs:
+        if _graph_runners and not self._kwargs and FAST_PATHS:
             results = self._execute_graph_only()
             if results is not None:
                 return results
@@ -636,14 +665,18 @@ class Run:
                 if not _is_callable_fetch(leaf) or id(leaf) in self._outputs:
                     continue
                 direct = _direct_step(leaf) if index == 0 and not self._kwargs else None
-                if direct is not None:
-                    output = self._call_direct(leaf, direct)
-                elif index == 0:
-                    self._record_step(leaf)
-                    output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
-                else:
-                    self._state.step_at_eager_fetch = None  # A hook's callable may move the global step.
-                    output = leaf()
+                try:
+                    if direct is not None:
+                        output = self._call_direct(leaf, direct)
+                    elif index == 0:
+                        self._record_step(leaf)
+                        output = leaf(**(_as_feeds(self._kwargs) if _is_tf_function(leaf) else self._kwargs))
+                    else:
+                        self._state.step_at_eager_fetch = None  # A hook's callable may move the global step.
+                        output = leaf()
+                except TypeError:  # Only when the call failed: a Keras model gets a message of its own.
+                    _refuse_a_keras_model(leaf)
+                    raise
                 self._outputs[id(leaf)] = output
                 if isinstance(output, dict):
                     self._named.update(output)
@@ -920,7 +953,7 @@ def _direct_step(step: Any) -> _DirectStep | None:
     The first call of a step goes through its `tf.function` alone: it may create variables, which a
     `tf.function` allows on its first call only.
     """
-    if not isinstance(step, tf.types.experimental.PolymorphicFunction):
+    if not FAST_PATHS or not isinstance(step, tf.types.experimental.PolymorphicFunction):
         return None
     direct = _direct_steps.get(id(step))
     if direct is not None and direct.is_for(step):
@@ -936,7 +969,7 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 
 
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
-_has_strategy = tf.distribute.has_strategy
+_has_strategy = tf_internals.has_strategy
 _in_save_context = tf_internals.in_save_context
 
 

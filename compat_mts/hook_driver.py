@@ -71,9 +71,12 @@ class HookDriver:
       hooks: the `SessionRunHook`s, already checked (`validation.check_hooks`).
       scheduled: whether to skip the hooks that say (`idle_until`) they will not act on a run; the run's stale
         global step must then be known before it (`select`).
+      decide_after_run: the session's schedule instead (`HookSchedule`'s after-run mode): only the idle hooks whose
+        `before_run` only asks for the stale step are skipped, decided once the run gave its stale step
+        (`select_before_run`, then `select_after_run`).
     """
 
-    def __init__(self, hooks: Sequence, scheduled: bool = False):
+    def __init__(self, hooks: Sequence, scheduled: bool = False, decide_after_run: bool = False):
         self.hooks = tuple(hooks)
         # Only these are called around runs; the positions of `select`, `late` and requests are theirs.
         self.run_hooks = tuple(hook for hook in self.hooks if acts_around_runs(hook))
@@ -81,6 +84,14 @@ class HookDriver:
         # A schedule only where some hook may be skipped: without `idle_until` every hook is called on every run.
         may_idle = any(capability(hook, 'idle_until') is not None for hook in self.run_hooks)
         self._schedule = HookSchedule(self.run_hooks) if scheduled and may_idle else None
+        deferrable = any(
+            capability(hook, 'idle_until') is not None and capability(hook, 'reads_clock_after_run') is True
+            for hook in self.run_hooks
+        )
+        if decide_after_run and deferrable and not scheduled:
+            self._schedule = HookSchedule(self.run_hooks, decide_after_run=True)
+        # Whether the run's stale step must be read for `select_after_run` (the session then fetches it).
+        self.decides_after_run = decide_after_run and deferrable and not scheduled
         self._every_position = tuple(range(len(self.run_hooks)))
         self._no_options = _RunOptions()  # The options of runs without any; no hook's are merged into it.
         self.requests: list = []
@@ -93,9 +104,12 @@ class HookDriver:
     # Creation and close.
 
     def set_steps_per_run(self, steps_per_run: int) -> None:
-        """Tells every hook that offers `set_steps_per_run` how many steps each run now goes."""
+        """Tells every hook that offers `set_steps_per_run` how many steps each run now goes; a schedule starts
+        afresh (what the hooks promised counted the former steps per run)."""
         for setter in self._steps_per_run_setters:
             setter(steps_per_run)
+        if self._schedule is not None:
+            self._schedule.reset()
 
     def begin(self) -> None:
         """Every hook's `begin()`, in order."""
@@ -122,6 +136,21 @@ class HookDriver:
         if self._schedule is None:
             return self._every_position
         return self._schedule.select(stale_step)
+
+    def select_before_run(self) -> Sequence[int]:
+        """The positions of the hooks to call before the run that starts now, its stale step unknown (every one's
+        without an after-run schedule)."""
+        self._started = False
+        if not self.decides_after_run:
+            return self._every_position
+        return self._schedule.select_before_run()
+
+    def select_after_run(self, stale_step: int) -> list[int]:
+        """With an after-run schedule, the positions of the hooks `select_before_run` skipped that act on this run
+        after all (its stale step is `stale_step`): call `before_run_late` with them, then `after_run`."""
+        if not self.decides_after_run:
+            return []
+        return self._schedule.select_after_run(stale_step)
 
     @property
     def called(self) -> Sequence[int]:

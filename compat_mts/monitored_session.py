@@ -52,16 +52,22 @@ __all__ = [
 ]
 
 _PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
-_HOOKS_GRAPH: contextvars.ContextVar[tf.Graph | None] = contextvars.ContextVar('hooks_graph', default=None)
+# v1's tf.Session said the first sentence; its MonitoredSession raised an AttributeError of None instead.
+_CLOSED = (
+    'Attempted to use a closed Session. This session was closed (its `with` block ended, or close() was called) '
+    'and runs nothing more; run the steps inside the `with` block, or create a new session.'
+)
+_HOOKS_GRAPH: contextvars.ContextVar[Any] = contextvars.ContextVar('hooks_graph', default=None)
 
 
 @contextlib.contextmanager
-def hooks_begin_in(graph: tf.Graph):
-    """The sessions created in this block call their hooks' `begin()` with `graph` as the default graph.
+def hooks_begin_in(graph: Any):
+    """The sessions created in this block call their hooks' `begin()` inside `graph.as_default()`.
 
     v1's Estimator created its session inside the graph its `model_fn` built, so a hook's `begin()` found the
     graph's global step there (`tf.compat.v1.train.get_global_step()`) and could add ops to it; compat_mts's
-    Estimator wraps that graph, and creates its sessions in this block.
+    Estimator wraps that graph, and creates its sessions in this block with the `WrappedGraph`, whose
+    `as_default()` opens the plain graph for the new ops and makes them runnable.
     """
     token = _HOOKS_GRAPH.set(graph)
     try:
@@ -112,8 +118,12 @@ class _MonitoredSession:
         self._hooks = validation.check_hooks(hooks)
         # Chosen once (ARCHITECTURE.md, "The deployment seam"); refined only when a `grpc://` master connects.
         self._deployment = deployment_lib.current()
-        self._driver = HookDriver(self._hooks)  # Every hook on every run (ARCHITECTURE.md, "The hook-driver seam").
-        self._steps_per_run = steps_lib.StepsPerRun(self._hooks, graph_steps_per_run=self._deployment.steps_per_run)
+        # Idle hooks whose `before_run` only asks for the stale step are decided after the run, the others called on
+        # every run (ARCHITECTURE.md, "The hook-driver seam"); every hook on every run on the general path.
+        self._driver = HookDriver(self._hooks, decide_after_run=fetches_lib.fast_paths())
+        self._steps_per_run = steps_lib.StepsPerRun(
+            self._hooks, graph_steps_per_run=self._deployment.steps_per_run, tell_hooks=self._driver.set_steps_per_run
+        )
         self._creator = session_creator or ChiefSessionCreator()
         self._should_recover = should_recover and self._deployment.recovers
         self._stop_grace_period_secs = stop_grace_period_secs
@@ -271,13 +281,16 @@ class _MonitoredSession:
         """Runs `fetches` with every hook's fetches in one execution and returns them as NumPy.
 
         See `compat_mts.fetches` for what a fetch is. Raises v1's RuntimeError when called after
-        `should_stop()` became True through a hook.
+        `should_stop()` became True through a hook, and `RuntimeError('Attempted to use a closed Session. ...')`
+        after the session was closed (its `with` block ended): nothing is run then.
         """
         if not self._should_recover:
             return self._coordinated_run(fetches, feed_dict, options, run_metadata)
         while True:
             try:
                 if self._raw is None:
+                    if self._closed:  # Never recreated to run a step outside its `with` block.
+                        raise RuntimeError(_CLOSED)
                     self._create()
                 return self._coordinated_run(fetches, feed_dict, options, run_metadata)
             except _PREEMPTION_ERRORS as error:
@@ -294,7 +307,7 @@ class _MonitoredSession:
 
     def _coordinated_run(self, fetches, feed_dict, options, run_metadata) -> Any:
         if self._raw is None:
-            raise RuntimeError('Session is already closed.' if self._closed else 'Run called on a closed session.')
+            raise RuntimeError(_CLOSED if self._closed else 'Run called on a closed session.')
         try:
             results = self._deployment.run(self._hooked_run, fetches, feed_dict, options, run_metadata)
             if self._deployment.agrees:  # The workers of a cluster stop after the same run.
@@ -321,7 +334,12 @@ class _MonitoredSession:
         self._steps_per_run.prepare(fetches)
         context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._raw)
         driver = self._driver
+        driver.select_before_run()
         requests, feeds = driver.before_run(context, fetches, feed_dict, options)
+        stale_position = driver.stale_position
+        if stale_position is None and driver.decides_after_run:  # The skipped hooks are decided on the stale step.
+            stale_position = len(requests)
+            requests = [*requests, fetches_lib.STALE_GLOBAL_STEP]
         try:
             results = fetches_lib.Run(
                 requests, feeds, self._global_step, session_step=True, state=self._state
@@ -329,11 +347,25 @@ class _MonitoredSession:
         except (tf.errors.OutOfRangeError, StopIteration):
             self._take_back_the_increment_of_a_step_without_data()
             raise
-        if driver.stale_position is not None:
-            self._last_stale_step = results[driver.stale_position]
+        if stale_position is not None:
+            self._last_stale_step = stale = results[stale_position]
+            late = driver.select_after_run(stale)
+            if late:
+                self._run_late_hooks(context, late, results, stale)
         driver.after_run(context, results, run_metadata)
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
         return results[0]
+
+    def _run_late_hooks(self, context: SessionRunContext, late: list[int], results: list, stale: int) -> None:
+        """The `before_run` of the hooks decided after the run, their requests resolved into `results`.
+
+        They ask for the stale step (`reads_clock_after_run`); anything else they ask for is run on the raw session.
+        """
+        driver = self._driver
+        del results[len(driver.requests) :]  # The stale step fetched for the decision alone.
+        driver.before_run_late(context, late, refuse_feeds='it was called after the run (reads_clock_after_run).')
+        for request in driver.requests[len(results) :]:
+            results.append(stale if request is fetches_lib.STALE_GLOBAL_STEP else self._raw.run(request))
 
     def _take_back_the_increment_of_a_step_without_data(self) -> None:
         """Undoes the global-step increment of a step whose input ran out, as v1's step never made it.
@@ -383,6 +415,8 @@ class _MonitoredSession:
         while True:
             try:
                 if self._raw is None:
+                    if self._closed:
+                        raise RuntimeError(_CLOSED)
                     self._create()
                 context = StepContext(self._raw, self._run_without_recovery)
                 return step_fn(context)

@@ -11,9 +11,9 @@ PREMADE_ESTIMATORS = {
     'BaselineClassifier': 'a Keras model with one bias (tf.keras.layers.Dense on constant input) and model.fit',
     'BaselineEstimator': 'a Keras model with one bias and model.fit',
     'BaselineRegressor': 'a Keras model with one bias and model.fit',
-    'BoostedTreesClassifier': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'BoostedTreesEstimator': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
-    'BoostedTreesRegressor': 'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)',
+    'BoostedTreesClassifier': 'YDF (pip install ydf; ydf.GradientBoostedTreesLearner)',
+    'BoostedTreesEstimator': 'YDF (pip install ydf; ydf.GradientBoostedTreesLearner)',
+    'BoostedTreesRegressor': 'YDF (pip install ydf; ydf.GradientBoostedTreesLearner)',
     'DNNClassifier': 'tf.keras.Sequential of Dense layers ending in Dense(n_classes), compiled with '
     'SparseCategoricalCrossentropy(from_logits=True), and model.fit',
     'DNNEstimator': 'tf.keras.Sequential of Dense layers and model.fit',
@@ -35,8 +35,10 @@ PREMADE_ESTIMATORS = {
 
 # What tf.estimator had and compat_mts.estimator does not, with the successor to use instead.
 _BOOSTED_TREES = (
-    'TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel): TF 2.21 still has the boosted-trees '
-    'kernels, but not the quantile and ensemble resources tf.estimator trained them with'
+    'YDF (pip install ydf; ydf.GradientBoostedTreesLearner(label=...).train(data), data a dict of NumPy arrays or '
+    'a pandas DataFrame): TensorFlow Decision Forests 1.12, the newest, requires tensorflow==2.19.0 and does not '
+    "install beside TF 2.21; TF 2.21 has the boosted-trees ensemble and quantile ops, but not tf.estimator's "
+    'training loop on them (migration_guide/estimator.md)'
 )
 NOT_PROVIDED = {
     'BoostedTreesClassifier': _BOOSTED_TREES,

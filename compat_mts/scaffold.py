@@ -65,8 +65,12 @@ def check_saver(saver: Any, argument: str = 'saver') -> None:
         if saver.saver_def is None:  # Built eagerly: it needs a tf.compat.v1.Session to save.
             raise TypeError(_V1_SAVER_MESSAGE.format(argument=argument, reason=' built eagerly'))
         return
+    hint = ''
+    if validation.keras_class_of(saver, 'Model') is not None or isinstance(saver, tf.Module):
+        hint = f' To checkpoint the model, give a checkpoint of it: {argument}=tf.train.Checkpoint(model=model).'
     raise TypeError(
         f'`{argument}` must be a tf.train.Checkpoint or a tf.train.CheckpointManager, got {type(saver).__name__}.'
+        + hint
     )
 
 
@@ -81,6 +85,17 @@ def check_scaffold(scaffold: Any) -> None:
         )
     if isinstance(scaffold, type) and issubclass(scaffold, Scaffold):
         raise TypeError(validation.class_message('scaffold', scaffold, verb='is'))
+    if isinstance(scaffold, tf.train.Checkpoint):
+        raise TypeError(
+            '`scaffold` must be a compat_mts.Scaffold, got a tf.train.Checkpoint. A Scaffold takes it as its saver: '
+            'scaffold=compat_mts.Scaffold(saver=checkpoint).'
+        )
+    if validation.keras_class_of(scaffold, 'Model') is not None or isinstance(scaffold, tf.Module):
+        raise TypeError(
+            f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}, the model. To checkpoint '
+            'the model, give the Scaffold a checkpoint of it: '
+            'scaffold=compat_mts.Scaffold(saver=tf.train.Checkpoint(model=model)).'
+        )
     raise TypeError(f'`scaffold` must be a compat_mts.Scaffold, got {type(scaffold).__name__}.')
 
 

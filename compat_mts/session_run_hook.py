@@ -218,17 +218,31 @@ class HookSchedule:
     `before_run`, then `after_run`); `ran()` after the `after_run`s; `reset()` when the session is created again
     or the steps per run change. `compat_mts.hook_driver.HookDriver` does all this when it has a schedule.
 
-    `keras.HooksCallback`'s driver has one; the session's does not: the session's stale step is read inside the
-    step's own call and known only after the run, so choosing the hooks before it would take a read between two
-    steps (dearer than the calls it saves) or a count on the host, which a program that runs something other than
-    its train step would falsify (ARCHITECTURE.md, "The hook-driver seam").
+    `keras.HooksCallback`'s driver uses `select`. The session's stale step is read inside the step's own call and
+    known only after the run (choosing the hooks before it would take a read between two steps, dearer than the
+    calls it saves, or a count on the host, which a program that runs something other than its train step would
+    falsify), so its driver's schedule is in after-run mode (`decide_after_run`): `select_before_run()` calls every
+    hook but the idle `reads_clock_after_run` ones, whose `before_run` only asks for the stale step, and
+    `select_after_run(stale_step)`, with the run's stale step, gives those of them that act on the run after all
+    (`select`'s rule), to call late; the other hooks are called on every run (ARCHITECTURE.md, "The hook-driver
+    seam").
+
+    Args:
+      hooks: the hooks, in order.
+      decide_after_run: the session's mode: only idle `reads_clock_after_run` hooks are skipped, decided after
+        the run.
     """
 
-    def __init__(self, hooks: Sequence):
+    def __init__(self, hooks: Sequence, decide_after_run: bool = False):
         self._hooks = tuple(hooks)
         self._idle_until = [capability(hook, 'idle_until') for hook in self._hooks]
         self._catch_up = [capability(hook, 'catch_up') for hook in self._hooks]
         self._late = [capability(hook, 'reads_clock_after_run') is True for hook in self._hooks]
+        # After-run mode (the session's): only these may be skipped, decided once the run's stale step is known.
+        self._decide_after_run = decide_after_run
+        self._deferrable = [
+            decide_after_run and late and idle is not None for late, idle in zip(self._late, self._idle_until)
+        ]
         self.reset()
 
     def reset(self) -> None:
@@ -251,6 +265,45 @@ class HookSchedule:
             (promise[1] for promise, late in zip(promises, self._late) if promise is not None and late),
             default=math.inf,
         )
+        deferred = [promise is not None and deferrable for promise, deferrable in zip(promises, self._deferrable)]
+        self._before_run = [index for index, skipped in enumerate(deferred) if not skipped]
+        self._deferred = [index for index, skipped in enumerate(deferred) if skipped]
+        self._deferred_wake_step = min((promises[index][0] for index in self._deferred), default=math.inf)
+        self._deferred_wake_time = min((promises[index][1] for index in self._deferred), default=math.inf)
+
+    def select_before_run(self) -> list[int]:
+        """After-run mode: the positions of the hooks to call before the run that starts now, whose stale step is
+        not known yet: every hook except the idle ones whose `before_run` only asks for the stale step
+        (`reads_clock_after_run`); `select_after_run` decides on those once the run has given its stale step."""
+        self._run += 1
+        for index in self._before_run:
+            self._last_called[index] = self._run
+        self._selected = list(self._before_run)
+        return self._selected
+
+    def select_after_run(self, stale_step: int) -> list[int]:
+        """After-run mode: the positions of the idle hooks `select_before_run` left out that act on this run after
+        all, now that its stale step is known (`select`'s rule); call their `before_run`, then every `after_run`."""
+        previous, self._previous_stale = self._previous_stale, stale_step
+        self._stale_before = previous
+        deferred = self._deferred
+        if not deferred or (
+            previous is not None
+            and previous < stale_step < self._deferred_wake_step
+            and (self._deferred_wake_time == math.inf or time.time() < self._deferred_wake_time)
+        ):
+            return []
+        now = time.time() if self._deferred_wake_time != math.inf else 0.0
+        late = []
+        for index in deferred:
+            promise = self._promises[index]
+            if previous is not None and previous < stale_step < promise[0] and now < promise[1]:
+                continue
+            self._call(index, previous)
+            late.append(index)
+        if late:
+            self._selected = sorted(self._selected + late)
+        return late
 
     def select(self, stale_step: int) -> list[int]:
         """The positions (in `hooks`, in order) of the hooks to call around the run that starts now."""
@@ -309,7 +362,12 @@ class HookSchedule:
         """Asks the hooks called on this run, after their `after_run`, when they next need a run."""
         if not self._selected:
             return
-        idle_until = self._idle_until
+        idle_until, promises, changed = self._idle_until, self._promises, False
         for index in self._selected:
-            self._promises[index] = idle_until[index]() if idle_until[index] is not None else None
-        self._update_bounds()
+            if idle_until[index] is None or (self._decide_after_run and not self._deferrable[index]):
+                continue  # Called on every run whatever it says (in after-run mode, all but the deferrable).
+            promise = idle_until[index]()
+            if promise != promises[index]:
+                promises[index], changed = promise, True
+        if changed:
+            self._update_bounds()

@@ -176,8 +176,9 @@ class StepsPerRun:
     costs one scan of its fetches.
     """
 
-    def __init__(self, hooks: Sequence, graph_steps_per_run: int = 1):
-        self._tell_hooks = hook_driver.steps_per_run_setters(hooks)
+    def __init__(self, hooks: Sequence, graph_steps_per_run: int = 1, tell_hooks: Callable[[int], None] | None = None):
+        # `tell_hooks(K)`: the session's driver's `set_steps_per_run`, which also restarts its schedule.
+        self._tell_hooks = [tell_hooks] if tell_hooks is not None else hook_driver.steps_per_run_setters(hooks)
         self._stop_hooks = last_step_hooks(hooks)
         self._announced = 1
         # The steps of a run without a `RepeatedStep`: K on the chief of a parameter-server cluster, whose

@@ -145,11 +145,41 @@ def ensure_writable_directory(directory: str, argument: str, *, reserve: int = E
     directory = os.path.expanduser(directory)
     check_directory_path(directory, argument, reserve=reserve)
     try:
-        tf.io.gfile.makedirs(directory)
-    except (tf.errors.OpError, OSError) as error:
+        if '://' in directory:
+            tf.io.gfile.makedirs(directory)
+        else:  # The OSError names the part of the path that failed, and why.
+            os.makedirs(directory, exist_ok=True)
+    except tf.errors.OpError as error:
         raise PermissionError(f'`{argument}` {directory!r} cannot be created: {error}') from error
+    except OSError as error:
+        raise PermissionError(_cannot_create(directory, argument, error)) from error
     if '://' not in directory and not os.access(directory, os.W_OK):
         raise PermissionError(f'`{argument}` {directory!r} is not writable.')
+
+
+# Why making a directory in an existing one fails, by errno, in words.
+_CREATE_PROBLEMS = {
+    errno.EACCES: 'this user may not write in {parent!r}',
+    errno.EPERM: '{parent!r} does not allow new directories',
+    errno.EROFS: '{parent!r} is on a read-only file system',
+    errno.ENOSPC: 'the file system of {parent!r} is full',
+    errno.EDQUOT: "this user's disk quota on {parent!r} is used up",
+    # mkdir in a virtual file system (/proc) that has no such entry: the directory is not missing, the
+    # file system makes none.
+    errno.ENOENT: '{parent!r} does not allow new directories (a virtual file system, such as /proc)',
+}
+
+
+def _cannot_create(directory: str, argument: str, error: OSError) -> str:
+    """The message for `directory` that `os.makedirs` could not create: which part failed, and why."""
+    failed = error.filename if isinstance(error.filename, str) else directory
+    parent = os.path.dirname(os.path.abspath(failed))
+    problem = _CREATE_PROBLEMS.get(error.errno, '{parent!r} refused it').format(parent=parent)
+    where = '' if os.path.abspath(failed) == os.path.abspath(directory) else f' (at {failed!r})'
+    return (
+        f'`{argument}` {directory!r} cannot be created{where}: {problem} ({error.strerror}). Give a directory '
+        'that can be created and written, or create this one with write permission first.'
+    )
 
 
 def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:

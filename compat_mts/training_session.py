@@ -62,6 +62,15 @@ def _enabled(steps, secs) -> bool:
     return bool((steps and steps > 0) or (secs and secs > 0))
 
 
+def _check_pair(steps, secs, steps_argument: str, secs_argument: str) -> None:
+    """v1's error for both of a pair given to one hook's timer, followed by the arguments the user gave."""
+    if steps is not None and secs is not None:
+        raise ValueError(
+            f'Can not provide both every_secs and every_steps. MonitoredTrainingSession got {secs_argument}={secs!r} '
+            f'and {steps_argument}={steps!r}: give one of them, and None for the other.'
+        )
+
+
 def MonitoredTrainingSession(
     master: str = '',
     is_chief: bool = True,
@@ -85,8 +94,8 @@ def MonitoredTrainingSession(
     Every argument is validated before anything is created or written. Then, as in v1:
 
     - summaries default to every 100 steps and checkpoints to every 600 seconds when both of a pair are
-      left as `USE_DEFAULT`; a pair given as `0`/`None` is off; both of a pair > 0 raises
-      `ValueError('Can not provide both every_secs and every_steps.')`;
+      left as `USE_DEFAULT`; a pair given as `0`/`None` is off; both of a pair given (not None), one > 0, raises
+      v1's `ValueError('Can not provide both every_secs and every_steps.')`, followed by the two arguments;
     - the chief's hooks are `chief_only_hooks + [StepCounterHook, SummarySaverHook, CheckpointSaverHook]
       (each if enabled) + hooks`, with `summary_dir` defaulting to `checkpoint_dir`; the session restores
       the latest checkpoint of `checkpoint_dir`, else runs `scaffold.init_fn`;
@@ -180,20 +189,23 @@ def MonitoredTrainingSession(
     cluster = deployment.cluster
     if cluster is not None:
         is_chief = distribute.resolve_is_chief(is_chief, cluster)
+    saves_checkpoints = bool(checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs))
+    checkpoint_hook = None
+    if saves_checkpoints and (is_chief or cluster is not None):  # The one default CheckpointSaverHook.
+        _check_pair(save_checkpoint_steps, save_checkpoint_secs, 'save_checkpoint_steps', 'save_checkpoint_secs')
+        checkpoint_hook = CheckpointSaverHook(
+            checkpoint_dir,
+            save_steps=save_checkpoint_steps,
+            save_secs=save_checkpoint_secs,
+            scaffold=scaffold,
+            save_graph_def=save_graph_def,
+        )
     if not is_chief:
         worker_hooks = hooks
         if cluster is not None:  # Saving takes every worker; a non-chief's copies go to temporary directories.
             worker_hooks = [hook for hook in chief_only_hooks if isinstance(hook, CheckpointSaverHook)]
-            if checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs):
-                worker_hooks.append(
-                    CheckpointSaverHook(
-                        checkpoint_dir,
-                        save_steps=save_checkpoint_steps,
-                        save_secs=save_checkpoint_secs,
-                        scaffold=scaffold,
-                        save_graph_def=save_graph_def,
-                    )
-                )
+            if checkpoint_hook is not None:
+                worker_hooks.append(checkpoint_hook)
             worker_hooks.extend(hooks)
         creator = WorkerSessionCreator(
             scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs, checkpoint_dir=checkpoint_dir
@@ -206,7 +218,8 @@ def MonitoredTrainingSession(
     summary_dir = summary_dir or checkpoint_dir
     counts_steps = bool(summary_dir and log_step_count_steps and log_step_count_steps > 0)
     saves_summaries = bool(summary_dir and _enabled(save_summaries_steps, save_summaries_secs))
-    saves_checkpoints = bool(checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs))
+    if saves_summaries:
+        _check_pair(save_summaries_steps, save_summaries_secs, 'save_summaries_steps', 'save_summaries_secs')
     # Only a directory that a default hook writes must be writable: a chief that only restores (saving,
     # summaries and step counting off) reads a read-only checkpoint_dir, as v1's added no writing hook then.
     for directory, argument, written in (
@@ -231,16 +244,8 @@ def MonitoredTrainingSession(
                     output_dir=summary_dir,
                 )
             )
-    if saves_checkpoints:
-        all_hooks.append(
-            CheckpointSaverHook(
-                checkpoint_dir,
-                save_steps=save_checkpoint_steps,
-                save_secs=save_checkpoint_secs,
-                scaffold=scaffold,
-                save_graph_def=save_graph_def,
-            )
-        )
+    if checkpoint_hook is not None:
+        all_hooks.append(checkpoint_hook)
     all_hooks.extend(hooks)
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
     with deployment.in_effect():

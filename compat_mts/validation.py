@@ -294,8 +294,28 @@ def hook_list(hooks: Any, argument: str = 'hooks') -> list:
         raise TypeError(f'`{argument}` must be a list of SessionRunHook instances, got {_given(hooks)}.') from None
 
 
+def keras_class_of(value: Any, base: str) -> str | None:
+    """The name of `value`'s class when it is a Keras `base` (`'Model'`, `'callbacks.Callback'`), else None.
+
+    Read from the class's bases, so that Keras is not imported to tell (tf.keras, Keras 3 and tf_keras alike).
+    """
+    module_tail, _, name = base.rpartition('.')
+    for cls in type(value).__mro__:
+        module = cls.__module__ or ''
+        if cls.__name__ == name and module.split('.')[0] in _KERAS_PACKAGES and module_tail in module:
+            return type(value).__name__
+    return None
+
+
+_KERAS_PACKAGES = ('keras', 'tf_keras')
+
+
 def check_hook(hook: Any, argument: str = 'hooks') -> None:
-    """Raises a TypeError for a non-hook, a hook class, or a graph-mode v1 hook (naming the replacement)."""
+    """Raises a TypeError for a non-hook, a hook class, or a graph-mode v1 hook (naming the replacement).
+
+    A Keras callback is named as one, with the hook that runs callbacks in a session
+    (`compat_mts.keras.CallbackHook`).
+    """
     if isinstance(hook, type) and issubclass(hook, tf.compat.v1.train.SessionRunHook):
         raise TypeError(class_message(argument, hook, _v1_replacement(hook)))
     if isinstance(hook, tf.compat.v1.train.SessionRunHook) and _is_v1_builtin(type(hook)):
@@ -305,6 +325,13 @@ def check_hook(hook: Any, argument: str = 'hooks') -> None:
             f'Use compat_mts.{name} instead; it takes the same arguments.'
         )
     if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+        callback = keras_class_of(hook, 'callbacks.Callback')
+        if callback is not None:
+            raise TypeError(
+                f'`{argument}` holds {callback}, a Keras callback; a session calls SessionRunHooks. Run Keras '
+                f'callbacks in a session through one hook: {argument}=[compat_mts.keras.CallbackHook([callback, '
+                '...], model=model)].'
+            )
         raise TypeError(
             f'`{argument}` must hold SessionRunHook instances (compat_mts.SessionRunHook or '
             f'tf.compat.v1.train.SessionRunHook subclasses), got {type(hook).__name__}.'

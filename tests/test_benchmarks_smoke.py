@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # Every test runs a benchmark in a process of its
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = REPO / 'benchmarks' / 'session_overhead.py'
-VARIANTS = ('bare_loop', 'bare_concrete', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
+VARIANTS = ('bare_loop', 'bare_concrete', 'concrete_record_if', 'hand_written_tf2', 'compat_mts', 'v1_graph_mode')
 
 
 def run_benchmark(script: pathlib.Path, cwd: pathlib.Path, *arguments: str, timeout: float = 170):
@@ -38,6 +38,7 @@ def run_benchmark(script: pathlib.Path, cwd: pathlib.Path, *arguments: str, time
 TABLE_LABELS = (
     'bare loop',
     'bare loop, concrete function',
+    'concrete function under record_if (the TF2 floor)',
     'hand-written TF2',
     'compat_mts (v1 default hooks)',
     'v1 graph mode (tf.compat.v1 MTS)',
@@ -50,7 +51,11 @@ def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
         SCRIPT, tmp_path, '--steps', '20', '--repeats', '2', '--warmup', '3', '--count-steps', '5', '--out', str(out)
     )
 
-    assert result.returncode == 0, f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
+    # Exit 1 is a missed goal (issue 34's ratios), which 20 steps on a shared machine say nothing about.
+    missed = result.returncode == 1 and 'Goal missed (ratio of means)' in result.stderr
+    assert result.returncode == 0 or missed, (
+        f'exit status {result.returncode}\n{result.stdout}\n{result.stderr[-6000:]}'
+    )
     table_rows = {line.split('|')[1].strip(): line for line in result.stdout.splitlines() if line.startswith('| ')}
     for label in TABLE_LABELS:
         assert label in table_rows, result.stdout
@@ -59,6 +64,7 @@ def test_session_overhead_reports_every_variant_with_finite_numbers(tmp_path):
         assert numbers and all(math.isfinite(number) for number in numbers), table_rows[label]
     assert 'compat_mts / hand-written TF2:' in result.stdout
     assert 'compat_mts / v1 graph mode:' in result.stdout
+    assert 'compat_mts / concrete under record_if:' in result.stdout
 
     report = json.loads(out.read_text())
     assert set(report['variants']) == set(VARIANTS)

@@ -258,7 +258,7 @@ def test_estimator_and_private_module_spellings_of_the_hooks():
         tf.estimator.StopAtStepHook(num_steps=10)
         class Hook(session_run_hook.SessionRunHook):
             pass
-        """) == [('tf.compat.v1.train.StopAtStepHook', 3), ('class Hook(tf.compat.v1.train.SessionRunHook)', 4)]
+        """) == [('tf.estimator.StopAtStepHook', 3), ('class Hook(tf.compat.v1.train.SessionRunHook)', 4)]
 
 
 def test_imports_alone_are_not_findings():
@@ -619,11 +619,11 @@ def test_a_contrib_import_is_one_finding_and_the_uses_it_covers_are_not_repeated
         ('tf.contrib.layers', 3, 8, True),
         ('tf.contrib.layers.xavier_initializer', 4, 39, True),
         ('tf.contrib.framework', 5, 13, True),
-        ('tf.contrib.slim.learning.train', 7, 1, True),  # tf_slim has no session loop
+        ('tf.contrib.slim.learning.train', 7, 1, True),  # tf_slim's loop needs graph mode
         ('tf.contrib.layers.embed_sequence', 10, 12, True),
     ]  # nor this
     assert findings[0].replacement == 'tf_slim (pip install tf-slim): import tf_slim as slim'
-    assert findings[4].replacement.startswith('a compat_mts.MonitoredTrainingSession loop')
+    assert findings[4].replacement.startswith('compat_mts.slim_learning.train')
 
 
 def test_premade_estimators_and_heads_are_stage_1_and_boosted_trees_block():
@@ -645,7 +645,7 @@ def test_premade_estimators_and_heads_are_stage_1_and_boosted_trees_block():
     ]
     assert {f.stage for f in findings} == {1}
     assert 'At stage 3 it becomes Keras: tf.keras.Sequential of Dense layers' in findings[0].note
-    assert findings[-1].replacement.startswith('TensorFlow Decision Forests (tfdf.keras.GradientBoostedTreesModel)')
+    assert findings[-1].replacement.startswith('YDF (pip install ydf; ydf.GradientBoostedTreesLearner')
 
 
 def test_other_estimator_names_become_compat_mts_estimator_at_stage_1():

@@ -44,9 +44,10 @@ def _checked(result: subprocess.CompletedProcess) -> str:
 @pytest.mark.slow
 def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
     demo_dir = tmp_path / 'compat-mts-demo'  # the default, relative to the working directory
+    run_dir = demo_dir / 'train'  # TensorBoard's run for --logdir demo_dir, named (not `.`)
 
     first = _checked(run_command('demo', '--steps', '30', cwd=tmp_path))
-    assert f'Writing checkpoints and TensorBoard events to {demo_dir}' in first
+    assert f'Writing checkpoints and TensorBoard events to {run_dir}' in first
     assert 'Started fresh at step 0' in first
     assert 'Finished at step 30,' in first
     # Not a terminal: one progress line at each quarter of the run, with the rate and what is left.
@@ -56,17 +57,29 @@ def test_demo_resumes_from_the_step_the_previous_run_finished_at(tmp_path):
         re.search(r' \(\d+%\), [\d.]+ steps/s, (ETA|took) [\dhms.]+, global step \d+, loss \d', line)
         for line in progress_lines
     ), progress_lines
-    assert f'tensorboard --logdir {demo_dir}' in first
+    assert f"See the loss curve (the run 'train'): tensorboard --logdir {demo_dir}" in first
 
     second = _checked(run_command('demo', '--dir', str(demo_dir), '--steps', '20', cwd=tmp_path))
     assert re.search(r'^Resumed from step 30 \(.*model\.ckpt-30\)$', second, re.MULTILINE), second
     assert 'Finished at step 50,' in second
 
-    files = sorted(path.name for path in demo_dir.iterdir())
+    assert sorted(path.name for path in demo_dir.iterdir()) == ['train']
+    files = sorted(path.name for path in run_dir.iterdir())
     assert {'model.ckpt-0.index', 'model.ckpt-30.index', 'model.ckpt-50.index', 'checkpoint'} <= set(files), files
     events = [name for name in files if name.startswith('events.out.tfevents.')]
     assert events, files
-    assert any(f'Event file: {demo_dir / name}' in second for name in events), second
+    assert any(f'Event file: {run_dir / name}' in second for name in events), second
+
+
+_DEMO_USAGE = 'usage: compat-mts demo [-h] [--dir DIR] [--steps STEPS] [--verbose]'
+
+
+@pytest.mark.slow
+def test_an_unrecognized_demo_argument_prints_demos_usage(tmp_path):
+    result = run_command('demo', '--bogus', '5', cwd=tmp_path)
+    assert result.returncode == 2
+    assert command_errors(result) == [_DEMO_USAGE, 'compat-mts demo: error: unrecognized arguments: --bogus 5']
+    assert list(tmp_path.iterdir()) == []
 
 
 # TensorFlow's own C++ start-up lines on stderr, which the command does not control.
@@ -80,7 +93,7 @@ def command_errors(result: subprocess.CompletedProcess) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize('where', ['a regular file', 'a path below a regular file'])
-def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp_path):
+def test_demo_on_an_unusable_directory_is_an_error_naming_dir_after_demos_usage(where, tmp_path):
     regular_file = tmp_path / 'notes.txt'
     regular_file.write_text('not a directory\n')
     demo_dir = regular_file if where == 'a regular file' else regular_file / 'demo'
@@ -89,7 +102,10 @@ def test_demo_on_an_unusable_directory_is_a_one_line_error_naming_dir(where, tmp
     problem = (
         'is a file, not a directory' if where == 'a regular file' else 'has a file where a parent directory should be'
     )
-    assert command_errors(result) == [f"compat-mts demo: `--dir` '{demo_dir}' {problem}. Give a directory path."]
+    assert command_errors(result) == [
+        _DEMO_USAGE,
+        f"compat-mts demo: error: `--dir` '{demo_dir}' {problem}. Give a directory path.",
+    ]
     assert result.stdout == ''
     assert regular_file.read_text() == 'not a directory\n'
     assert sorted(path.name for path in tmp_path.iterdir()) == ['notes.txt']
@@ -181,16 +197,17 @@ def test_demo_on_a_directory_of_another_program_is_a_one_line_error_and_writes_n
     import tensorflow as tf
 
     other = tf.Variable(tf.zeros([2, 2]), name='other')
+    run_dir = tmp_path / 'train'  # The demo's run in its --dir.
     tf.train.CheckpointManager(
-        tf.train.Checkpoint(other=other), str(tmp_path), max_to_keep=1, checkpoint_name='model.ckpt'
+        tf.train.Checkpoint(other=other), str(run_dir), max_to_keep=1, checkpoint_name='model.ckpt'
     ).save(checkpoint_number=7)
-    before = sorted(path.name for path in tmp_path.iterdir())
+    before = sorted(path.name for path in run_dir.iterdir())
     result = run_command('demo', '--dir', str(tmp_path), '--steps', '5', cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     errors = [line for line in command_errors(result) if line.startswith('compat-mts demo:')]
     assert len(errors) == 1 and 'does not hold these variables of the program' in errors[0], result.stderr[-3000:]
     assert 'Traceback' not in result.stderr
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(('model.ckpt', 'checkpoint'))) == [
+    assert sorted(path.name for path in run_dir.iterdir() if path.name.startswith(('model.ckpt', 'checkpoint'))) == [
         name for name in before if name.startswith(('model.ckpt', 'checkpoint'))
     ]
 

@@ -203,7 +203,7 @@ def test_the_legacy_tools_and_the_demo_read_an_unreadable_state_file_from_the_ch
     written = convert_checkpoint(v1, str(tmp_path / 'object'), to='object')
     assert [os.path.basename(path) for path in written] == ['model.ckpt-0', 'model.ckpt-1', 'model.ckpt-2']
     first = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
-    (tmp_path / 'demo' / 'checkpoint').write_bytes(garbage)
+    (tmp_path / 'demo' / 'train' / 'checkpoint').write_bytes(garbage)
     second = demo.run_demo(str(tmp_path / 'demo'), 3, out=lambda line: None)
     assert second['resumed'] and second['start_step'] == first['final_step'] == 3
 

@@ -285,7 +285,7 @@ def test_bad_input_is_refused_naming_the_argument_before_model_dir_is_written(tm
 
 
 def test_names_not_provided_raise_attribute_error_naming_the_successor():
-    with pytest.raises(AttributeError, match='tfdf.keras.GradientBoostedTreesModel'):
+    with pytest.raises(AttributeError, match='pip install ydf; ydf.GradientBoostedTreesLearner'):
         estimator.BoostedTreesClassifier  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchEstimator'"):
         estimator.NoSuchEstimator  # noqa: B018

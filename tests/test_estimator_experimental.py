@@ -122,7 +122,7 @@ def test_the_stop_at_checkpoint_step_hook_is_the_chiefs_stop_at_step_hook(tmp_pa
     assert isinstance(hook, estimator.StopAtStepHook)
 
 
-@pytest.mark.parametrize('name', ['LinearSDCA', 'RNNClassifier', 'KMeans', 'dnn_logit_fn_builder'])
+@pytest.mark.parametrize('name', ['LinearSDCA', 'RNNClassifier', 'RNNEstimator'])
 def test_the_experimental_names_not_provided_name_what_to_use(name):
     with pytest.raises(AttributeError, match=f'compat_mts.estimator.experimental.{name} is not provided; use instead'):
         getattr(estimator.experimental, name)

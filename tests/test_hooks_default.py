@@ -207,6 +207,11 @@ def test_step_counter_warns_at_most_five_times_when_the_global_step_does_not_mov
     warnings = [line for line in result.stderr.splitlines() if 'has not been increased' in line]
     assert len(warnings) == 5
     assert 'Current value (could be stable): 0 vs previous value: 0' in warnings[0]
+    assert warnings[0].endswith(
+        'Optimizer.apply_gradients or Optimizer.minimize. A TF2 optimizer takes no global_step: increment it in the '
+        'step, global_step.assign_add(1) (global_step = compat_mts.get_or_create_global_step()), or make the '
+        "optimizer's counter the global step: compat_mts.set_global_step(optimizer.iterations, name='global_step')."
+    )
 
 
 # SummarySaverHook

@@ -146,3 +146,59 @@ def test_the_check_finds_an_upward_import_however_it_is_written():
         'legacy.checkpoints',
         'monitored_session',
     ]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the compat_mts modules it imports, at any depth. `from compat_mts.cli import upgrade` is an edge
+    to `cli.upgrade` alone: the package is named only to reach its module."""
+    graph = {}
+    for path in MODULES:
+        by_line: dict[int, set[str]] = {}
+        for line, name in imported_modules(path):
+            by_line.setdefault(line, set()).add(name)
+        edges = set()
+        for names in by_line.values():
+            edges |= {name for name in names if not any(other.startswith(name + '.') for other in names)}
+        graph[module_name(path)] = edges - {module_name(path)}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of `graph`, one per strongly connected group of modules (Tarjan's algorithm), each sorted."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """An upward import is refused above; this refuses the circles within one layer too."""
+    assert import_circles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle_of_three():
+    graph = {'a': {'b'}, 'b': {'c'}, 'c': {'a', 'd'}, 'd': set()}
+    assert import_circles(graph) == [['a', 'b', 'c']]

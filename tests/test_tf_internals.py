@@ -46,6 +46,7 @@ _PRIVATE_PATHS = [
     '_global_step_read',
     '_coordination_service',
     '_saved_model_fingerprinting',
+    '_ops',
 ]
 
 

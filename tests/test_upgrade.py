@@ -26,6 +26,7 @@ V1_PROGRAMS = os.path.join(support.TESTS_DIR, 'v1_programs')
 # Every v1 script of the suite: the upgrade samples, the hand-ported v1 programs, the checker's samples.
 ALL_SCRIPTS = sorted(
     glob.glob(os.path.join(SAMPLES, '*.py'))
+    + glob.glob(os.path.join(SAMPLES, '*', '*.py'))  # The programs of several files.
     + glob.glob(os.path.join(V1_PROGRAMS, '*_v1.py'))
     + glob.glob(os.path.join(support.TESTS_DIR, 'check_samples', '*.py'))
 )
@@ -53,7 +54,7 @@ def test_session_and_hook_names_become_compat_mts_and_the_graph_code_keeps_its_v
                     while not sess.should_stop():
                         sess.run(train_op)
         """)
-    assert 'import tensorflow as tf\nimport compat_mts as mts\n' in text
+    assert 'import compat_mts as mts\nimport tensorflow as tf\n' in text  # compat_mts first: a quiet start
     assert '[mts.StopAtStepHook(last_step=10), mts.NanTensorHook(loss)]' in text
     assert 'with mts.MonitoredTrainingSession(hooks=hooks) as sess:  # the loop' in text
     assert 'tf.compat.v1.train.get_or_create_global_step()' in text  # Graph code: as written.
@@ -204,8 +205,14 @@ def test_lines_no_edit_touches_stay_byte_for_byte():
     upgraded, _ = upgrade_edits.apply_edits(original)
     removed = [line for line in difflib.ndiff(original.splitlines(), upgraded.splitlines()) if line[:2] == '- ']
     added = [line for line in difflib.ndiff(original.splitlines(), upgraded.splitlines()) if line[:2] == '+ ']
-    assert removed and all('tf.compat.v1.train.' in line for line in removed)
-    assert all('mts.' in line or 'import compat_mts' in line or 'disable_v2_tensorshape' in line for line in added)
+    assert removed and all('tf.compat.v1.train.' in line or '.make_one_shot_iterator()' in line for line in removed)
+    assert all(
+        'mts.' in line
+        or 'import compat_mts' in line
+        or 'disable_v2_tensorshape' in line
+        or 'data.make_one_shot' in line
+        for line in added
+    )
     assert '# Asks for loss value.' in upgraded
 
 
@@ -300,11 +307,16 @@ def test_the_command_refuses_a_file_that_is_not_python_naming_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_verify_takes_one_file(tmp_path):
+def test_verify_of_several_files_needs_main_naming_one_of_them(tmp_path):
     (tmp_path / 'a.py').write_text(V2_STYLE)
     (tmp_path / 'b.py').write_text(V2_STYLE)
     result = _cli('a.py', 'b.py', '--verify', '3', cwd=str(tmp_path))
-    assert result.returncode == 2 and '--verify takes one FILE' in result.stderr
+    assert result.returncode == 2 and '--verify of several files needs --main FILE' in result.stderr
+    assert 'one of a.py, b.py' in result.stderr
+    result = _cli('a.py', 'b.py', '--verify', '3', '--main', 'c.py', cwd=str(tmp_path))
+    assert result.returncode == 2 and '--main c.py: not one of the files upgraded; one of a.py, b.py' in result.stderr
+    result = _cli('a.py', '--main', 'a.py', cwd=str(tmp_path))
+    assert result.returncode == 2 and '--main goes with --verify N' in result.stderr
 
 
 def test_without_renames_a_tensorflow_1_script_is_told_the_tf_upgrade_v2_command(tmp_path):
@@ -441,7 +453,7 @@ def test_horovod_names_compat_mts_does_not_provide_are_left_for_a_person_with_th
 def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
     from compat_mts.legacy import horovod
 
-    assert sorted(upgrade_edits.HOROVOD_NAMES) == sorted(horovod.__all__)
+    assert upgrade_edits.horovod_names() == frozenset(horovod.__all__)
 
 
 def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_file():

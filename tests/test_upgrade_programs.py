@@ -4,7 +4,10 @@
 The trainers: the tensorflow/models CIFAR-10 tutorial (`tests/upgrade_samples/cifar10_train.py`, TensorFlow 1.x
 names, so `tf_upgrade_v2` runs first), Horovod's `tensorflow_mnist.py` shape (`tests/v1_programs/mnist_layers_v1.py`,
 `tf.layers` on tf-keras), an official/r1 mnist Estimator program (`tests/upgrade_samples/mnist_estimator.py`, whose
-v1 side runs on TensorFlow 2.15, the last with `tf.estimator`), and a ps/worker trainer
+v1 side runs on TensorFlow 2.15, the last with `tf.estimator`), a premade `DNNRegressor` program
+(`tests/upgrade_samples/dnn_regression.py`, also on TensorFlow 2.15: it trains through `tf.gradients`), a
+cloudml-samples census trainer of two files (`tests/upgrade_samples/census_trainer/`, upgraded and verified as a
+directory), and a ps/worker trainer
 (`tests/upgrade_samples/mnist_ps.py`), run as two real clusters on localhost: v1's (ps, worker) in graph mode and
 the upgraded one (chief, ps, worker). Each `--verify` starts two processes; the clusters five.
 """
@@ -61,35 +64,92 @@ def _side(report_dir: str, name: str) -> dict:
         return json.load(file)
 
 
+def _report(stdout: str) -> list[str]:
+    """The report's lines, from the verdict on."""
+    lines = stdout.splitlines()
+    return lines[[index for index, line in enumerate(lines) if line.startswith('verifying ')][0] + 1 :]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    'script, args',
+    'script, args, extra',
     [
-        (os.path.join(SAMPLES, 'cifar10_train.py'), '{dir}/train 30'),
-        (os.path.join(V1_PROGRAMS, 'mnist_layers_v1.py'), '{dir}/checkpoints 30'),
-        (os.path.join(SAMPLES, 'mnist_estimator.py'), '{dir}/model 20'),
+        (os.path.join(SAMPLES, 'cifar10_train.py'), '{dir}/train 30', ()),
+        (os.path.join(V1_PROGRAMS, 'mnist_layers_v1.py'), '{dir}/checkpoints 30', ()),
+        (os.path.join(SAMPLES, 'mnist_estimator.py'), '{dir}/model 20', ('tf215',)),
+        (os.path.join(SAMPLES, 'dnn_regression.py'), '{dir}/model 20', ('tf215',)),
+        (
+            os.path.join(SAMPLES, 'census_trainer'),
+            '{dir}/job 30',
+            ('--main', os.path.join(SAMPLES, 'census_trainer', 'task.py')),
+        ),
     ],
-    ids=['cifar10_tutorial', 'horovod_mnist', 'r1_mnist_estimator'],
+    ids=['cifar10_tutorial', 'horovod_mnist', 'r1_mnist_estimator', 'premade_dnn_regressor', 'census_two_files'],
 )
-def test_verify_shows_the_upgraded_trainer_equal_to_v1_graph_mode_step_by_step(tmp_path, script, args):
-    extra = ('--v1-python', tf215.python()) if 'estimator' in script else ()
+def test_verify_shows_the_upgraded_trainer_equal_to_v1_graph_mode_step_by_step(tmp_path, script, args, extra):
+    extra = ('--v1-python', tf215.python()) if extra == ('tf215',) else extra
     result, report_dir = _verify(tmp_path, script, args, *extra)
     assert result.returncode == 0, f'{result.stdout[-6000:]}\n{result.stderr[-3000:]}'
-    assert 'verdict: the same training' in result.stdout
-    assert 'losses: equal at every step' in result.stdout
+    report = _report(result.stdout)
+    assert report[0] == 'verdict: the same training', result.stdout[-3000:]
+    assert report[1].startswith('losses: equal at every step')
     v1, upgraded = _side(report_dir, 'v1'), _side(report_dir, 'upgraded')
     assert v1['error'] is None and upgraded['error'] is None
     assert len(v1['losses']) == len(upgraded['losses']) == STEPS
     np.testing.assert_allclose(upgraded['losses'], v1['losses'], rtol=upgrade_verify.RTOL, atol=upgrade_verify.ATOL)
     assert len(set(v1['losses'])) > 1, 'the loss moves: the steps trained'
-    table = [line.split() for line in result.stdout.splitlines() if line.split()[:1] == ['1'] or 'v1 graph' in line]
-    assert table, result.stdout
+    with open(os.path.join(report_dir, 'losses.txt'), encoding='utf-8') as file:
+        table = [line.split() for line in file.read().splitlines()[1:]]
+    assert [float(row[1]) for row in table] == pytest.approx(v1['losses'], rel=1e-7)
+    assert [row[0] for row in table] == [str(step) for step in range(1, STEPS + 1)]
+    assert not any(line.split()[:1] == ['1'] for line in report), 'the step table is in losses.txt only'
     assert 'checkpoint variables: ' in result.stdout and ', same shapes and values' in result.stdout
     with open(os.path.join(report_dir, 'loss.png'), 'rb') as file:
         assert file.read(8) == PNG_SIGNATURE
-    upgraded_script = os.path.join(report_dir, 'upgraded_' + os.path.basename(script))
-    with open(upgraded_script, encoding='utf-8') as file:
-        assert upgrade.upgrade_source(file.read()).changed is False  # What ran is a fixed point of the upgrade.
+    if os.path.isdir(script):
+        names = sorted(name for name in os.listdir(script) if name.endswith('.py'))
+        ran = [os.path.join(report_dir, 'upgraded_tree', name) for name in names]
+        assert [os.path.basename(path) for path in ran] == ['model.py', 'task.py']
+    else:
+        ran = [os.path.join(report_dir, 'upgraded_' + os.path.basename(script))]
+    for path in ran:
+        with open(path, encoding='utf-8') as file:
+            assert upgrade.upgrade_source(file.read()).changed is False  # What ran is a fixed point of the upgrade.
+
+
+@pytest.mark.slow
+def test_verify_of_one_file_of_a_program_of_two_says_its_other_module_ran_unupgraded_and_to_pass_the_directory(
+    tmp_path,
+):
+    script = os.path.join(SAMPLES, 'census_trainer', 'task.py')
+    result, _ = _verify(tmp_path, script, '{dir}/job 30')
+    assert result.returncode == 1, result.stderr[-3000:]
+    report = _report(result.stdout)
+    assert report[0] == 'verdict: not compared'
+    assert report[1].startswith('why: the upgraded run failed (exit status 1): AttributeError: ')
+    assert report[2].startswith('pass: the directory of the program (upgrade DIR --verify N --main FILE)')
+    assert os.path.join(SAMPLES, 'census_trainer', 'model.py') + ', which ran as it was' in report[2]
+
+
+def test_a_side_that_failed_or_recorded_nothing_is_not_compared_and_the_report_says_so_first():
+    """No process: the report of two sides as `verify` reads them, one failed, then one that recorded no loss."""
+    variables = {'dense/kernel': np.ones((3, 2), np.float32)}
+    failed = upgrade_verify.Side('v1', [], {}, set(), 1, "AttributeError: module 'x' has no attribute 'y'", 'log\n')
+    upgraded = upgrade_verify.Side('upgraded', [1.0, 0.5], variables, {'loss'}, 0, None, '', ['tf.gradients'])
+    comparison = upgrade_verify.Comparison(failed, upgraded)
+    assert not comparison.compared and not comparison.equal
+    lines = comparison.format('losses.txt').splitlines()
+    assert lines[:2] == [
+        'verdict: not compared',
+        "why: the v1 graph mode run failed (exit status 1): AttributeError: module 'x' has no attribute 'y'",
+    ]
+    assert lines[2].startswith('pass: ')
+    assert not [line for line in lines if 'checkpoint variables' in line or 'summary tags' in line]
+    silent = upgrade_verify.Side('v1', [], variables, {'loss'}, 0, None, '', [])
+    lines = upgrade_verify.Comparison(silent, upgraded).format().splitlines()
+    assert lines[0] == 'verdict: not compared'
+    assert lines[1].startswith('why: the v1 graph mode run ended but recorded no loss')
+    assert lines[2].startswith('pass: --args')
 
 
 LEARNING_PROGRAM = """\
@@ -124,9 +184,13 @@ def test_verify_says_so_when_the_upgraded_program_trains_differently(tmp_path):
     assert len(comparison.v1.losses) == len(comparison.upgraded.losses) == 5
     assert comparison.v1.losses[0] == pytest.approx(comparison.upgraded.losses[0])  # Same start, then apart.
     assert not comparison.losses_equal and not comparison.variables_equal and not comparison.equal
-    text = comparison.format()
-    assert 'losses: DIFFER' in text and "values differ: ['ckpt/w']" in text
-    assert text.rstrip().endswith('verdict: NOT the same training')
+    lines = comparison.format().splitlines()
+    assert lines[:2] == [
+        'verdict: NOT the same training',
+        f'first differing step: 2 (v1 graph mode {comparison.v1.losses[1]:.8g}, '
+        f'upgraded {comparison.upgraded.losses[1]:.8g})',
+    ]
+    assert lines[2].startswith('losses: DIFFER') and "    values differ: ['ckpt/w']" in lines
 
 
 @pytest.mark.slow
@@ -140,7 +204,7 @@ def test_verify_does_not_vouch_for_a_training_where_nothing_trained(tmp_path):
     assert comparison.losses_equal and not comparison.trained and not comparison.equal
     text = comparison.format()
     assert 'losses: one value at every step on both sides: nothing trained' in text
-    assert text.rstrip().endswith('verdict: NOT shown: nothing trained on either side')
+    assert text.startswith('verdict: NOT shown: nothing trained on either side\n')
 
 
 def _start(command: list[str], env: dict, log) -> subprocess.Popen:
@@ -219,14 +283,19 @@ def test_the_upgraded_ps_worker_trainer_runs_on_a_chief_ps_worker_cluster_with_v
 
 
 @pytest.mark.slow
-def test_verify_of_an_estimator_program_without_tf_estimator_says_which_interpreter_to_give(tmp_path):
-    script = os.path.join(SAMPLES, 'mnist_estimator.py')
-    [result] = upgrade.upgrade_files([script])
-    comparison = upgrade_verify.verify(
-        script, result.upgraded, 2, ['{dir}/model', '2'], report_dir=str(tmp_path / 'report'), tf1=True
-    )
-    assert comparison.v1.returncode != 0 and not comparison.equal
-    assert '--v1-python PYTHON' in comparison.format()
+def test_verify_of_an_estimator_program_without_tf_estimator_says_first_it_did_not_compare_and_what_to_pass(
+    tmp_path,
+):
+    """The premade `DNNRegressor` program, its v1 side on TensorFlow 2.21 (no `tf.estimator`): that side fails,
+    so nothing is compared, and the report says so, why, and which interpreter to give, before anything else."""
+    result, _ = _verify(tmp_path, os.path.join(SAMPLES, 'dnn_regression.py'), '{dir}/model 2')
+    assert result.returncode == 1, result.stderr[-3000:]
+    report = _report(result.stdout)
+    assert report[0] == 'verdict: not compared'
+    assert report[1].startswith('why: the v1 graph mode run failed (exit status 1): AttributeError: ')
+    assert "has no attribute 'estimator'" in report[1]
+    assert report[2].startswith('pass: --v1-python PYTHON')
+    assert not [line for line in report if line.startswith(('checkpoint variables', 'summary tags', 'losses'))]
 
 
 HOROVOD_STEPS = 12

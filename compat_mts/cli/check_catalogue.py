@@ -158,6 +158,20 @@ _HOOKS = {
     'NanLossDuringTrainingError': ('keras.callbacks.TerminateOnNaN()', 'Raised by NanTensorHook as in v1.'),
 }
 
+# The hooks and the hook protocol's classes that tf.estimator also exported (tensorflow/estimator's
+# `estimator_export('estimator.<name>')`): gone with tf.estimator, compat_mts's under the same names.
+ESTIMATOR_HOOK_ALIASES = frozenset(
+    {*_HOOKS, 'SessionRunHook', 'SessionRunArgs', 'SessionRunContext', 'SessionRunValues'}
+)
+ESTIMATOR_HOOK_ALIAS_RULES = {
+    name: _blocker(
+        f'compat_mts.{name}',
+        f'tf.estimator.{name} was tf.compat.v1.train.{name} under a second name, and left TensorFlow with '
+        f'tf.estimator in 2.16 (AttributeError on 2.21); compat_mts.{name} is the same class on the eager session.',
+    )
+    for name in ESTIMATOR_HOOK_ALIASES
+}
+
 _OPTIMIZERS = {
     'GradientDescentOptimizer': 'tf.keras.optimizers.SGD',
     'MomentumOptimizer': 'tf.keras.optimizers.SGD(momentum=...)',
@@ -243,6 +257,14 @@ V1_RULES: dict[str, Rule] = {
     ),
     'train.SessionRunValues': Rule(
         'compat_mts.SessionRunValues', 2, 'results holds what the hook asked for, as NumPy values.'
+    ),
+    'train.Supervisor': _blocker(
+        'compat_mts.Supervisor',
+        "v1's Supervisor needs graph mode (RuntimeError: Supervisors are incompatible with eager execution). "
+        "compat_mts.Supervisor takes the same arguments, in the program's graph block: managed_session() is a "
+        "compat_mts session restoring logdir's latest checkpoint, its checkpoint, summary and step-counter "
+        "services are hooks, and sv.saver.save(session, path, global_step=sv.global_step) writes v1's files "
+        '(migration_guide/supervisor.md). At stage 3 the loop becomes model.fit.',
     ),
     'train.Scaffold': Rule(
         'compat_mts.Scaffold',
@@ -364,6 +386,7 @@ TF1_ONLY_PREFIXES = (
     'logging',
     'app',
     'flags',
+    'gfile',
     'layers',
     'get_collection',
     'add_to_collection',
@@ -612,7 +635,12 @@ _V1_ORDER = (
     'Pass the arguments by keyword: the contrib functions took (predictions or logits, labels), '
     'tf.compat.v1 takes labels first.'
 )
-_CONTRIB_SESSION_LOOP = 'a compat_mts.MonitoredTrainingSession loop: while not sess.should_stop(): sess.run(train_op)'
+SLIM_TRAIN = _blocker(
+    'compat_mts.slim_learning.train (the same arguments)',
+    'slim.learning.train runs a v1 Supervisor and Session, which need graph mode (RuntimeError: Supervisors are '
+    'incompatible with eager execution). compat_mts.slim_learning.train runs the same loop on compat_mts.Supervisor; '
+    'tf_slim.learning.create_train_op still builds the train_op (migration_guide/supervisor.md).',
+)
 _CONTRIB: dict[str, tuple[str, str]] = {
     'layers.xavier_initializer': (
         'tf.compat.v1.glorot_uniform_initializer() (uniform=False: tf.compat.v1.glorot_normal_initializer())',
@@ -648,11 +676,7 @@ _CONTRIB: dict[str, tuple[str, str]] = {
     ),
     'framework.get_global_step': ('tf.compat.v1.train.get_global_step()', 'The same variable.'),
     'framework.nest': ('tf.nest', 'The same functions.'),
-    'slim.learning.train': (
-        _CONTRIB_SESSION_LOOP,
-        'slim.learning.train runs a v1 Supervisor and Session, which need graph mode; '
-        'tf_slim.learning.create_train_op still builds the train_op.',
-    ),
+    'slim.learning.train': (SLIM_TRAIN.replacement, SLIM_TRAIN.note),
     'slim.evaluation.evaluation_loop': (
         'a compat_mts session loop over the evaluation data',
         'It runs a v1 MonitoredSession, which needs graph mode.',
@@ -759,6 +783,8 @@ def _contrib_rule(relative: str) -> Rule:
         return _blocker(f'tf_slim.{name}', f'{_CONTRIB_NOTE} {_TF_SLIM_NOTE}', module='contrib.slim')
     if module in ('layers', 'framework') and name in _TF_SLIM_NAMES:
         return _blocker(f'tf_slim.{name}', f'{_CONTRIB_NOTE} {_TF_SLIM_NOTE}', module=f'contrib.{module}')
+    if module == 'tpu' and name in TPU_NAMES:
+        return _blocker(f'compat_mts.estimator.tpu.{name}', f'{_CONTRIB_NOTE} {_TPU_NOTE}')
     if module == 'keras' and name:
         return _blocker(f'tf.keras.{name}', f'{_CONTRIB_NOTE} contrib.keras became tf.keras.', module='contrib.keras')
     if module == 'rnn' and name in _RNN_CELLS:
@@ -1133,7 +1159,7 @@ def premade_rule(name: str) -> Rule:
     )
 
 
-_TPU_NAMES = frozenset({'TPUEstimator', 'TPUEstimatorSpec', 'RunConfig', 'TPUConfig', 'InputPipelineConfig'})
+TPU_NAMES = frozenset({'TPUEstimator', 'TPUEstimatorSpec', 'RunConfig', 'TPUConfig', 'InputPipelineConfig'})
 _TPU_NOTE = (
     'compat_mts.estimator.tpu runs a TPUEstimator program with use_tpu=False on the CPU or GPU, as v1 did '
     "(params['batch_size'] by mode, eval_metrics, host_call and scaffold_fn on the host); nothing runs on a "
@@ -1155,7 +1181,7 @@ USE_TPU_UNKNOWN = Rule(
 
 def tpu_rule(name: str) -> Rule:
     """The rule of `tf.compat.v1.estimator.tpu.<name>`."""
-    if name in _TPU_NAMES:
+    if name in TPU_NAMES:
         return Rule(f'compat_mts.estimator.tpu.{name}', 1, _TPU_NOTE, module='estimator')
     return _blocker(f'a rewrite: compat_mts.estimator.tpu has no {name}', _TPU_NOTE)
 
@@ -1238,6 +1264,8 @@ def lookup(path: str, v1_style: bool) -> tuple[str, Rule] | None:
             return None
         name = path[len(module) + 1 :].split('.')[0]
         return (f'{module}.{name}' if name else module), horovod_rule(name)
+    if path == 'tf_slim.learning.train':
+        return path, SLIM_TRAIN
     if root(path) == 'compat_mts':
         parts = path.split('.')
         key = _MTS_BY_LAST_NAME.get(parts[-1]) if len(parts) > 1 else None
@@ -1249,6 +1277,8 @@ def lookup(path: str, v1_style: bool) -> tuple[str, Rule] | None:
     definite = path.startswith(V1_ROOT)
     relative = path[len(V1_ROOT) :] if definite else path[len('tensorflow.') :]
     module, _, name = relative.rpartition('.')
+    if module == 'estimator' and name in ESTIMATOR_HOOK_ALIASES:
+        return f'tf.estimator.{name}', ESTIMATOR_HOOK_ALIAS_RULES[name]
     if module in _TRAIN_MODULES and f'train.{name}' in V1_RULES:
         relative, definite = f'train.{name}', True
     elif relative == 'python.client.session.Session':

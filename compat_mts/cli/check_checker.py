@@ -92,6 +92,9 @@ def _method_position(call: ast.Call) -> tuple[int, int]:
     return func.end_lineno, func.end_col_offset - len(func.attr) + 1
 
 
+_SERVING_RECEIVERS = ('export.ServingInputReceiver', 'export.TensorServingInputReceiver')
+
+
 class _Checker(ast.NodeVisitor):
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
@@ -206,7 +209,8 @@ class _Checker(ast.NodeVisitor):
         (a model_fn, an input_fn, a build_fn), which runs them where it will."""
         definitions: dict[str, list[ast.AST]] = {}
         for node in nodes:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # A class stands for its methods: `model = PTBModel()` in a graph block builds in `__init__`.
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 definitions.setdefault(node.name, []).append(node)
 
         def called(root: ast.AST) -> set[str]:
@@ -219,7 +223,7 @@ class _Checker(ast.NodeVisitor):
                         names.add(name)
             return names
 
-        elsewhere = set(self._graph_functions)
+        elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions)
         for node in nodes:
             if isinstance(node, ast.Call) and self.names.resolve(node.func) not in _MAIN_RUNNERS:
                 for value in (*node.args, *(keyword.value for keyword in node.keywords)):
@@ -234,7 +238,26 @@ class _Checker(ast.NodeVisitor):
             elsewhere.add(name)
             for definition in definitions.get(name, ()):
                 pending |= called(definition) - elsewhere
+                if isinstance(definition, ast.ClassDef):
+                    elsewhere.update(
+                        method.name
+                        for method in definition.body
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    )
         return elsewhere
+
+    def _serving_input_fns(self, definitions: dict[str, list[ast.AST]]) -> set[str]:
+        """The functions that return a ServingInputReceiver (or are named as serving input functions): the
+        Estimator calls them in a graph of its own at export, so their placeholders are that graph's."""
+        found = {name for name in definitions if 'serving_input' in name}
+        for name, functions in definitions.items():
+            for function in functions:
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                        path = self.names.resolve(node.value.func) or ''
+                        if path.endswith(_SERVING_RECEIVERS):
+                            found.add(name)
+        return found
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
         found = self.names.rule_for(call.func)

@@ -26,6 +26,8 @@ _FEATURES = 8
 _BATCH_SIZE = 64
 _EXAMPLES = 4096
 _LOG_EVERY_N_ITER = 100
+RUN_NAME = 'train'
+"""The subdirectory of the demo's directory that holds its run (checkpoints, events): the run's name in TensorBoard."""
 
 
 def _synthetic_regression() -> tuple[np.ndarray, np.ndarray]:
@@ -50,16 +52,17 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     there and continues from its global step.
 
     Args:
-        directory: Where checkpoints (`model.ckpt-<step>`) and TensorBoard events are written. Created if missing.
+        directory: The TensorBoard log directory: checkpoints (`model.ckpt-<step>`) and events are written in its
+            `train` subdirectory (`RUN_NAME`), the run's name in TensorBoard. Created if missing.
         steps: How many steps this run trains (`StopAtStepHook(num_steps=steps)`), a positive integer.
         out: Called with each line of the report the demo prints, progress lines included (one at each
             quarter of the run: steps done, steps/s, ETA, global step and loss).
         live: A terminal stream to redraw one progress line on in place instead (`compat_mts.progress`).
 
     Returns:
-        A dict with `directory` (absolute), `resumed` (bool), `start_step`, `final_step`, `final_loss`,
-        `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest first), `event_files` and
-        `seconds` (wall time of the training loop).
+        A dict with `directory` (the run's, absolute: `directory`/`train`), `resumed` (bool), `start_step`,
+        `final_step`, `final_loss`, `checkpoints` (the prefixes kept in the `checkpoint` state file, oldest
+        first), `event_files` and `seconds` (wall time of the training loop).
 
     Raises:
         ValueError: `steps` is not a positive integer, or `directory` cannot hold files (a regular file, a path
@@ -69,8 +72,9 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
-    directory = os.path.abspath(directory)
-    summary.ensure_writable_directory(directory, 'directory')
+    logdir = os.path.abspath(directory)
+    summary.ensure_writable_directory(logdir, 'directory')
+    directory = os.path.join(logdir, RUN_NAME)  # TensorBoard names the run after it (else `.`).
     out(f'Writing checkpoints and TensorBoard events to {directory}')
     previous_checkpoint = checkpoints_lib.latest_checkpoint(directory)
 
@@ -146,7 +150,7 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     out('Checkpoints kept: ' + ', '.join(os.path.basename(prefix) for prefix in checkpoints))
     if event_files:
         out(f'Event file: {event_files[-1]}')
-    out(f'See the loss curve: tensorboard --logdir {directory}')
+    out(f'See the loss curve (the run {RUN_NAME!r}): tensorboard --logdir {logdir}')
     out(f'Run the same command again to continue from step {final_step}.')
     return {
         'directory': directory,

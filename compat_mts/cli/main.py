@@ -8,11 +8,11 @@ it runs, so TensorFlow is loaded only by the subcommands that need it and `--hel
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from typing import Iterator, Sequence
+from typing import Sequence
 
+from compat_mts import _quiet_start
 from compat_mts.cli import check, upgrade
 
 DEFAULT_DEMO_DIRECTORY = 'compat-mts-demo'
@@ -36,35 +36,8 @@ def _positive_int(text: str) -> int:
     return value
 
 
-@contextlib.contextmanager
-def _tensorflow_start_up_quiet(verbose: bool) -> Iterator[None]:
-    """Keeps TensorFlow's C++ start-up lines off the terminal unless `verbose`.
-
-    On a CPU machine TensorFlow prints, before its logging is set up and whatever TF_CPP_MIN_LOG_LEVEL says,
-    that it found no CUDA driver and how its binary was built; at its first operation it logs a cuInit error.
-    None of it concerns the command. So, unless asked for, the C++ log level is raised to 3 (fatal only) and
-    file descriptor 2 goes to /dev/null while TensorFlow is imported; a Python error is shown after it.
-    """
-    if verbose:
-        from compat_mts import _quiet_start
-
-        _quiet_start.uninstall()  # The library's own quiet start, which `import compat_mts` set up.
-        yield
-        return
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, 'w', encoding='utf-8') as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def _run_demo(args: argparse.Namespace) -> int:
-    with _tensorflow_start_up_quiet(args.verbose):
+    with _quiet_start.quiet_tensorflow_import(args.verbose):
         import tensorflow as tf
 
         from compat_mts import checkpoints, summary  # Import TensorFlow, which only this subcommand needs.
@@ -73,7 +46,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
     except (PermissionError, ValueError) as error:
-        print(f'compat-mts demo: {error}', file=sys.stderr)
+        print(f'{args.usage()}compat-mts demo: error: {error}', file=sys.stderr, end='\n')
         return 2
     if args.verbose:
         tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
@@ -93,7 +66,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    with _tensorflow_start_up_quiet(args.verbose):
+    with _quiet_start.quiet_tensorflow_import(args.verbose):
         from compat_mts import checkpoints  # Import TensorFlow, which only this subcommand needs.
         from compat_mts.legacy.convert import convert_checkpoint
     from compat_mts import progress
@@ -152,12 +125,14 @@ def _build_parser() -> argparse.ArgumentParser:
         description=(
             'Train a small Keras regression model on synthetic data with a v1-style '
             'MonitoredTrainingSession loop, run eagerly. Checkpoints (model.ckpt-<step>) and '
-            'TensorBoard events go to DIR. Each run trains STEPS more steps: a second run '
-            'restores the latest checkpoint in DIR and continues from its global step.'
+            'TensorBoard events go to DIR/train, the run TensorBoard shows for --logdir DIR. Each run trains '
+            'STEPS more steps: a second run restores the latest checkpoint there and continues from its global step.'
         ),
     )
     demo_parser.add_argument(
-        '--dir', default=DEFAULT_DEMO_DIRECTORY, help='checkpoint and event directory (default: ./%(default)s)'
+        '--dir',
+        default=DEFAULT_DEMO_DIRECTORY,
+        help='TensorBoard log directory; the run is DIR/train (default: ./%(default)s)',
     )
     demo_parser.add_argument(
         '--steps',
@@ -171,7 +146,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also show the hooks' v1-style log lines (loss = ..., global_step/sec: ...) and "
         "TensorFlow's start-up lines",
     )
-    demo_parser.set_defaults(run=_run_demo)
+    demo_parser.set_defaults(run=_run_demo, usage=demo_parser.format_usage)
 
     convert_parser = subcommands.add_parser(
         'convert',
@@ -194,5 +169,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the `compat-mts` command with `argv` (default: `sys.argv[1:]`) and returns its exit status."""
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args, unrecognized = parser.parse_known_args(argv)
+    if unrecognized:  # Said with the subcommand's usage, not the top level's.
+        subcommands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+        subcommands.choices[args.command].error(f'unrecognized arguments: {" ".join(unrecognized)}')
     return args.run(args)

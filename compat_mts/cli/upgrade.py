@@ -144,7 +144,7 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
         start = renamed
         renames = "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)"
         notes.append(_edits().Note(0, renames, True))
-    upgraded, edit_notes = _edits().apply_edits(start)
+    upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None)
     notes.extend(edit_notes)
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
@@ -352,9 +352,9 @@ def add_upgrade_command(subcommands: argparse._SubParsersAction) -> None:
         description=(
             'Make the stage-1 edits of migration_guide/legacy.md to each FILE, keeping its formatting and '
             'comments, and print a unified diff and a report of what changed and what is left to do. Nothing is '
-            'written without --in-place or -o DIR. With --verify N (one FILE), run the original in v1 graph mode '
-            'and the upgraded script, N steps each in fresh processes, and compare their losses, checkpoints '
-            'and summaries.'
+            'written without --in-place or -o DIR. With --verify N, run the original in v1 graph mode and the '
+            'upgraded program (a directory: all its files upgraded; --main names the script to run), N steps '
+            'each in fresh processes, and compare their losses, checkpoints and summaries.'
         ),
     )
     parser.add_argument(
@@ -400,7 +400,14 @@ def add_upgrade_command(subcommands: argparse._SubParsersAction) -> None:
         'for an Estimator script; default: this one)',
     )
     parser.add_argument(
-        '--report-dir', metavar='DIR', help='with --verify: where the runs, the comparison and loss.png go'
+        '--main',
+        metavar='FILE',
+        help='with --verify of a directory or of several files: the script to run (one of them)',
+    )
+    parser.add_argument(
+        '--report-dir',
+        metavar='DIR',
+        help='with --verify: where the runs, the loss of every step (losses.txt) and loss.png go',
     )
     parser.set_defaults(run=run_upgrade)
 
@@ -486,12 +493,17 @@ def run_upgrade(args: argparse.Namespace) -> int:
         print('compat-mts upgrade: --no-backup goes with --in-place (only it replaces files)', file=sys.stderr)
         return 2
     sources = find_sources(args.files, exclude=args.output_dir)
-    if args.verify and len(sources) != 1:
-        print('compat-mts upgrade: --verify takes one FILE', file=sys.stderr)
-        return 2
     if not sources:
         print(f'compat-mts upgrade: no *.py file in {", ".join(args.files)}', file=sys.stderr)
         return 2
+    if args.main and not args.verify:
+        print('compat-mts upgrade: --main goes with --verify N (it names the script --verify runs)', file=sys.stderr)
+        return 2
+    if args.verify:
+        main, problem = _verify_main(sources, args.main)
+        if problem:
+            print(f'compat-mts upgrade: {problem}', file=sys.stderr)
+            return 2
     try:
         upgrades = upgrade_files([source.path for source in sources], renames=not args.no_renames)
     except KeyboardInterrupt:
@@ -511,5 +523,31 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return 0
     from compat_mts.cli import upgrade_verify  # Starts TensorFlow processes: only when asked.
 
-    upgrade = upgrades[0]
-    return upgrade_verify.verify_command(upgrade, args)
+    upgrade = upgrades[sources.index(main)]
+    tree = None
+    if len(sources) > 1 or os.path.isdir(args.files[0]):
+        texts = {source.relative: result.upgraded for source, result in zip(sources, upgrades)}
+        tree = upgrade_verify.Tree(main.tree, texts)
+    return upgrade_verify.verify_command(upgrade, args, tf1=is_tf1_script(upgrade.original), tree=tree)
+
+
+def _verify_main(
+    sources: list[upgrade_write.Source], main: str | None
+) -> tuple[upgrade_write.Source | None, str | None]:
+    """The source `--verify` runs (`--main`, or the one file), or the problem with `--main`."""
+    trees = {os.path.realpath(source.tree) for source in sources}
+    if len(trees) > 1:
+        return None, f'--verify takes one program: one directory, or files of one directory (got {len(trees)})'
+    if main is None:
+        if len(sources) == 1:
+            return sources[0], None
+        return None, '--verify of several files needs --main FILE, the script to run: one of ' + _listed(sources)
+    for source in sources:
+        if os.path.realpath(source.path) == os.path.realpath(main):
+            return source, None
+    return None, f'--main {main}: not one of the files upgraded; one of ' + _listed(sources)
+
+
+def _listed(sources: list[upgrade_write.Source], most: int = 10) -> str:
+    names = [source.path for source in sources[:most]]
+    return ', '.join(names) + (f' (and {len(sources) - most} more)' if len(sources) > most else '')

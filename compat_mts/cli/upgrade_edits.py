@@ -12,7 +12,9 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import functools
 import io
+import os
 import re
 import tokenize
 
@@ -33,6 +35,8 @@ SESSION_AND_HOOK_NAMES = frozenset(
 )
 _SESSIONS = frozenset({'MonitoredTrainingSession', 'MonitoredSession', 'SingularMonitoredSession'})
 _EAGER_SWITCHES = frozenset({'disable_eager_execution', 'disable_v2_behavior'})
+_SLIM_TRAIN = frozenset({'tf_slim.learning.train', 'tensorflow.contrib.slim.learning.train'})
+_ITERATOR_METHODS = frozenset({'make_one_shot_iterator', 'make_initializable_iterator'})
 _LEGACY_KERAS_LINE = (
     "os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Before TensorFlow is imported: tf.layers are tf-keras's (Keras 2)."
 )
@@ -58,26 +62,23 @@ _V1_GRAPH_NAMES = re.compile(
 )
 
 
-# What compat_mts.legacy.horovod provides of horovod.tensorflow (its __all__; this module imports no TensorFlow).
-HOROVOD_NAMES = (
-    'Average',
-    'Sum',
-    'Min',
-    'Max',
-    'Product',
-    'Adasum',
-    'init',
-    'rank',
-    'size',
-    'local_rank',
-    'local_size',
-    'allreduce',
-    'broadcast',
-    'broadcast_variables',
-    'broadcast_global_variables',
-    'DistributedOptimizer',
-    'BroadcastGlobalVariablesHook',
-)
+_HOROVOD_MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'legacy', 'horovod.py')
+
+
+@functools.cache
+def horovod_names() -> frozenset:
+    """What compat_mts.legacy.horovod provides of horovod.tensorflow: its `__all__`, read from its source (importing
+    it would start TensorFlow, which an upgrade does not need)."""
+    with open(_HOROVOD_MODULE, encoding='utf-8') as source:
+        tree = ast.parse(source.read())
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == '__all__' for target in statement.targets
+        ):
+            return frozenset(ast.literal_eval(statement.value))
+    raise RuntimeError(f'{_HOROVOD_MODULE} has no __all__')
+
+
 HOROVOD_RUN = (
     'Horovod on MultiWorkerMirroredStrategy: start one process per worker with TF_CONFIG naming them all, in '
     'place of horovodrun; without TF_CONFIG the program is one worker (migration_guide/horovod.md)'
@@ -182,8 +183,10 @@ class _StageOneEdits(cst.CSTTransformer):
         keep_v1_shapes: bool,
         ps_program: bool,
         serving_placeholders: frozenset[tuple[int, int]] = frozenset(),
+        v1_script: bool = False,
     ):
         super().__init__()
+        self._v1_script = v1_script
         self._positions = positions
         self._serving_placeholders = serving_placeholders
         self._resolver = resolver
@@ -211,6 +214,10 @@ class _StageOneEdits(cst.CSTTransformer):
     # Names: sessions and hooks, Estimators, v1 layers.
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         path = self._resolver.path(original)
+        if path in _SLIM_TRAIN:
+            self.uses_mts = True
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.slim_learning.train')
+            return cst.parse_expression(f'{self._mts}.slim_learning.train')
         relative = _relative(path) if path else None
         if relative is None:
             return updated
@@ -227,6 +234,10 @@ class _StageOneEdits(cst.CSTTransformer):
             return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
         if relative.startswith('estimator.'):
             return self._estimator(original, updated, relative)
+        if module == 'contrib.tpu' and name in catalogue.TPU_NAMES:
+            self.uses_mts = True
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.estimator.tpu.{name}')
+            return cst.parse_expression(f'{self._mts}.estimator.tpu.{name}')
         return updated
 
     # Horovod: its graph API on the strategy's collectives, by one import (compat_mts.legacy.horovod).
@@ -238,7 +249,7 @@ class _StageOneEdits(cst.CSTTransformer):
             return updated
         name = alias.asname.name.value
         self._done(original, f'import horovod.tensorflow as {name} -> from compat_mts.legacy import horovod as {name}')
-        missing = sorted(self._resolver.horovod_uses - set(HOROVOD_NAMES))
+        missing = sorted(self._resolver.horovod_uses - horovod_names())
         if missing:
             self._left(
                 original,
@@ -276,6 +287,11 @@ class _StageOneEdits(cst.CSTTransformer):
         spelled = helpers.get_full_name_for_node(original)
         if construct != 'tf.' + relative or relative == 'estimator.export':
             return updated  # A part of a longer name (`tf.estimator` of `tf.estimator.Estimator`).
+        name = relative[len('estimator.') :]
+        if name in catalogue.ESTIMATOR_HOOK_ALIASES:
+            self.uses_mts = True
+            self._done(original, f"{spelled} -> {self._mts}.{name} (tf.estimator's name of the v1 hook class)")
+            return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
         if rule.blocks:
             self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
             return updated
@@ -317,7 +333,11 @@ class _StageOneEdits(cst.CSTTransformer):
             dropped = ' (strip_default_attrs= dropped: it always strips them)' if len(args) < len(updated.args) else ''
             self._done(original, f'export_savedmodel -> export_saved_model{dropped}')
             return updated.with_changes(func=func.with_changes(attr=cst.Name('export_saved_model')), args=args)
+        if isinstance(func, cst.Attribute) and func.attr.value in _ITERATOR_METHODS and not updated.args:
+            return self._iterator_function(original, updated)
         path = self._resolver.path(original.func)
+        if path and self._v1_canned(path):
+            updated = self._keep_v1_loss_reduction(original, updated)
         if self._serving_placeholders:
             offset = self._offset(original)
             if (self._positions.line(offset), self._positions.byte_column(offset)) in self._serving_placeholders:
@@ -331,6 +351,61 @@ class _StageOneEdits(cst.CSTTransformer):
         if self._ps_program and relative and relative.rpartition('.')[2] in _SESSIONS:
             return self._drop_master(original, updated)
         return updated
+
+    def _v1_canned(self, path: str) -> bool:
+        """Whether `path` is a canned Estimator whose v1 default of `loss_reduction` was SUM: any under
+        `tf.compat.v1.estimator`, and `tf.estimator`'s in a TensorFlow 1.x script."""
+        relative = _relative(path)
+        if not relative or relative.rpartition('.')[0] != 'estimator':
+            return False
+        if relative.rpartition('.')[2] not in catalogue.PREMADE_PROVIDED:
+            return False
+        return path.startswith(catalogue.V1_ROOT) or self._v1_script
+
+    def _keep_v1_loss_reduction(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        # What tf_upgrade_v2 (TensorFlow <= 2.15) added: TF2's canned Estimators average the loss over the batch
+        # (SUM_OVER_BATCH_SIZE) where v1's summed it, so a v1 program keeps its loss and its learning rate's
+        # meaning only with the old default spelled out.
+        if any(arg.star or (arg.keyword and arg.keyword.value == 'loss_reduction') for arg in updated.args):
+            return updated
+        tf_name = self._resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+        if tf_name is None:
+            return updated
+        value = f'{tf_name}.keras.losses.Reduction.SUM'
+        args = list(updated.args)
+        if args:
+            last = args[-1]
+            whitespace = cst.SimpleWhitespace(' ')
+            if isinstance(last.comma, cst.Comma):
+                whitespace = last.comma.whitespace_after
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=whitespace))
+        equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(''), whitespace_after=cst.SimpleWhitespace(''))
+        trailing = updated.args[-1].comma if updated.args else cst.MaybeSentinel.DEFAULT
+        args.append(
+            cst.Arg(cst.parse_expression(value), keyword=cst.Name('loss_reduction'), equal=equal, comma=trailing)
+        )
+        spelled = helpers.get_full_name_for_node(original.func)
+        self._done(
+            original,
+            f"{spelled}(..., loss_reduction={value}) added: v1's default (TensorFlow 2 averages the loss over the "
+            'batch), as tf_upgrade_v2 adds it; without it the loss is batch_size times smaller',
+        )
+        return updated.with_changes(args=args)
+
+    def _iterator_function(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        # `dataset.make_one_shot_iterator()`: TF2's Dataset has no such method; the v1 function takes the dataset.
+        if self._resolver.path(original.func) is not None:
+            return updated  # A module's function (`tf.compat.v1.data.make_one_shot_iterator`), not a method.
+        tf_name = self._resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+        if tf_name is None:
+            return updated
+        data = (
+            f'{tf_name}.compat.v1.data' if self._resolver.names.aliases[tf_name] == 'tensorflow' else f'{tf_name}.data'
+        )
+        func = updated.func
+        method = func.attr.value
+        self._done(original, f".{method}() -> {data}.{method}(dataset): TensorFlow 2's Dataset has no such method")
+        return updated.with_changes(func=cst.parse_expression(f'{data}.{method}'), args=[cst.Arg(func.value)])
 
     def _tensor_spec(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         # `placeholder(dtype, shape=None, name=None)` -> `TensorSpec(shape, dtype, name)`: eager code has no
@@ -550,6 +625,23 @@ def _add_after_imports(module: cst.Module, code: str) -> cst.Module:
     return module.with_changes(body=body)
 
 
+def _add_before_tensorflow(module: cst.Module, code: str) -> cst.Module:
+    """`code` as a statement before the first top-level TensorFlow import (else after the last import): compat_mts
+    imported first keeps TensorFlow's start-up lines off stderr (`compat_mts._quiet_start`)."""
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        if (
+            isinstance(statement, cst.SimpleStatementLine)
+            and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))
+            and 'tensorflow' in module.code_for_node(statement)
+        ):
+            line = cst.parse_statement(code + '\n')
+            body[index:index] = [line.with_changes(leading_lines=statement.leading_lines)]
+            body[index + 1] = statement.with_changes(leading_lines=[])
+            return module.with_changes(body=body)
+    return _add_after_imports(module, code)
+
+
 def _add_legacy_keras(module: cst.Module) -> cst.Module:
     """`os.environ['TF_USE_LEGACY_KERAS'] = '1'` before the first import (after `__future__` ones)."""
     body = list(module.body)
@@ -571,8 +663,11 @@ def _add_legacy_keras(module: cst.Module) -> cst.Module:
     return module
 
 
-def apply_edits(text: str) -> tuple[str, list[Note]]:
+def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
     """The script `text` after the stage-1 edits, and the report's notes (line numbers of `text`).
+
+    `v1_script`: `text` was written for TensorFlow 1.x (and may since have had `tf_upgrade_v2`'s renames), so its
+    `tf.estimator` names are v1's, with v1's defaults.
 
     Raises:
       SyntaxError: `text` is not valid Python.
@@ -591,6 +686,7 @@ def apply_edits(text: str) -> tuple[str, list[Note]]:
         keep_v1_shapes=_reads_dimension_values(text),
         ps_program=_is_ps_program(tree),
         serving_placeholders=_serving_placeholders(tree, resolver),
+        v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
     )
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # The module is ours: no copy.
     edited = wrapper.visit(edits)
@@ -601,7 +697,7 @@ def apply_edits(text: str) -> tuple[str, list[Note]]:
         edited = _add_after_imports(edited, f'{v1}.disable_v2_tensorshape()')
         notes.append(Note(0, f'{v1}.disable_v2_tensorshape() added: the graph code reads Dimension.value', True))
     if edits.uses_mts and resolver.alias_of('compat_mts') is None:
-        edited = _add_after_imports(edited, f'import compat_mts as {mts}')
+        edited = _add_before_tensorflow(edited, f'import compat_mts as {mts}')
         notes.append(Note(0, f'import compat_mts as {mts} added', True))
     if edits.uses_legacy_layers and not sets_legacy_keras(text):
         edited = _add_legacy_keras(edited)
@@ -787,13 +883,15 @@ def _graph_statement(statement: ast.stmt, scan: _GraphScan) -> bool:
 
 
 # TensorFlow 1.x modules that `tf_upgrade_v2` leaves under their 1.x names, which TensorFlow 2 gave to other code:
-# `tf.summary.scalar` becomes TF2's summary (no default writer: nothing recorded, nothing for `merge_all()`), and
-# `tf.layers.dense` is gone (a manual edit, its report says).
-_KEPT_BY_TF_UPGRADE_V2 = ('summary', 'layers', 'nn.rnn_cell')
+# `tf.summary.scalar` becomes TF2's summary (no default writer: nothing recorded, nothing for `merge_all()`),
+# `tf.layers.dense` is gone (a manual edit, its report says), and `tf.flags` is gone (`tf.compat.v1.flags` is
+# absl's flags, as `tf.flags` was).
+_KEPT_BY_TF_UPGRADE_V2 = ('summary', 'layers', 'nn.rnn_cell', 'flags')
 
 
 class _V1Modules(cst.CSTTransformer):
-    """`tf.summary.<X>`, `tf.layers.<X>`, `tf.nn.rnn_cell.<X>` of a TensorFlow 1.x script -> `tf.compat.v1.*`."""
+    """`tf.summary.<X>`, `tf.layers.<X>`, `tf.nn.rnn_cell.<X>`, `tf.flags` of a TensorFlow 1.x script ->
+    `tf.compat.v1.*`."""
 
     METADATA_DEPENDENCIES = (ByteSpanPositionProvider,)
 
@@ -832,14 +930,14 @@ class _V1Modules(cst.CSTTransformer):
 
 
 def v1_modules(text: str) -> tuple[str, list[Note]]:
-    """A TensorFlow 1.x script's `tf.summary.*`, `tf.layers.*` and `tf.nn.rnn_cell.*` as `tf.compat.v1.*`.
+    """A TensorFlow 1.x script's `tf.summary.*`, `tf.layers.*`, `tf.nn.rnn_cell.*` and `tf.flags` as `tf.compat.v1.*`.
 
     Runs before `tf_upgrade_v2`, which leaves those names as they are (see `_KEPT_BY_TF_UPGRADE_V2`).
 
     Returns:
       The new text and the notes of the edits.
     """
-    if not any(f'{module}.' in text for module in _KEPT_BY_TF_UPGRADE_V2):
+    if not any(f'.{module}' in text for module in _KEPT_BY_TF_UPGRADE_V2):
         return text, []  # Nothing to rename: no tree to build.
     module = cst.parse_module(text)
     edits = _V1Modules(_Positions(module, text), _Resolver(ast.parse(text)))

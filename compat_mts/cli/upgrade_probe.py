@@ -5,13 +5,18 @@ SCRIPT_DIR first on `sys.path`, as when the original is run) and writes OUT_JSON
 execution is off before the script runs, as v1 graph mode had it; for a script written for TensorFlow 1.x,
 `import tensorflow` is then TensorFlow's `tf.compat.v1` (COMPAT_MTS_PROBE_TF1=1), which is that API.
 
-How the loss is found: every v1 optimizer computes its gradients in `Optimizer.compute_gradients(loss, ...)`
-(`minimize` calls it, and so does the Estimator's `model_fn` through it), so the probe records the `loss` of that
-call, per graph; a graph's scalar differentiated by a `tf.GradientTape` (a Keras optimizer's `minimize`, or
-gradients given to `apply_gradients`) is recorded the same way. Every session, v1's and compat_mts's, is a
-`MonitoredSession` or `SingularMonitoredSession` (`MonitoredTrainingSession` and the Estimator make one), so the
-probe adds one hook to each: it fetches the recorded loss of the session's graph with each run, and asks the
-session to stop after STEPS runs. A session of a graph with no optimizer (an evaluation) is not recorded.
+How the loss is found: every way a v1 program differentiates its loss goes through one of three calls, and the
+probe records the scalar each one is given, per graph, with the name of the call:
+`Optimizer.compute_gradients(loss, ...)` (a v1 optimizer's `minimize`, and the custom Estimators' `model_fn`s
+that call it; `TPUEstimator`'s `CrossShardOptimizer` too), `tf.gradients(ys, xs)` (the premade Estimators, whose
+Keras 2 optimizers' `get_updates` call it; BERT's optimizer, which then calls `apply_gradients`) and
+`tf.GradientTape.gradient` (a Keras 2 or 3 optimizer's `minimize`, or a tape's gradients given to
+`apply_gradients`). Every session, v1's and compat_mts's, is a `MonitoredSession` or `SingularMonitoredSession`
+(`MonitoredTrainingSession` and the Estimator make one), so the probe adds one hook to each: it fetches the
+recorded loss of the session's graph with each run, and asks the session to stop after STEPS runs. A session of
+a graph with no loss differentiated (an evaluation) is not recorded. OUT_JSON says which call the losses came
+from (`paths`) and how many sessions were recorded: a program that trains another way (a bare `tf.Session`, a
+loss differentiated in a `tf.function`) records nothing, which `--verify` reports as such.
 
 Standard library and TensorFlow only: in `v1` mode it may run under an older TensorFlow (2.15 for an Estimator
 script), where compat_mts cannot be imported.
@@ -36,17 +41,27 @@ def main(argv):
     elif mode == 'v1':
         tf.compat.v1.disable_eager_execution()
     v1 = tf.compat.v1
-    record = {'mode': mode, 'losses': [], 'sessions': 0, 'error': None}
+    record = {'mode': mode, 'losses': [], 'sessions': 0, 'paths': [], 'error': None}
     losses_by_graph = {}
+    new_losses = []  # (loss, path) recorded since the last session began.
+
+    def note(loss, path):
+        """Records `loss`, a scalar of a graph (not of a tf.function, whose tensors no session can fetch)."""
+        graph = getattr(loss, 'graph', None)
+        if not isinstance(loss, tf.Tensor) or graph is None or getattr(graph, 'building_function', False):
+            return
+        if loss.shape.rank != 0:
+            return
+        if graph in losses_by_graph and losses_by_graph[graph][0] is loss:
+            return  # Recorded by the call that made this one (`compute_gradients` calls `tf.gradients`).
+        losses_by_graph[graph] = (loss, path)
+        new_losses.append((loss, path))
 
     original_compute_gradients = v1.train.Optimizer.compute_gradients
 
-    new_losses = []  # Recorded since the last session began.
-
     def compute_gradients(self, loss, *args, **kwargs):
         if not callable(loss):
-            losses_by_graph[loss.graph] = loss
-            new_losses.append(loss)
+            note(loss, 'Optimizer.compute_gradients')
         return original_compute_gradients(self, loss, *args, **kwargs)
 
     v1.train.Optimizer.compute_gradients = compute_gradients
@@ -54,28 +69,41 @@ def main(argv):
     original_gradient = tf.GradientTape.gradient
 
     def gradient(self, target, sources, *args, **kwargs):
-        # A graph's loss differentiated by a tape (a Keras optimizer's `minimize`, or `apply_gradients` of the
-        # tape's gradients); not inside a tf.function, whose tensors no session can fetch.
-        graph = getattr(target, 'graph', None)
-        if isinstance(target, tf.Tensor) and graph is not None and not graph.building_function:
-            if target.shape.rank == 0:
-                losses_by_graph[graph] = target
-                new_losses.append(target)
+        note(target, 'GradientTape.gradient')
         return original_gradient(self, target, sources, *args, **kwargs)
 
     tf.GradientTape.gradient = gradient
+
+    def with_record(original_gradients):
+        def gradients(ys, xs, *args, **kwargs):
+            note(ys[0] if isinstance(ys, (list, tuple)) and len(ys) == 1 else ys, 'tf.gradients')
+            return original_gradients(ys, xs, *args, **kwargs)
+
+        return gradients
+
+    # `tf.gradients` and `tf.compat.v1.gradients` are attributes of several of TensorFlow's module objects
+    # (`tf.compat.v2.compat.v1` is the one Keras 2 calls, TensorFlow's own ops call theirs): each is replaced.
+    originals = {id(function): with_record(function) for function in {tf.gradients, v1.gradients}}
+    for module in list(sys.modules.values()):
+        name = getattr(module, '__name__', None)
+        if isinstance(name, str) and name.startswith('tensorflow'):
+            if id(getattr(module, 'gradients', None)) in originals:
+                module.gradients = originals[id(module.gradients)]
 
     class LossProbe(v1.train.SessionRunHook):
         def begin(self):
             # The session's graph is the default one in v1; compat_mts's Estimator may begin its hooks
             # outside the graph it built, so the loss recorded since the last session began is that graph's.
-            self._loss = losses_by_graph.get(v1.get_default_graph())
-            if self._loss is None and new_losses:
-                self._loss = new_losses[-1]
+            found = losses_by_graph.get(v1.get_default_graph())
+            if found is None and new_losses:
+                found = new_losses[-1]
             new_losses.clear()
+            self._loss = None if found is None else found[0]
             self._runs = 0
-            if self._loss is not None:
+            if found is not None:
                 record['sessions'] += 1
+                if found[1] not in record['paths']:
+                    record['paths'].append(found[1])
 
         def before_run(self, run_context):
             return v1.train.SessionRunArgs({'loss': self._loss} if self._loss is not None else {})

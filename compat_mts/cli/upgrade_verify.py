@@ -4,7 +4,11 @@ Each side runs in a fresh process through `upgrade_probe.py` (which records the 
 a fresh directory of its own: `{dir}` in the script's arguments stands for it, and it is the working directory,
 so relative paths land there too. Compared: the loss of every step, the variables of the last checkpoint
 (names, shapes, values) and the summary tags, of every checkpoint and events directory under the run's
-directory. A plot of both loss curves is written as `loss.png` when matplotlib is installed.
+directory. When a side failed or recorded no loss there is nothing to compare, and the report says so first
+(`verdict: not compared`, why, and what to pass) instead of a verdict. A program of several files (a directory
+or a package given to `upgrade`) is verified as a whole: its upgraded side runs in a copy of its tree with every
+file upgraded (`Tree`). The report leads with the verdict and the first differing step; the loss of every step
+goes to `losses.txt` in the report directory, and both loss curves to `loss.png` when matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from compat_mts import _quiet_start
 from compat_mts.cli import upgrade_edits
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -30,7 +36,8 @@ PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'upgrade_probe.
 
 @dataclasses.dataclass
 class Side:
-    """What one run left: its losses per step, last checkpoints' variables, summary tags, and how it ended."""
+    """What one run left: its losses per step (and the calls they were recorded from), last checkpoints'
+    variables, summary tags, and how it ended."""
 
     name: str
     losses: list[float]
@@ -39,19 +46,53 @@ class Side:
     returncode: int
     error: str | None
     log: str
+    paths: list[str] = dataclasses.field(default_factory=list)
+    log_path: str | None = None
+    unupgraded_modules: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return 'v1 graph mode' if self.name == 'v1' else self.name
+
+
+@dataclasses.dataclass
+class Tree:
+    """A program of several files, upgraded as a whole: the directory given to the upgrade (`root`) and the
+    upgraded text of each of its Python files, by path relative to it. Its upgraded side runs in a copy of
+    `root` (data files included) with those texts written in."""
+
+    root: str
+    texts: dict[str, str]
+
+
+_RECORDED_PATHS = 'Optimizer.compute_gradients, tf.gradients or tf.GradientTape'
 
 
 @dataclasses.dataclass
 class Comparison:
-    """The two sides of a `--verify` run, and whether they agree."""
+    """The two sides of a `--verify` run, whether they could be compared, and whether they agree."""
 
     v1: Side
     upgraded: Side
 
     @property
+    def compared(self) -> bool:
+        """Whether both sides ran to their end and recorded losses: else there is nothing to compare."""
+        return all(side.returncode == 0 and side.losses for side in (self.v1, self.upgraded))
+
+    @property
     def losses_equal(self) -> bool:
         a, b = self.v1.losses, self.upgraded.losses
         return bool(a) and len(a) == len(b) and np.allclose(a, b, rtol=RTOL, atol=ATOL)
+
+    @property
+    def first_difference(self) -> int | None:
+        """The index of the first step whose losses differ (or that one side lacks), None when none does."""
+        a, b = self.v1.losses, self.upgraded.losses
+        for index in range(max(len(a), len(b))):
+            if index >= len(a) or index >= len(b) or not np.isclose(a[index], b[index], rtol=RTOL, atol=ATOL):
+                return index
+        return None
 
     @property
     def variables_equal(self) -> bool:
@@ -72,22 +113,41 @@ class Comparison:
     @property
     def equal(self) -> bool:
         return (
-            self.v1.returncode == 0
-            and self.upgraded.returncode == 0
+            self.compared
             and self.trained
             and self.losses_equal
             and self.variables_equal
             and self.v1.tags == self.upgraded.tags
         )
 
-    def format(self) -> str:
-        lines = [f'{"step":>6}  {"v1 graph mode":>16}  {"upgraded":>16}  {"difference":>12}']
-        for index in range(max(len(self.v1.losses), len(self.upgraded.losses))):
-            values = [side.losses[index] if index < len(side.losses) else None for side in (self.v1, self.upgraded)]
-            cells = [f'{value:>16.8g}' if value is not None else f'{"-":>16}' for value in values]
-            difference = f'{abs(values[0] - values[1]):>12.3g}' if None not in values else f'{"-":>12}'
-            lines.append(f'{index + 1:>6}  {cells[0]}  {cells[1]}  {difference}')
-        lines.append('losses: ' + ('equal at every step' if self.losses_equal else 'DIFFER') + f' (rtol {RTOL})')
+    @property
+    def verdict(self) -> str:
+        if not self.compared:
+            return 'not compared'
+        if self.equal:
+            return 'the same training'
+        if not self.trained and self.losses_equal:
+            return 'NOT shown: nothing trained on either side'
+        return 'NOT the same training'
+
+    def format(self, table: str | None = None) -> str:
+        """The report: the verdict first, then why not compared (and what to pass), or the first differing
+        step and the checkpoints and summaries compared; `table` is where the step-by-step table was written."""
+        lines = ['verdict: ' + self.verdict]
+        if not self.compared:
+            lines.extend(self._not_compared())
+            return '\n'.join(lines) + '\n'
+        first = self.first_difference
+        if first is not None:
+            values = [side.losses[first] if first < len(side.losses) else None for side in (self.v1, self.upgraded)]
+            cells = ['no step' if value is None else f'{value:.8g}' for value in values]
+            lines.append(f'first differing step: {first + 1} (v1 graph mode {cells[0]}, upgraded {cells[1]})')
+        lines.append(
+            'losses: '
+            + ('equal at every step' if self.losses_equal else 'DIFFER')
+            + f' (rtol {RTOL}; {len(self.v1.losses)} steps in v1 graph mode, {len(self.upgraded.losses)} upgraded;'
+            + f' recorded from {", ".join(self.v1.paths)} and {", ".join(self.upgraded.paths)})'
+        )
         if not self.trained:
             lines.append(
                 'losses: one value at every step on both sides: nothing trained, so equal losses show nothing '
@@ -101,22 +161,55 @@ class Comparison:
             + (f'; only in v1: {sorted(only_v1)}' if only_v1 else '')
             + (f'; only upgraded: {sorted(only_upgraded)}' if only_upgraded else '')
         )
+        if table:
+            lines.append(f'the loss of every step: {table}')
+        return '\n'.join(lines) + '\n'
+
+    def _not_compared(self) -> list[str]:
+        """Why the sides cannot be compared, side by side, each with what to pass."""
+        lines = []
         for side in (self.v1, self.upgraded):
+            log = f' (its log: {side.log_path})' if side.log_path else ''
             if side.returncode != 0:
-                lines.append(f'{side.name} run failed (exit status {side.returncode}): {side.error or ""}')
+                lines.append(f'why: the {side.title} run failed (exit status {side.returncode}): {side.error or ""}')
+                lines.append('pass: ' + self._fix(side) + log)
                 lines.extend('    ' + line for line in side.log.strip().splitlines()[-15:])
-        if self.v1.error and "has no attribute 'estimator'" in self.v1.error:
-            lines.append(
-                'the v1 side needs tf.estimator, which left TensorFlow in 2.16: --v1-python PYTHON of an environment '
-                "with 'tensorflow==2.15.*' and 'tensorflow-estimator==2.15.*' (migration_guide/upgrade.md)"
+            elif not side.losses:
+                lines.append(
+                    f'why: the {side.title} run ended but recorded no loss: no session of it ran a loss '
+                    f'differentiated by {_RECORDED_PATHS} (a bare tf.Session, or a loss differentiated inside a '
+                    'tf.function, is not recorded)'
+                )
+                lines.append(
+                    'pass: --args with what makes the script train at least one step (its steps, its data), or run '
+                    'its training through MonitoredTrainingSession or an Estimator' + log
+                )
+        return lines
+
+    def _fix(self, side: Side) -> str:
+        error = side.error or ''
+        if side.name == 'v1' and "has no attribute 'estimator'" in error:
+            return (
+                '--v1-python PYTHON of an environment with tf.estimator, which left TensorFlow in 2.16: '
+                "'tensorflow==2.15.*' and 'tensorflow-estimator==2.15.*' (migration_guide/upgrade.md)"
             )
-        if self.equal:
-            verdict = 'the same training'
-        elif not self.trained and self.losses_equal:
-            verdict = 'NOT shown: nothing trained on either side'
-        else:
-            verdict = 'NOT the same training'
-        lines.append('verdict: ' + verdict)
+        if side.name == 'upgraded' and side.unupgraded_modules:
+            return (
+                'the directory of the program (upgrade DIR --verify N --main FILE), so its modules are upgraded too: '
+                f'the error is in {", ".join(side.unupgraded_modules)}, which ran as it was'
+            )
+        if error.startswith(('IndexError', 'SystemExit')):
+            return '--args with the arguments the script needs ("{dir}" stands for a fresh directory per run)'
+        return 'what the error above asks for; the run is the script as given, with --args'
+
+    def table(self) -> str:
+        """The loss of every step on both sides, and their difference, one step a line."""
+        lines = [f'{"step":>6}  {"v1 graph mode":>16}  {"upgraded":>16}  {"difference":>12}']
+        for index in range(max(len(self.v1.losses), len(self.upgraded.losses))):
+            values = [side.losses[index] if index < len(side.losses) else None for side in (self.v1, self.upgraded)]
+            cells = [f'{value:>16.8g}' if value is not None else f'{"-":>16}' for value in values]
+            difference = f'{abs(values[0] - values[1]):>12.3g}' if None not in values else f'{"-":>12}'
+            lines.append(f'{index + 1:>6}  {cells[0]}  {cells[1]}  {difference}')
         return '\n'.join(lines) + '\n'
 
     def _variables_lines(self) -> list[str]:
@@ -205,6 +298,35 @@ def _env(python: str, tf1: bool, legacy_keras: bool) -> dict:
     return env
 
 
+def _upgraded_script(original: str, upgraded_text: str, report_dir: str, tree: Tree | None) -> tuple[str, str]:
+    """Writes the upgraded side's program into `report_dir`; returns its script and the directory first on its
+    `sys.path`. One file: `upgraded_FILE`, beside the original's modules; a `Tree`: a copy of the tree (less its
+    caches and the report directory) with every upgraded file written in, the script at its own place in it."""
+    if tree is None:
+        path = os.path.join(report_dir, 'upgraded_' + os.path.basename(original))
+        with open(path, 'w', encoding='utf-8') as file:
+            file.write(upgraded_text)
+        return path, os.path.dirname(os.path.abspath(original))
+    copy = os.path.join(report_dir, 'upgraded_tree')
+    shutil.rmtree(copy, ignore_errors=True)
+    report = os.path.realpath(report_dir)
+
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        return {
+            name for name in names if name == '__pycache__' or os.path.realpath(os.path.join(directory, name)) == report
+        }
+
+    shutil.copytree(tree.root, copy, symlinks=True, ignore=ignored)
+    for relative, text in tree.texts.items():
+        target = os.path.join(copy, relative)
+        if os.path.islink(target):
+            os.remove(target)  # The copy's own file, not the one the link points at.
+        with open(target, 'w', encoding='utf-8') as file:
+            file.write(text)
+    path = os.path.join(copy, os.path.relpath(os.path.abspath(original), os.path.abspath(tree.root)))
+    return path, os.path.dirname(path)
+
+
 def verify(
     original: str,
     upgraded_text: str,
@@ -214,6 +336,7 @@ def verify(
     v1_python: str = sys.executable,
     report_dir: str | None = None,
     tf1: bool = False,
+    tree: Tree | None = None,
     timeout: float = 3600,
 ) -> Comparison:
     """Runs `original` in v1 graph mode and `upgraded_text` eagerly, `steps` steps each, and compares them.
@@ -227,6 +350,8 @@ def verify(
       report_dir: where each side's directory (`v1/`, `upgraded/`, emptied first), the upgraded script and the
         logs go (default: a new temporary directory, kept).
       tf1: the original is written for TensorFlow 1.x (`import tensorflow` means `tf.compat.v1` there).
+      tree: the program's other files, upgraded, when `original` is one file of a program of several: the
+        upgraded side runs in a copy of the tree with all of them (else beside the original's own modules).
       timeout: seconds each side may take.
 
     Returns:
@@ -234,15 +359,12 @@ def verify(
     """
     report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix='compat-mts-verify-'))
     os.makedirs(report_dir, exist_ok=True)
-    upgraded_path = os.path.join(report_dir, 'upgraded_' + os.path.basename(original))
-    with open(upgraded_path, 'w', encoding='utf-8') as file:
-        file.write(upgraded_text)
-    script_dir = os.path.dirname(os.path.abspath(original))
+    upgraded_path, upgraded_dir = _upgraded_script(original, upgraded_text, report_dir, tree)
     legacy_keras = upgrade_edits.sets_legacy_keras(upgraded_text)
     runs = {}
-    for name, python, script in (
-        ('v1', v1_python, os.path.abspath(original)),
-        ('upgraded', sys.executable, upgraded_path),
+    for name, python, script, script_dir in (
+        ('v1', v1_python, os.path.abspath(original), os.path.dirname(os.path.abspath(original))),
+        ('upgraded', sys.executable, upgraded_path, upgraded_dir),
     ):
         run_dir = os.path.join(report_dir, name)
         shutil.rmtree(run_dir, ignore_errors=True)  # A fresh directory per run: nothing to resume from.
@@ -282,17 +404,34 @@ def verify(
             returncode,
             record.get('error'),
             text,
+            record.get('paths', []),
+            log.name,
         )
+    if tree is None and sides['upgraded'].returncode != 0:
+        sides['upgraded'].unupgraded_modules = _modules_in_traceback(sides['upgraded'].log, original)
     return Comparison(sides['v1'], sides['upgraded'])
 
 
-def verify_command(upgrade, args: argparse.Namespace) -> int:
-    """`--verify N` of `compat-mts upgrade`: prints the comparison; 0 when both sides agree, 1 when not."""
-    from compat_mts.cli import upgrade as upgrade_lib
+def _modules_in_traceback(log: str, original: str) -> list[str]:
+    """The modules beside `original` (not upgraded: only the script was) that the traceback in `log` passes
+    through."""
+    directory = os.path.dirname(os.path.abspath(original))
+    files = re.findall(r'^\s*File "([^"]+)", line \d+', log, flags=re.MULTILINE)
+    beside = [path for path in files if os.path.dirname(path) == directory and path != os.path.abspath(original)]
+    return sorted(set(beside))
 
-    from compat_mts.cli.main import _tensorflow_start_up_quiet
 
-    with _tensorflow_start_up_quiet(False):
+def verify_command(upgrade, args: argparse.Namespace, *, tf1: bool, tree: Tree | None = None) -> int:
+    """`--verify N` of `compat-mts upgrade` for the `Upgrade` of the script to run: prints the comparison, and
+    writes its step table; 0 when both sides agree, 1 when not (or when they could not be compared).
+
+    Args:
+      upgrade: the script's `Upgrade`.
+      args: the command's arguments (`verify`, `args`, `v1_python`, `report_dir`).
+      tf1: the script is written for TensorFlow 1.x.
+      tree: the program's files, when it has several (see `verify`).
+    """
+    with _quiet_start.quiet_tensorflow_import():
         import tensorflow as tf  # Read the checkpoints and events here, without TensorFlow's start-up lines.
     tf.get_logger().setLevel('ERROR')
     report_dir = os.path.abspath(args.report_dir or tempfile.mkdtemp(prefix='compat-mts-verify-'))
@@ -304,11 +443,16 @@ def verify_command(upgrade, args: argparse.Namespace) -> int:
         shlex.split(args.args),
         v1_python=args.v1_python,
         report_dir=report_dir,
-        tf1=upgrade_lib.is_tf1_script(upgrade.original),
+        tf1=tf1,
+        tree=tree,
     )
-    sys.stdout.write(comparison.format())
-    plot = os.path.join(report_dir, 'loss.png')
-    problem = comparison.plot(plot)
-    print(problem or f'plot: {plot}')
+    table = os.path.join(report_dir, 'losses.txt')
+    with open(table, 'w', encoding='utf-8') as file:
+        file.write(comparison.table())
+    sys.stdout.write(comparison.format(table))
+    if comparison.compared:
+        plot = os.path.join(report_dir, 'loss.png')
+        problem = comparison.plot(plot)
+        print(problem or f'plot: {plot}')
     print(f'runs, logs and checkpoints: {report_dir}')
     return 0 if comparison.equal else 1

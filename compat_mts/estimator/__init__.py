@@ -3,16 +3,16 @@
 `Estimator`, `EstimatorSpec`, `ModeKeys`, `RunConfig`, `TrainSpec`, `EvalSpec`, `train_and_evaluate`,
 `WarmStartSettings`, the exporters (`BestExporter` too), `export`, `add_metrics`, `classifier_parse_example_spec`,
 `regressor_parse_example_spec`, `inputs` (`numpy_input_fn`, `pandas_input_fn`) and `experimental` (the
-early-stopping hooks, `InMemoryEvaluatorHook`) keep v1's names, signatures, defaults and messages; the session
-hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on `tf.feature_column`
-(`DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`, `DNNLinearCombinedClassifier`,
-`DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) and those taking a head (`DNNEstimator`,
-`LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`) are TF 2.15's, with its checkpoint names;
-the heads (`Head`, `BinaryClassHead`, `MultiClassHead`, `MultiLabelHead`, `RegressionHead`,
-`PoissonRegressionHead`, `LogisticRegressionHead`, `MultiHead`, in `head`) are TF 2.15's too. The names in
-`_NOT_PROVIDED` (boosted trees) raise an AttributeError naming their successor (migration_guide/estimator.md).
-`tpu` is v1's `tf.compat.v1.estimator.tpu`
-(`TPUEstimator` with `use_tpu=False`).
+early-stopping hooks, `InMemoryEvaluatorHook`, the logit-function builders, `KMeans`) keep v1's names, signatures,
+defaults and messages; the session hooks `tf.estimator` re-exported are compat_mts's. The premade Estimators on
+`tf.feature_column` (`DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`,
+`DNNLinearCombinedClassifier`, `DNNLinearCombinedRegressor`, `BaselineClassifier`, `BaselineRegressor`) and those
+taking a head (`DNNEstimator`, `LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`) are TF 2.15's,
+with its checkpoint names; the heads (`Head`, `BinaryClassHead`, `MultiClassHead`, `MultiLabelHead`,
+`RegressionHead`, `PoissonRegressionHead`, `LogisticRegressionHead`, `MultiHead`, in `head`) are TF 2.15's too. The
+names in `_NOT_PROVIDED` (boosted trees) raise an AttributeError naming their successor
+(migration_guide/estimator.md). `tpu` is v1's `tf.compat.v1.estimator.tpu` (`TPUEstimator` with `use_tpu=False`,
+`experimental.EmbeddingConfigSpec`).
 """
 
 from compat_mts import premade_estimators

@@ -743,8 +743,10 @@ class Estimator:
         with contextlib.nullcontext() if on_cluster else parameter_server.local_graphs():
             wrapped = legacy.wrap_graph(build_fn)
             try:
-                with monitored_session.hooks_begin_in(wrapped.graph):  # The hooks' begin() in the graph, as in v1.
+                with monitored_session.hooks_begin_in(wrapped):  # The hooks' begin() in the open graph, as in v1.
                     yield wrapped
+            except checkpoints.CheckpointMismatchError as error:  # The user gave the directory as `model_dir`.
+                raise error.naming('the Estimator', 'model_dir') from None
             finally:
                 legacy.forget_graph(wrapped)
                 global_step_lib.restore_registration(previous)

@@ -25,6 +25,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts.estimator import _inputs
 from compat_mts.estimator import estimator as estimator_lib
 from compat_mts.estimator import run_config as run_config_lib
+from compat_mts.estimator import tpu_experimental as experimental
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat_mts.hooks.step_counter import StepCounterHook
 from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
@@ -38,6 +39,7 @@ __all__ = [
     'TPUConfig',
     'TPUEstimator',
     'TPUEstimatorSpec',
+    'experimental',
 ]
 
 _BATCH_SIZE_KEY = 'batch_size'
@@ -492,14 +494,15 @@ class TPUEstimator(estimator_lib.Estimator):
       export_to_tpu: accepted (TPU serving graph).
       export_to_cpu: accepted (the CPU graph is what `export_saved_model` writes).
       warm_start_from: as `Estimator`'s.
-      embedding_config_spec: must be None (TPU embeddings).
+      embedding_config_spec: None or a `tpu.experimental.EmbeddingConfigSpec`: checked, then unused off the TPU
+        (the `model_fn`'s embedding columns are ordinary lookups), as in v1.
       export_saved_model_api_version: 1 or 2 (v1's check).
 
     Raises:
-      NotImplementedError: `use_tpu=True` or an `embedding_config_spec`: names `tf.distribute.TPUStrategy` and
-        migration_guide/tpu.md.
+      NotImplementedError: `use_tpu=True`: names `tf.distribute.TPUStrategy` and migration_guide/tpu.md.
       ValueError: a `config` that is not a `tpu.RunConfig`, reserved `params` keys, a bad
-        `export_saved_model_api_version` (v1's messages), or `Estimator`'s.
+        `export_saved_model_api_version`, an `EmbeddingConfigSpec` with `partition_strategy='mod'` (v1's
+        messages), or `Estimator`'s.
     """
 
     def __init__(
@@ -526,8 +529,15 @@ class TPUEstimator(estimator_lib.Estimator):
             raise ValueError('{} are reserved keys but existed in params {}.'.format(_RESERVED_PARAMS_KEYS, params))
         if use_tpu:
             raise NotImplementedError(_TPU_REFUSAL.format(what='TPUEstimator(use_tpu=True)'))
-        if embedding_config_spec is not None:
-            raise NotImplementedError(_TPU_REFUSAL.format(what='TPUEstimator(embedding_config_spec=...)'))
+        if embedding_config_spec is not None and not isinstance(
+            embedding_config_spec, experimental.EmbeddingConfigSpec
+        ):
+            raise ValueError(
+                '`embedding_config_spec` must be None or a tpu.experimental.EmbeddingConfigSpec; got '
+                f'{embedding_config_spec!r}.'
+            )
+        if embedding_config_spec is not None and embedding_config_spec.partition_strategy == 'mod':
+            raise ValueError('Mod sharding of embedding tables not supported on CPU.')
         if model_fn is None:
             raise ValueError('model_fn must be provided to Estimator.')
         if not (

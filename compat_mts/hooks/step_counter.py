@@ -8,6 +8,7 @@ from compat_mts import deployment as deployment_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts import validation
+from compat_mts.hooks.stop import TF2_GLOBAL_STEP_FIX
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
@@ -17,8 +18,9 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
 
     The scalar is a v1 `simple_value` under v1's tag (`<global step name>/sec`) at the post-run global
     step. The first trigger only starts the clock, as in v1, and a global step that did not move
-    between runs gets v1's warning (at most five times). After the session's first step the traced step's graph
-    is written too, as v1's writer cache wrote the graph into every events file.
+    between runs gets v1's warning (at most five times), followed by how a TF2 step increments it. After the
+    session's first step the traced step's graph is written too, as v1's writer cache wrote the graph into
+    every events file.
 
     Args:
       every_n_steps: Measure and log the rate every `every_n_steps` global steps (default 100), or None
@@ -100,7 +102,8 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
                 logging.WARN,
                 'It seems that global step (tf.train.get_global_step) has not been increased. Current '
                 'value (could be stable): %s vs previous value: %s. You could increase the global step '
-                'by passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize.',
+                'by passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize. '
+                + TF2_GLOBAL_STEP_FIX,
                 5,
                 stale_global_step,
                 self._last_global_step,

@@ -4,9 +4,32 @@ from __future__ import annotations
 
 import math
 
+import tensorflow as tf
+
+from compat_mts import deployment as deployment_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import validation
 from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
+
+MAX_RUNS_WITHOUT_A_STEP = 1000
+"""How many runs of a session the global step may stay where it was at creation before `StopAtStepHook` fails."""
+
+# What a TF2 program does instead of v1's `minimize(global_step=...)`, which a TF2 optimizer does not take.
+TF2_GLOBAL_STEP_FIX = (
+    'A TF2 optimizer takes no global_step: increment it in the step, global_step.assign_add(1) (global_step = '
+    "compat_mts.get_or_create_global_step()), or make the optimizer's counter the global step: "
+    "compat_mts.set_global_step(optimizer.iterations, name='global_step')."
+)
+
+
+def _fetch_names(fetches) -> str:
+    """The run's fetches by name (a function's, a tensor's), for a message."""
+    leaves = tf.nest.flatten(fetches) if isinstance(fetches, (list, tuple, dict)) else [fetches]
+    names = []
+    for leaf in leaves:
+        name = getattr(leaf, '__name__', None) or getattr(leaf, 'name', None)
+        names.append(f'`{name}`' if isinstance(name, str) else repr(leaf))
+    return ', '.join(names)
 
 
 class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
@@ -31,6 +54,9 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
     Raises:
       ValueError: neither or both of `num_steps` and `last_step` are given (v1's messages).
       TypeError: either is not an integer.
+      RuntimeError: from `after_run`, when the global step has not moved from its value at session creation in
+        `MAX_RUNS_WITHOUT_A_STEP` runs: the step does not increment it, and the session would never stop (v1
+        ran on forever). The message names the step and how a TF2 step increments the global step.
     """
 
     def __init__(self, num_steps: int | None = None, last_step: int | None = None):
@@ -52,10 +78,16 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
 
     def begin(self):
         self._global_step = global_step_lib.require_global_step('StopAtStepHook')
+        # A parameter-server chief's run returns once its steps are scheduled: the step may not have moved yet.
+        self._watches_for_a_stuck_step = deployment_lib.current().scheduler is None
 
     def after_create_session(self, session, coord):
+        created_at = int(session.run(self._global_step))
         if self._last_step is None:
-            self._last_step = int(session.run(self._global_step)) + self._num_steps
+            self._last_step = created_at + self._num_steps
+        # Counted until the global step first moves; None once it has (or when not watched).
+        self._created_at = created_at
+        self._runs_without_a_step = 0 if self._watches_for_a_stuck_step else None
 
     def before_run(self, run_context):
         return STALE_GLOBAL_STEP_REQUEST
@@ -64,6 +96,26 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
         if run_values.results + self._steps_per_run >= self._last_step:
             if run_context.session.run(self._global_step) >= self._last_step:
                 run_context.request_stop()
+        elif self._runs_without_a_step is not None:
+            self._count_a_run_without_a_step(run_context, run_values.results)
+
+    def _count_a_run_without_a_step(self, run_context, stale_global_step: int) -> None:
+        if stale_global_step != self._created_at:
+            self._runs_without_a_step = None
+            return
+        self._runs_without_a_step += 1
+        if self._runs_without_a_step < MAX_RUNS_WITHOUT_A_STEP:
+            return
+        step = _fetch_names(run_context.original_args.fetches)
+        raise RuntimeError(
+            f'StopAtStepHook stops at global step {self._last_step}, and the global step is still '
+            f'{stale_global_step} after {MAX_RUNS_WITHOUT_A_STEP} runs of {step}: the step does not increase the '
+            'global step, so the session would never stop. (v1: "You could increase the global step by passing '
+            'tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize.") ' + TF2_GLOBAL_STEP_FIX
+        )
+
+    # No clock, but `before_run` only asks for the stale step: the session may decide after the run whether to call it.
+    reads_clock_after_run = True
 
     def idle_until(self):
         """Idle until a run may reach `last_step` (`compat_mts.session_run_hook.HookCapabilities`)."""

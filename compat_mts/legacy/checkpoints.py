@@ -64,8 +64,10 @@ def _dtype_of(variable: Any) -> tf.DType:
     return tf.as_dtype(variable.dtype)
 
 
-def _shape_of(variable: Any) -> tuple:
-    return tuple(tf.TensorShape(variable.shape).as_list())
+def _shape_of(variable: Any) -> tuple | None:
+    """The variable's shape; None for a variable of unknown shape (`validate_shape=False`, as k-means' centers)."""
+    shape = tf.TensorShape(variable.shape)
+    return tuple(shape.as_list()) if shape.rank is not None else None
 
 
 def write_name_based(file_prefix: str, entries: Iterable[_Entry]) -> str:
@@ -109,7 +111,7 @@ class CheckpointNames:
         shape = _full_shape(entry)
         if saved_dtype != _dtype_of(entry.variable):
             return f'dtype {saved_dtype.name} in the checkpoint, {_dtype_of(entry.variable).name} in the program'
-        if saved_shape != shape:
+        if shape is not None and saved_shape != shape:
             return f'shape {list(saved_shape)} in the checkpoint, {list(shape)} in the program'
         return None
 
@@ -246,7 +248,7 @@ class NameBasedCheckpoint(tf.train.Checkpoint):
             details = '; '.join(f'{name}: {reason}' for name, reason in sorted(mismatches.items()))
             raise CheckpointMismatchError(
                 f"The checkpoint {save_path} does not fit the program's variables ({details}); it was written by "
-                'another program. Give the session an empty or matching checkpoint_dir.'
+                'another program.'
             )
         for entry, value in zip(present, names.read(present)):
             entry.variable.assign(value)

@@ -16,10 +16,11 @@ The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`) live in `compat
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -376,6 +377,65 @@ class WrappedGraph(fetches_lib.GraphRunner):
     def pruned_functions(self) -> int:
         """How many distinct fetch/feed sets have been pruned into functions (each once, then reused)."""
         return len(self._functions)
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[tf.Graph]:
+        """The plain graph as the default graph, open for new ops; the ops made in the block become runnable.
+
+        What v1's `MonitoredSession` gave its hooks' `begin()`: the graph the program built, not yet finalized,
+        so that a hook could add ops (`tf.compat.v1.summary.merge_all()`, a `tf.identity` of a tensor) and fetch
+        them in its `before_run`. On leaving the block the new ops are imported into the wrapped function too,
+        and the graph is finalized again.
+
+        Raises:
+          ValueError: the block created variables, which the wrapped function cannot own after its import:
+            create them while the graph is built (in `build_fn`, or a `model_fn`).
+        """
+        graph = self.graph
+        known = len(graph.get_operations())
+        finalized = graph.finalized and tf_internals.CAN_UNFINALIZE
+        if finalized:
+            tf_internals.unfinalize(graph)
+        try:
+            with graph.as_default():
+                yield graph
+        finally:
+            if finalized:
+                graph.finalize()
+        added = graph.get_operations()[known:]
+        if added:
+            self._import_added(added)
+
+    def _import_added(self, added: list) -> None:
+        """Imports the plain graph's ops `added` after the wrapping into the wrapped function's graph, by name."""
+        variables = [op.name for op in added if op.type in _HANDLE_OPS]
+        if variables:
+            raise ValueError(
+                f"Variables were created after the graph was wrapped (in a hook's begin()?): {variables}. Create "
+                'them while the graph is built (in build_fn, or the model_fn).'
+            )
+        names = {op.name for op in added}
+        graph_def = self.graph.as_graph_def()
+        fragment = type(graph_def)()
+        fragment.versions.CopyFrom(graph_def.versions)
+        fragment.library.CopyFrom(graph_def.library)
+        fragment.node.extend(node for node in graph_def.node if node.name in names)
+        imported = self.function.graph
+        input_map = {}
+        for node in fragment.node:
+            for source in node.input:
+                op_name = source.lstrip('^').split(':')[0]
+                if op_name in names:
+                    continue
+                if source.startswith('^'):  # The importer takes a control input as a tensor of its op.
+                    outputs = imported.get_operation_by_name(op_name).outputs
+                    if outputs:
+                        input_map[source] = outputs[0]
+                else:
+                    input_map[source] = imported.get_tensor_by_name(source if ':' in source else source + ':0')
+        with imported.as_default():
+            tf.graph_util.import_graph_def(fragment, input_map=input_map, name='')
+        self._foreign_names.clear()  # Names of the new ops are this graph's now.
 
     # Building.
 

@@ -1,0 +1,46 @@
+"""What one Estimator call leaves behind, and what its hooks' `begin()` may do in its graph (v1's lifecycle).
+
+Each `train`/`evaluate`/`predict` call builds its graph and functions and must release them when it returns
+(not at the process's exit, where freeing thousands of functions took seconds): the counts of live wrapped
+graphs and of live functions stay flat over rounds. A hook's `begin()` sees the `model_fn`'s graph as the
+default graph, not finalized, and the ops it adds there run in its `before_run` fetches, as in TF 2.15.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import tensorflow as tf
+
+import compat_mts.estimator as estimator
+from compat_mts.legacy import graph as legacy_graph
+from tests import tf215
+from tests.estimator_programs import hook_begin_ops
+
+PROGRAM = hook_begin_ops.__file__
+
+
+def _live(kind: type) -> int:
+    gc.collect()
+    return sum(1 for value in gc.get_objects() if isinstance(value, kind))
+
+
+def test_rounds_of_train_and_evaluate_release_their_graphs_and_functions(tmp_path):
+    model = hook_begin_ops.make_estimator(estimator, str(tmp_path))
+    functions = []
+    for _ in range(3):
+        model.train(hook_begin_ops.input_fn, steps=2)
+        model.evaluate(hook_begin_ops.input_fn, steps=1)
+        assert _live(legacy_graph.WrappedGraph) == 0
+        functions.append(_live(tf.types.experimental.ConcreteFunction))
+    assert functions[2] == functions[1]
+
+
+@pytest.mark.slow
+def test_ops_that_hooks_add_in_begin_run_as_in_tf215(tmp_path):
+    ours, theirs = tf215.results_beside(
+        PROGRAM, lambda: hook_begin_ops.main(estimator, str(tmp_path / 'ours')), str(tmp_path / 'theirs')
+    )
+    assert ours == theirs
+    assert ours['train']['finalized'] is False and ours['evaluate']['added'][-1]['step'] == 3
