@@ -244,6 +244,21 @@ def test_tensorflow_1_summaries_and_layers_become_v1_names_before_tf_upgrade_v2(
     assert [note.line for note in notes] == [3, 4]
 
 
+def test_the_v1_module_renames_keep_the_other_statements_and_count_lines_of_the_whole_script():
+    # Renamed statement by statement: the alias made in one statement counts in the others, the statements that
+    # name no module stay byte for byte, and a form feed (a line end to str.splitlines, not to Python) moves no cut.
+    text, notes = upgrade_edits.v1_modules(
+        'import tensorflow as tf\n\x0c\nlayers = tf.layers\n\n\ndef f(x):\n    return layers.dense(x, 1)\n\n\n'
+        'y  =  ( 1 ,\n  2 )\ntf.summary.scalar("loss", y); z = tf.layers\n'
+    )
+    assert text == (
+        'import tensorflow as tf\n\x0c\nlayers = tf.compat.v1.layers\n\n\n'
+        'def f(x):\n    return layers.dense(x, 1)\n\n\n'
+        'y  =  ( 1 ,\n  2 )\ntf.compat.v1.summary.scalar("loss", y); z = tf.compat.v1.layers\n'
+    )
+    assert [note.line for note in notes] == [3, 12, 12]
+
+
 def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
     return subprocess.run(

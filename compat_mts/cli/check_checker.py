@@ -14,7 +14,7 @@ import os
 import pathlib
 import re
 import stat
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 if __package__:
     from compat_mts.cli import check_catalogue as catalogue
@@ -95,22 +95,81 @@ def _method_position(call: ast.Call) -> tuple[int, int]:
 _SERVING_RECEIVERS = ('export.ServingInputReceiver', 'export.TensorServingInputReceiver')
 
 
+# The nodes each pass before the visit reads, by kind; a node of any other type is in no list (see `_Nodes`).
+_NODE_KINDS = {
+    ast.Import: ('names', 'imports'),
+    ast.ImportFrom: ('names', 'imports'),
+    ast.Assign: ('names', 'bindings', 'assignments'),
+    ast.AnnAssign: ('bindings',),
+    ast.NamedExpr: ('bindings',),
+    ast.With: ('bindings', 'withs'),
+    ast.AsyncWith: ('bindings', 'withs'),
+    ast.Attribute: ('names',),
+    ast.Name: ('names',),
+    ast.Call: ('calls',),
+    ast.FunctionDef: ('functions',),
+    ast.AsyncFunctionDef: ('functions',),
+    ast.ClassDef: ('functions',),
+}
+# Nodes without children that the checker has no visitor for: the visit does not descend into them.
+_LEAVES = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+class _Nodes:
+    """The nodes of a tree that the checker's passes read, by kind, each list in `ast.walk`'s order: one walk
+    of the tree feeds every pass (a 120,000-line file has millions of nodes, most of which no pass reads)."""
+
+    def __init__(self, tree: ast.Module):
+        self.names: list[ast.AST] = []  # what `check_names.Names` reads
+        self.imports: list[ast.AST] = []
+        self.bindings: list[ast.AST] = []  # what may bind a name to a value (`_Checker._bind_values`)
+        self.assignments: list[ast.AST] = []
+        self.withs: list[ast.AST] = []
+        self.calls: list[ast.Call] = []
+        self.functions: list[ast.AST] = []  # function and class definitions
+        lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
+        for node in ast.walk(tree):
+            for found in lists.get(type(node), ()):
+                found.append(node)
+
+
 class _Checker(ast.NodeVisitor):
     def __init__(self, filename: str, tree: ast.Module):
         self.filename = filename
-        # The tree is walked once; the passes below loop over its nodes (a 200,000-line file has millions).
-        nodes = list(ast.walk(tree))
-        self.names = names.Names(tree, nodes)
+        nodes = _Nodes(tree)
+        self.names = names.Names(tree, nodes.names)
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
-        self._functions = {node.name for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self._functions = {node.name for node in nodes.functions if not isinstance(node, ast.ClassDef)}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
-        self._bind_values(nodes)
-        self._graph_functions = self._wrapped_graph_functions(nodes)
+        self._bind_values(nodes.bindings)
+        self._graph_functions = self._wrapped_graph_functions(nodes.calls)
         self._in_graph_function = False
         self._settings = self._script_settings(nodes)
-        self._model_fns = self._functions_given_as_model_fn(nodes)
+        self._model_fns = self._functions_given_as_model_fn(nodes.calls)
         self._graph_context_unknown = self._functions_run_elsewhere(nodes)
         self._function_stack: list[str] = []
+        self._visitors: dict[type, Callable[[ast.AST], None]] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        """`ast.NodeVisitor.visit`, each type's visitor looked up once."""
+        visitor = self._visitors.get(type(node))
+        if visitor is None:
+            visitor = getattr(self, f'visit_{type(node).__name__}', None)
+            if visitor is None or type(node) is ast.Constant:  # the base class's visit_Constant is generic_visit's
+                visitor = self.generic_visit
+            self._visitors[type(node)] = visitor
+        visitor(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """`ast.NodeVisitor.generic_visit`, leaves skipped (`_LEAVES`)."""
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                        self.visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                self.visit(value)
 
     def _bind_values(self, nodes: Sequence[ast.AST]) -> None:
         """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
@@ -155,29 +214,30 @@ class _Checker(ast.NodeVisitor):
                 if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
                     bound['foreign'].add(key)
 
-    def _script_settings(self, nodes: Sequence[ast.AST]) -> set[str]:
+    def _script_settings(self, nodes: _Nodes) -> set[str]:
         """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
         v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
         `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
         `compat_mts.parameter_server_strategy(...)`."""
         settings = set()
-        first_import = min((node.lineno for node in nodes if _imports_tensorflow(node)), default=None)
-        for node in nodes:
-            if isinstance(node, ast.Call):
-                found = self.names.rule_for(node.func)
-                if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
-                    settings.add(catalogue.V1_TENSORSHAPE_SETTING)
-                if found is not None and found[0] == 'compat_mts.parameter_server_strategy':
-                    settings.add(catalogue.PARAMETER_SERVER_SETTING)
-            if first_import is not None and _sets_legacy_keras(node) and node.lineno < first_import:
-                settings.add(catalogue.LEGACY_KERAS_SETTING)
+        first_import = min((node.lineno for node in nodes.imports if _imports_tensorflow(node)), default=None)
+        for node in nodes.calls:
+            found = self.names.rule_for(node.func)
+            if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+                settings.add(catalogue.V1_TENSORSHAPE_SETTING)
+            if found is not None and found[0] == 'compat_mts.parameter_server_strategy':
+                settings.add(catalogue.PARAMETER_SERVER_SETTING)
+        if first_import is not None and any(
+            _sets_legacy_keras(node) and node.lineno < first_import for node in (*nodes.assignments, *nodes.calls)
+        ):
+            settings.add(catalogue.LEGACY_KERAS_SETTING)
         return settings
 
-    def _wrapped_graph_functions(self, nodes: Sequence[ast.AST]) -> set[str]:
+    def _wrapped_graph_functions(self, calls: Sequence[ast.Call]) -> set[str]:
         """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
         functions = set()
-        for node in nodes:
-            found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
+        for node in calls:
+            found = self.names.rule_for(node.func)
             if found is not None and found[0] == 'compat_mts.wrap_graph':
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
                 functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
@@ -193,25 +253,24 @@ class _Checker(ast.NodeVisitor):
             for item in node.items
         )
 
-    def _functions_given_as_model_fn(self, nodes: Sequence[ast.AST]) -> set[str]:
+    def _functions_given_as_model_fn(self, calls: Sequence[ast.Call]) -> set[str]:
         """The names of the functions given to an Estimator as its model_fn."""
         functions = set()
-        for node in nodes:
-            found = self.names.rule_for(node.func) if isinstance(node, ast.Call) else None
+        for node in calls:
+            found = self.names.rule_for(node.func)
             if found is not None and found[0] in _ESTIMATORS:
                 model_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'model_fn')]
                 functions.update(arg.id for arg in model_fn if isinstance(arg, ast.Name))
         return functions
 
-    def _functions_run_elsewhere(self, nodes: Sequence[ast.AST]) -> set[str]:
+    def _functions_run_elsewhere(self, nodes: _Nodes) -> set[str]:
         """The functions that may run inside a graph the checker does not see around them: those called in a
         graph block or a wrap_graph build_fn (and what they call), and those given to another call as a value
         (a model_fn, an input_fn, a build_fn), which runs them where it will."""
         definitions: dict[str, list[ast.AST]] = {}
-        for node in nodes:
+        for node in nodes.functions:
             # A class stands for its methods: `model = PTBModel()` in a graph block builds in `__init__`.
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                definitions.setdefault(node.name, []).append(node)
+            definitions.setdefault(node.name, []).append(node)
 
         def called(root: ast.AST) -> set[str]:
             names = set()
@@ -224,13 +283,13 @@ class _Checker(ast.NodeVisitor):
             return names
 
         elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions)
-        for node in nodes:
-            if isinstance(node, ast.Call) and self.names.resolve(node.func) not in _MAIN_RUNNERS:
+        for node in nodes.calls:
+            if self.names.resolve(node.func) not in _MAIN_RUNNERS:
                 for value in (*node.args, *(keyword.value for keyword in node.keywords)):
                     if isinstance(value, ast.Name) and value.id in definitions:
                         elsewhere.add(value.id)
         pending = set(elsewhere)
-        for node in nodes:
+        for node in nodes.withs:
             if self._is_graph_block(node):
                 pending |= called(node)
         while pending:

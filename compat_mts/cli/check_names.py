@@ -37,6 +37,7 @@ class Names:
 
     def __init__(self, tree: ast.Module, nodes: Sequence[ast.AST] | None = None):
         nodes = list(ast.walk(tree)) if nodes is None else nodes
+        self._paths: dict[int, tuple[ast.AST, str | None]] | None = None  # None while the aliases are bound
         self.aliases: dict[str, str] = {}
         self.star_modules: list[str] = []
         for node in nodes:
@@ -60,8 +61,9 @@ class Names:
             for path in (*self.aliases.values(), *self.star_modules)
         )
         self._bind_module_aliases(nodes)
+        # The names are all bound now: each node's path and rule are looked up once, however many passes ask.
+        self._paths = {}
         self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(nodes)
-        # The names are all bound now: each node's rule is looked up once, however many passes ask for it.
         self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
 
     def _bind(self, name: str, path: str) -> None:
@@ -102,6 +104,14 @@ class Names:
 
     def resolve(self, node: ast.AST) -> str | None:
         """The full dotted path `node` names (`tensorflow.compat.v1.train.Saver`), or None."""
+        if self._paths is None:
+            return self._resolve(node)
+        cached = self._paths.get(id(node))
+        if cached is None:
+            cached = self._paths[id(node)] = (node, self._resolve(node))  # The node is kept: its id is not reused.
+        return cached[1]
+
+    def _resolve(self, node: ast.AST) -> str | None:
         parts = _dotted(node)
         if parts is None:
             return None

@@ -939,7 +939,35 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
     """
     if not any(f'.{module}' in text for module in _KEPT_BY_TF_UPGRADE_V2):
         return text, []  # Nothing to rename: no tree to build.
-    module = cst.parse_module(text)
-    edits = _V1Modules(_Positions(module, text), _Resolver(ast.parse(text)))
-    result = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
-    return result, edits.notes
+    # The names are resolved through the whole script's imports; the edits, each within one statement, are
+    # made only on the top-level statements that spell a module's name (the rest of the text is kept as it is).
+    resolver = _Resolver(ast.parse(text))
+    pieces, notes, lines_before = [], [], 0
+    for piece in top_level_pieces(text):
+        edited = piece
+        if any(module in piece for module in _KEPT_BY_TF_UPGRADE_V2):
+            module = cst.parse_module(piece)
+            edits = _V1Modules(_Positions(module, piece), resolver)
+            edited = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
+            notes.extend(dataclasses.replace(note, line=note.line + lines_before) for note in edits.notes)
+        lines_before += piece.count('\n')
+        pieces.append(edited)
+    return ''.join(pieces), notes
+
+
+def top_level_pieces(text: str, lines_per_piece: int = 1) -> list[str]:
+    """`text` cut into pieces of at least `lines_per_piece` lines (but the last), each cut before a top-level
+    statement that starts on a line of its own.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    lines = io.StringIO(text, newline='').readlines()  # Python's line ends only (not str.splitlines' \f, ...)
+    cuts, end = [0], 0
+    for statement in ast.parse(text).body:
+        first = min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+        if first > end and first - 1 - cuts[-1] >= lines_per_piece:
+            cuts.append(first - 1)  # A statement that starts on a line of its own: the piece before it ends.
+        end = max(end, statement.end_lineno)
+    cuts.append(len(lines))
+    return [''.join(lines[start:stop]) for start, stop in zip(cuts, cuts[1:]) if stop > start]
