@@ -22,6 +22,7 @@ import libcst as cst
 from libcst import helpers
 from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
 
+from compat_mts import program as program_lib
 from compat_mts.cli import check_catalogue as catalogue
 from compat_mts.cli import check_checker
 from compat_mts.cli import check_names
@@ -77,6 +78,14 @@ def horovod_names() -> frozenset:
         ):
             return frozenset(ast.literal_eval(statement.value))
     raise RuntimeError(f'{_HOROVOD_MODULE} has no __all__')
+
+
+program_lib.PROGRAM.register(
+    'upgrade_edits.horovod_names',
+    "compat_mts.legacy.horovod's names, read once from its source (the library's, not a program's)",
+    size=lambda: horovod_names.cache_info().currsize,
+    kind='process',
+)
 
 
 HOROVOD_RUN = (
