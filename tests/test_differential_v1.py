@@ -192,7 +192,9 @@ def test_v1_reference_behaves_as_the_spec_says(v1_runs):
 # Errors whose message is v1's followed by what names the user's own arguments (v1 named its hooks' `every_secs`
 # and `every_steps`, which a MonitoredTrainingSession caller never wrote).
 EXTENDED_ERRORS = {
-    'both_checkpoint_secs_and_steps': ' MonitoredTrainingSession got save_checkpoint_secs=10 and save_checkpoint_steps=2',
+    'both_checkpoint_secs_and_steps': (
+        ' MonitoredTrainingSession got save_checkpoint_secs=10 and save_checkpoint_steps=2'
+    ),
     'both_summaries_secs_and_steps': ' MonitoredTrainingSession got save_summaries_secs=10 and save_summaries_steps=2',
 }
 

@@ -36,6 +36,7 @@ REGISTERING = (
     'legacy.horovod',
     'estimator.canned',
     'keras.hooks_callback',
+    'cli.upgrade_edits',
 )
 for _name in REGISTERING:
     importlib.import_module(f'compat_mts.{_name}')
@@ -55,7 +56,7 @@ def sizes() -> dict[str, int]:
 def test_the_tables_are_those_architecture_md_lists():
     registered = {table.name: table.kind for table in program_lib.PROGRAM.tables()}
     assert registered == documented_tables()
-    assert len(registered) == 24
+    assert len(registered) == 25
     assert all(table.holds for table in program_lib.PROGRAM.tables())
 
 
