@@ -155,6 +155,30 @@ def test_each_call_forgets_its_graph_and_global_step(tmp_path):
     assert fetches.graph_runners() == []
 
 
+def test_calls_inside_a_programs_own_graph_build_their_own_and_leave_it_untouched(tmp_path):
+    # v1 opened a fresh `tf.Graph()` in each call, whatever the default graph: the results are those of the
+    # same calls outside the block, and the caller's graph gets no op.
+    def run(model_dir):
+        model = make_estimator(model_dir, tf_random_seed=3)
+        model.train(linear.input_fn(), steps=2)
+        metrics = model.evaluate(linear.input_fn(repeat=False))
+        predictions = []
+        for example in model.predict(linear.predict_input_fn()):
+            predictions.append((example['y'], tf.executing_eagerly()))
+        return metrics, predictions
+
+    expected_metrics, expected_predictions = run(tmp_path / 'outside')
+    graph = tf.Graph()
+    with graph.as_default():
+        metrics, predictions = run(tmp_path / 'inside')
+        assert tf.compat.v1.get_default_graph() is graph
+    assert graph.get_operations() == []
+    assert metrics == expected_metrics
+    assert [y for y, _ in predictions] == [y for y, _ in expected_predictions]
+    assert not any(eagerly for _, eagerly in predictions)  # The caller's code between the steps: in its graph.
+    assert support.checkpoint_steps(str(tmp_path / 'inside')) == [0, 2]
+
+
 def test_evaluate_runs_steps_batches_and_writes_eval_name(tmp_path, tf_logs):
     model = make_estimator(tmp_path)
     model.train(linear.input_fn(), max_steps=20)

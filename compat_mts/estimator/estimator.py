@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import functools
 import os
 import tempfile
 import time
@@ -93,6 +94,43 @@ class _Program:
         self.worker_input = worker_input  # On a parameter-server chief: what `feed_from_workers` takes, or None.
         for name, value in extras.items():
             setattr(self, name, value)
+
+
+def _in_own_graph(method: Callable) -> Callable:
+    """Runs an Estimator call outside the caller's `with tf.Graph().as_default():`, as v1's built its own graph.
+
+    v1's `train`, `evaluate`, `predict` and `export_saved_model` opened a fresh `tf.Graph()` whatever the default
+    graph was; compat_mts's build theirs in `wrap_graph` and run them eagerly, so a caller's graph would otherwise
+    be taken for a v1 program's graph (its session adopting it, without the Estimator's global step).
+    """
+
+    @functools.wraps(method)
+    def in_own_graph(self, *args, **kwargs):
+        with global_step_lib.outside_graph_mode():
+            return method(self, *args, **kwargs)
+
+    return in_own_graph
+
+
+def _in_own_graph_per_step(generator_fn: Callable) -> Callable:
+    """`_in_own_graph` for a generator method: each step runs eagerly, the caller's code between them in its graph."""
+
+    @functools.wraps(generator_fn)
+    def in_own_graph(self, *args, **kwargs) -> Iterator:
+        steps = generator_fn(self, *args, **kwargs)
+        try:
+            while True:
+                with global_step_lib.outside_graph_mode():
+                    try:
+                        value = next(steps)
+                    except StopIteration:
+                        return
+                yield value
+        finally:
+            with global_step_lib.outside_graph_mode():
+                steps.close()
+
+    return in_own_graph
 
 
 class Estimator:
@@ -203,6 +241,7 @@ class Estimator:
 
     # Training.
 
+    @_in_own_graph
     def train(
         self, input_fn, hooks=None, steps: int | None = None, max_steps: int | None = None, saving_listeners=None
     ) -> 'Estimator':
@@ -409,6 +448,7 @@ class Estimator:
 
     # Evaluation.
 
+    @_in_own_graph
     def evaluate(
         self,
         input_fn,
@@ -573,6 +613,7 @@ class Estimator:
 
     # Prediction.
 
+    @_in_own_graph_per_step
     def predict(
         self,
         input_fn,
@@ -633,6 +674,7 @@ class Estimator:
 
     # Export.
 
+    @_in_own_graph
     def export_saved_model(
         self,
         export_dir_base,
