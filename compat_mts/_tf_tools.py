@@ -25,9 +25,10 @@ import importlib
 import importlib.util
 import io
 import os
+import re
 import sys
 import types
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from compat_mts import program as program_lib
 
@@ -66,11 +67,28 @@ def _tf_upgrade_v2_modules() -> tuple[types.ModuleType, types.ModuleType]:
     )
 
 
+class Renamed(NamedTuple):
+    """A script after `tf_upgrade_v2`'s renames, and what `tf_upgrade_v2` said of it."""
+
+    text: str
+    """The text, as `tf_upgrade_v2 --infile` writes it."""
+    messages: tuple[tuple[int, str], ...]
+    """Its errors and warnings (what it could not convert, or asks to check), as (line of the text, reason)."""
+
+
+def messages(errors: list[str], filename: str) -> tuple[tuple[int, str], ...]:
+    """(line, reason) of each of `tf_upgrade_v2`'s `errors` on `filename`: lines `'FILENAME:LINE:COLUMN: WARNING:
+    reason'` (or `ERROR:`), as its `update_string_pasta` returns them and its report file lists them."""
+    pattern = re.compile(re.escape(filename) + r':(\d+):\d+: (.*)', re.DOTALL)
+    found = (pattern.fullmatch(error.strip()) for error in errors)
+    return tuple((int(match[1]), ' '.join(match[2].split())) for match in found if match)
+
+
 @functools.cache
-def renamer() -> Callable[[str], str | None] | None:
-    """A function that gives a script's text after `tf_upgrade_v2`'s renames (None when it cannot parse it), as
-    `tf_upgrade_v2 --infile` writes it; None when TensorFlow's tools cannot be loaded (see the module docstring).
-    Loaded once per process: the rename tables take a quarter of a second to build."""
+def renamer() -> Callable[[str], Renamed | None] | None:
+    """A function that gives a script's `Renamed` after `tf_upgrade_v2`'s renames (None when it cannot parse it);
+    None when TensorFlow's tools cannot be loaded (see the module docstring). Loaded once per process: the rename
+    tables take a quarter of a second to build."""
     if not PRIVATE_TF:
         return None
     try:
@@ -82,10 +100,10 @@ def renamer() -> Callable[[str], str | None] | None:
     except (ImportError, AttributeError, TypeError):
         return None
 
-    def rename(text: str) -> str | None:
+    def rename(text: str) -> Renamed | None:
         with contextlib.redirect_stdout(io.StringIO()):  # It prints a line per rename; its report is not ours.
-            processed, renamed, _, _ = upgrader.update_string_pasta(text, '<script>')
-        return renamed if processed else None
+            processed, renamed, _, errors = upgrader.update_string_pasta(text, '<script>')
+        return Renamed(renamed, messages(errors, '<script>')) if processed else None
 
     return rename
 

@@ -479,3 +479,23 @@ def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_fi
         text, _ = upgrade_edits.v1_modules(_read(path))
         whole = rename(text)
         assert upgrade.renamed_in_pieces(text, rename, lines_per_piece=10) == whole, path
+
+
+def test_what_tf_upgrade_v2_says_of_a_line_the_report_leaves_unsaid_is_a_line_left_for_a_person(tmp_path):
+    """`tf_upgrade_v2`'s warning on a name the edits leave (`tf.nn.embedding_lookup`) is a line left for a person,
+    with its reason; its error on a `tf.contrib` name the report already leaves for a person is not said twice."""
+    script = tmp_path / 'train.py'
+    script.write_text(
+        'import tensorflow as tf\n\n'
+        'ids = tf.placeholder(tf.int32, [None])\n'
+        'copy = tf.contrib.copy_graph.copy_op_to_graph(ids, None, [])\n'
+        'rows = tf.nn.embedding_lookup(tf.ones([4, 2]), ids)\n'
+    )
+    [result] = upgrade.upgrade_files([str(script)])
+    report = result.report()
+    assert (
+        '    line 5: tf_upgrade_v2: WARNING: tf.nn.embedding_lookup requires manual check. `partition_strategy` has '
+        "been removed from tf.nn.embedding_lookup. The 'div' strategy will be used by default.\n"
+    ) in report
+    assert report.count('tf.contrib.copy_graph.copy_op_to_graph') == 2  # compat_mts's own line, once.
+    assert 'cannot be converted automatically' not in report

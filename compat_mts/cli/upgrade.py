@@ -20,8 +20,10 @@ import ast
 import concurrent.futures
 import dataclasses
 import difflib
+import io
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,30 +101,41 @@ class TfUpgradeV2:
         for index, text in enumerate(texts.values()):
             with open(os.path.join(source, f'script_{index}.py'), 'w', encoding='utf-8') as file:
                 file.write(text)
-        report = os.path.join(self._scratch.name, 'report.txt')
+        self._source, self._report = source, os.path.join(self._scratch.name, 'report.txt')
         self._process = subprocess.Popen(
             [sys.executable, '-m', 'tensorflow.tools.compatibility.tf_upgrade_v2_main']
-            + ['--intree', source, '--outtree', self._target, '--reportfile', report],
+            + ['--intree', source, '--outtree', self._target, '--reportfile', self._report],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
         )
 
-    def result(self) -> dict[str, str] | None:
-        """The renamed texts, or None when `tf_upgrade_v2` could not run (TensorFlow without it)."""
+    def result(self) -> dict[str, _tf_tools.Renamed] | None:
+        """The renamed texts and the messages of its report file, or None when `tf_upgrade_v2` could not run
+        (TensorFlow without it)."""
         try:
             if self._process.wait() != 0 or not os.path.isdir(self._target):
                 return None
+            with open(self._report, encoding='utf-8') as file:
+                report = file.read().splitlines()
             renamed = {}
             for index, name in enumerate(self._names):
                 with open(os.path.join(self._target, f'script_{index}.py'), encoding='utf-8') as file:
-                    renamed[name] = file.read()
+                    text = file.read()
+                messages = _tf_tools.messages(report, os.path.join(self._source, f'script_{index}.py'))
+                renamed[name] = _tf_tools.Renamed(text, messages)
             return renamed
         finally:
             self._scratch.cleanup()
 
 
-def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = None) -> Upgrade:
+def upgrade_source(
+    text: str,
+    path: str = '<string>',
+    *,
+    renamed: str | None = None,
+    renamer_messages: Sequence[tuple[int, str]] = (),
+) -> Upgrade:
     """The stage-1 upgrade of one script's `text`.
 
     Args:
@@ -130,6 +143,9 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
       path: its name, for the diff and the report.
       renamed: `text` after `tf_upgrade_v2`, for a TensorFlow 1.x script (see `upgrade_files`); the edits start
         from it.
+      renamer_messages: `tf_upgrade_v2`'s errors and warnings on `text`, as (line, reason): each one the other
+        notes do not cover (at its line, or naming a name a line left for a person names) is a line left for a
+        person.
 
     Returns:
       The `Upgrade`.
@@ -151,10 +167,33 @@ def upgrade_source(text: str, path: str = '<string>', *, renamed: str | None = N
         for finding in check_checker.check_source(upgraded, path)
         if finding.blocks
     ]
+    notes.extend(_renamer_notes(renamer_messages, notes + finding_notes))
     if finding_notes:
         notes.extend(finding_notes)
         notes.append(_edits().Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
     return Upgrade(path, text, upgraded, notes)
+
+
+_TF_NAME = re.compile(r'\btf\.[\w.]*\w')
+
+
+def _renamer_notes(messages: Sequence[tuple[int, str]], notes: list[Note]) -> list[Note]:
+    """A note left for a person per reason of `tf_upgrade_v2`'s `messages` that `notes` do not cover, at the
+    first line it is given for (the others named)."""
+    lines = {note.line for note in notes if note.line}
+    left = '\n'.join(note.text for note in notes if not note.done)
+    reasons: dict[str, list[int]] = {}
+    for line, reason in messages:
+        name = _TF_NAME.search(reason)
+        names = (name[0], name[0].replace('tf.', 'tf.compat.v1.', 1)) if name else ()
+        if line in lines or any(re.search(re.escape(each) + r'(?![\w.])', left) for each in names):
+            continue
+        reasons.setdefault(reason, []).append(line)
+    result = []
+    for reason, at in reasons.items():
+        also = f' (also line{"s" if len(at) > 2 else ""} {", ".join(map(str, at[1:]))})' if len(at) > 1 else ''
+        result.append(_edits().Note(at[0], f'tf_upgrade_v2: {reason}{also}', False))
+    return result
 
 
 class SourceError(ValueError):
@@ -284,9 +323,9 @@ def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
         return _without_renames(upgrade_source(text, path))
     renamed, v1_module_notes = _edits().v1_modules(text)
     renamed = renamed_in_pieces(renamed, _tf_tools.renamer())
-    upgrade = upgrade_source(text, path, renamed=renamed)
     if renamed is None:
-        return _without_renames(upgrade)
+        return _without_renames(upgrade_source(text, path))
+    upgrade = upgrade_source(text, path, renamed=renamed.text, renamer_messages=renamed.messages)
     upgrade.notes[:0] = v1_module_notes
     return upgrade
 
@@ -295,10 +334,10 @@ _LINES_PER_PIECE = 300
 
 
 def renamed_in_pieces(
-    text: str, rename: Callable[[str], str | None], lines_per_piece: int = _LINES_PER_PIECE
-) -> str | None:
+    text: str, rename: Callable[[str], _tf_tools.Renamed | None], lines_per_piece: int = _LINES_PER_PIECE
+) -> _tf_tools.Renamed | None:
     """`rename(text)` (`tf_upgrade_v2`'s renames), made on pieces of about `lines_per_piece` lines cut between
-    top-level statements, and joined.
+    top-level statements, and joined (the messages' lines those of `text`).
 
     `tf_upgrade_v2` renames each name where it stands, whatever else the file holds, so the pieces give the text
     the whole does (`tests/test_upgrade.py` compares them on every v1 script of the suite); but its formatting
@@ -307,8 +346,15 @@ def renamed_in_pieces(
     """
     if len(text.splitlines()) <= lines_per_piece:
         return rename(text)
-    pieces = [rename(piece) for piece in _edits().top_level_pieces(text, lines_per_piece)]
-    return None if None in pieces else ''.join(pieces)
+    texts, messages, before = [], [], 0
+    for piece in _edits().top_level_pieces(text, lines_per_piece):
+        renamed = rename(piece)
+        if renamed is None:
+            return None
+        texts.append(renamed.text)
+        messages.extend((before + line, reason) for line, reason in renamed.messages)
+        before += len(io.StringIO(piece, newline='').readlines())  # The line ends top_level_pieces cuts at.
+    return _tf_tools.Renamed(''.join(texts), tuple(messages))
 
 
 def _without_renames(upgrade: Upgrade) -> Upgrade:
@@ -327,11 +373,13 @@ def _upgrade_with_the_command(texts: dict[str, str], tf1: set[str]) -> list[Upgr
     upgrades = {path: upgrade_source(text, path) for path, text in texts.items() if path not in tf1}
     renamed = renames_run.result()
     for path in tf1:
-        upgrade = upgrade_source(texts[path], path, renamed=renamed.get(path) if renamed else None)
         if renamed:
+            upgrade = upgrade_source(
+                texts[path], path, renamed=renamed[path].text, renamer_messages=renamed[path].messages
+            )
             upgrade.notes[:0] = v1_module_notes[path]
         else:
-            _without_renames(upgrade)
+            upgrade = _without_renames(upgrade_source(texts[path], path))
         upgrades[path] = upgrade
     return [upgrades[path] for path in texts]
 
