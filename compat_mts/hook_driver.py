@@ -84,14 +84,17 @@ class HookDriver:
         # A schedule only where some hook may be skipped: without `idle_until` every hook is called on every run.
         may_idle = any(capability(hook, 'idle_until') is not None for hook in self.run_hooks)
         self._schedule = HookSchedule(self.run_hooks) if scheduled and may_idle else None
-        deferrable = any(
-            capability(hook, 'idle_until') is not None and capability(hook, 'reads_clock_after_run') is True
-            for hook in self.run_hooks
-        )
-        if decide_after_run and deferrable and not scheduled:
-            self._schedule = HookSchedule(self.run_hooks, decide_after_run=True)
         # Whether the run's stale step must be read for `select_after_run` (the session then fetches it).
-        self.decides_after_run = decide_after_run and deferrable and not scheduled
+        self.decides_after_run = (
+            decide_after_run
+            and not scheduled
+            and any(
+                capability(hook, 'idle_until') is not None and capability(hook, 'reads_clock_after_run') is True
+                for hook in self.run_hooks
+            )
+        )
+        if self.decides_after_run:
+            self._schedule = HookSchedule(self.run_hooks, decide_after_run=True)
         self._every_position = tuple(range(len(self.run_hooks)))
         self._no_options = _RunOptions()  # The options of runs without any; no hook's are merged into it.
         self.requests: list = []
