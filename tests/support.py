@@ -416,12 +416,17 @@ def _step_of(path):
 
 
 def events_files(directory):
-    """Returns the sorted paths of the `events.out.tfevents.*` files directly in `directory`.
+    """Returns the paths of the `events.out.tfevents.*` files directly in `directory`, in the order they were made.
 
     Only the directory itself, not its subdirectories: that is where v1's `FileWriterCache` writes and where a
-    TensorBoard pointed at `summary_dir` finds the run.
+    TensorBoard pointed at `summary_dir` finds the run. The numbers in the names (the second, the process, the
+    writer's count) compare as numbers: a process's tenth writer of a second comes after its ninth.
     """
-    return sorted(glob.glob(os.path.join(glob.escape(directory), 'events.out.tfevents.*')))
+
+    def made(path):
+        return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', os.path.basename(path))]
+
+    return sorted(glob.glob(os.path.join(glob.escape(directory), 'events.out.tfevents.*')), key=made)
 
 
 def _events(directory):
