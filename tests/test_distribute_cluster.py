@@ -227,10 +227,21 @@ def first_run(job):
     return cluster, codes, sorted(os.listdir(checkpoint_dir)), leftovers(root / 'first')
 
 
+def checkpoint_files(directory, step):
+    """The size and modification time of each file of checkpoint `step` in `directory`."""
+    prefix = f'model.ckpt-{step}.'
+    return {
+        entry.name: (entry.stat().st_size, entry.stat().st_mtime_ns)
+        for entry in os.scandir(directory)
+        if entry.name.startswith(prefix)
+    }
+
+
 @pytest.fixture(scope='module')
 def lost_worker_run(job, first_run):
     root, checkpoint_dir = job
     latest_before = latest_checkpoint_step(checkpoint_dir)
+    restored_files = checkpoint_files(checkpoint_dir, latest_before)
     cluster = LocalCluster(root / 'lost', 3, 'resume', checkpoint_dir)
     try:
         trained = cluster.wait_for(2, 'trained')
@@ -240,7 +251,8 @@ def lost_worker_run(job, first_run):
         codes = cluster.wait(timeout=LOST_WORKER_BOUND_SECS + 30)
     finally:
         cluster.kill()
-    return cluster, codes, latest_before, killed_at, leftovers(root / 'lost')
+    written = restored_files != checkpoint_files(checkpoint_dir, latest_before)
+    return cluster, codes, latest_before, killed_at, leftovers(root / 'lost'), written
 
 
 @pytest.fixture(scope='module')
@@ -311,16 +323,18 @@ def test_only_the_chief_writes_checkpoints_and_summaries_and_workers_leave_no_te
 
 
 def test_every_worker_of_a_bigger_cluster_resumes_from_the_same_checkpoint(lost_worker_run):
-    cluster, _, latest_before, _, _ = lost_worker_run
+    cluster, _, latest_before, _, _, written = lost_worker_run
     restored = [cluster.event(index, 'restored') for index in range(3)]
     assert [state['step'] for state in restored] == [latest_before] * 3
+    # The other workers read the checkpoint the chief announced: its creation save leaves those files alone.
+    assert not written
     trained = [cluster.event(index, 'trained') for index in range(3)]
     assert [state['step'] for state in trained] == [latest_before + 4] * 3
     assert trained[0]['w'] == trained[1]['w'] == trained[2]['w']
 
 
 def test_a_lost_worker_is_reported_as_an_error_on_the_others_within_a_bounded_time(lost_worker_run):
-    cluster, codes, _, killed_at, temporary = lost_worker_run
+    cluster, codes, _, killed_at, temporary, _ = lost_worker_run
     for index in (0, 1):
         failed = cluster.event(index, 'failed')
         assert failed['error'] == 'ClusterError'

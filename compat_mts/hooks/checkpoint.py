@@ -182,7 +182,11 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         global_step = int(session.run(self._global_step))
         # Inside `model.fit` (HooksCallback) there is no step graph to write.
         self._graph_pending = self._writes_files and getattr(session, 'has_step_graph', True)
-        self._save(session, global_step, restored_path=getattr(session, 'restored_path', None))
+        restored_path = getattr(session, 'restored_path', None)
+        holds_restored = restored_path is not None and _same_path(restored_path, f'{self._save_path}-{global_step}')
+        if self._cluster is not None:  # Every worker restored the chief's checkpoint; all skip its save or none.
+            holds_restored = self._cluster.chief_decides(holds_restored)
+        self._save(session, global_step, rewrite=not holds_restored)
         self._timer.update_last_triggered_step(global_step)
 
     def before_run(self, run_context):
@@ -275,14 +279,15 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         if getattr(manager.checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
             setattr(manager.checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
 
-    def _save(self, session, step: int, restored_path: str | None = None) -> bool:
+    def _save(self, session, step: int, rewrite: bool = True) -> bool:
         """Saves the checkpoint for `step`; returns True if a listener asked to stop.
 
-        The creation save of a session that has just restored that very checkpoint leaves the files as
-        they are (v1 wrote the same values again): variables that the first step creates, such as a Keras
-        optimizer's slots, are restored from the files only when they are created, so writing before then
-        would replace the last good checkpoint with one that lacks them. (In a multi-worker cluster every
-        worker takes part in a save, so there the save happens as in v1.)
+        `rewrite=False` is the creation save of a session that has just restored that very checkpoint: its
+        files are left as they are (v1 wrote the same values again), and the listeners are called as in v1.
+        Variables that the first step creates, such as a Keras optimizer's slots, are restored from the files
+        only when they are created, so writing before then would replace the last good checkpoint with one
+        that lacks them; and in a multi-worker cluster the other workers may still be reading those files
+        (they restore the checkpoint the chief announced), which an index rewritten in place would cut short.
         """
         logging.info('Calling checkpoint listeners before saving checkpoint %d...', step)
         for listener in self._listeners:
@@ -290,10 +295,10 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         path = f'{self._save_path}-{step}'
         if self._writes_files:
             logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
-            if self._cluster is None and restored_path is not None and _same_path(restored_path, path):
-                logging.debug('%s holds what this session restored; its files are kept as they are.', path)
-            else:
-                checkpoints.save_numbered(self._get_manager(), step)
+        if not rewrite:
+            logging.debug('%s holds what this session restored; its files are kept as they are.', path)
+        elif self._writes_files:
+            checkpoints.save_numbered(self._get_manager(), step)
         else:
             self._cluster.save_copy(self._get_manager().checkpoint, step, self._checkpoint_basename)
         logging.info('Calling checkpoint listeners after saving checkpoint %d...', step)
