@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -35,6 +36,7 @@ PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 def _verify(tmp_path, script: str, args: str, *extra: str) -> tuple[subprocess.CompletedProcess, str]:
     report_dir = str(tmp_path / 'report')
     env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    env.pop('PYTHONDONTWRITEBYTECODE', None)  # As on a user's machine: what --verify writes into the tree shows.
     result = support.run(
         [
             sys.executable,
@@ -121,14 +123,15 @@ def test_verify_shows_the_upgraded_trainer_equal_to_v1_graph_mode_step_by_step(t
 def test_verify_of_one_file_of_a_program_of_two_says_its_other_module_ran_unupgraded_and_to_pass_the_directory(
     tmp_path,
 ):
-    script = os.path.join(SAMPLES, 'census_trainer', 'task.py')
-    result, _ = _verify(tmp_path, script, '{dir}/job 30')
+    tree = shutil.copytree(os.path.join(SAMPLES, 'census_trainer'), tmp_path / 'census_trainer')
+    result, _ = _verify(tmp_path, str(tree / 'task.py'), '{dir}/job 30')
     assert result.returncode == 1, result.stderr[-3000:]
     report = _report(result.stdout)
     assert report[0] == 'verdict: not compared'
     assert report[1].startswith('why: the upgraded run failed (exit status 1): AttributeError: ')
     assert report[2].startswith('pass: the directory of the program (upgrade DIR --verify N --main FILE)')
-    assert os.path.join(SAMPLES, 'census_trainer', 'model.py') + ', which ran as it was' in report[2]
+    assert str(tree / 'model.py') + ', which ran as it was' in report[2]
+    assert sorted(os.listdir(tree)) == ['model.py', 'task.py']  # Nothing written into the user's tree.
 
 
 def test_a_side_that_failed_or_recorded_nothing_is_not_compared_and_the_report_says_so_first():

@@ -284,7 +284,8 @@ def _summary_tags(run_dir: str) -> set[str]:
 
 
 def _env(python: str, tf1: bool, legacy_keras: bool) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+    # The v1 side imports the program's own modules from the user's tree: it writes no __pycache__ there.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONDONTWRITEBYTECODE='1')
     # oneDNN's kernels round differently from one TensorFlow release to the next (TF 2.15's v1 side against TF
     # 2.21's): without them both sides run the same arithmetic, and what is compared is the program.
     env.setdefault('TF_ENABLE_ONEDNN_OPTS', '0')
