@@ -20,10 +20,13 @@ from compat_mts.estimator.in_memory_evaluator import InMemoryEvaluatorHook
 from compat_mts.estimator.kmeans import KMeans
 from compat_mts.estimator.logit_fns import dnn_logit_fn_builder, linear_logit_fn_builder
 from compat_mts.estimator.model_fn import call_logit_fn
+from compat_mts.estimator.rnn import RNNClassifier, RNNEstimator
 
 __all__ = [
     'InMemoryEvaluatorHook',
     'KMeans',
+    'RNNClassifier',
+    'RNNEstimator',
     'build_raw_supervised_input_receiver_fn',
     'call_logit_fn',
     'dnn_logit_fn_builder',
