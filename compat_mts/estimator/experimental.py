@@ -18,6 +18,7 @@ from compat_mts.estimator.early_stopping import (
 from compat_mts.estimator.export import build_raw_supervised_input_receiver_fn
 from compat_mts.estimator.in_memory_evaluator import InMemoryEvaluatorHook
 from compat_mts.estimator.kmeans import KMeans
+from compat_mts.estimator.linear_sdca import LinearSDCA
 from compat_mts.estimator.logit_fns import dnn_logit_fn_builder, linear_logit_fn_builder
 from compat_mts.estimator.model_fn import call_logit_fn
 from compat_mts.estimator.rnn import RNNClassifier, RNNEstimator
@@ -25,6 +26,7 @@ from compat_mts.estimator.rnn import RNNClassifier, RNNEstimator
 __all__ = [
     'InMemoryEvaluatorHook',
     'KMeans',
+    'LinearSDCA',
     'RNNClassifier',
     'RNNEstimator',
     'build_raw_supervised_input_receiver_fn',

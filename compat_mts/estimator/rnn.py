@@ -162,7 +162,7 @@ def _model_fn(head, sequence_feature_columns, context_feature_columns, units, ce
             trainable_variables=model.trainable_variables,
         )
 
-    return _canned_base._quiet(rnn_model_fn)
+    return _canned_base.quiet(rnn_model_fn)
 
 
 def _check_return_sequences(return_sequences) -> None:
