@@ -182,9 +182,7 @@ class LinearRegressor(Estimator):
         sparse_combiner='sum',
     ):
         if isinstance(optimizer, LinearSDCA):
-            _check_sdca(
-                sparse_combiner, label_dimension > 1, 'LinearSDCA can only be used with one-dimensional label.'
-            )
+            _check_sdca(sparse_combiner, label_dimension > 1, 'LinearSDCA can only be used with one-dimensional label.')
         head = _canned_base.regression_head(label_dimension, weight_column, loss_reduction)
         model_fn = _linear_model_fn(head, feature_columns, optimizer, sparse_combiner)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)

@@ -97,6 +97,12 @@ class LinearSDCA:
         cache = tf_internals.feature_transformation_cache(features)
         sparse, sparse_weights, dense, dense_weights = [], [], [], []
         for column in sorted(columns_to_variables, key=lambda column: column.name):
+            if len(columns_to_variables[column]) != 1:
+                raise ValueError(
+                    'LinearSDCA trains one weights variable per column; the %s %r has %d (an embedding column: '
+                    'use an indicator column, or the Ftrl optimizer).'
+                    % (type(column).__name__, column.name, len(columns_to_variables[column]))
+                )
             (variable,) = columns_to_variables[column]
             if hasattr(column, 'get_sparse_tensors') and not hasattr(column, 'get_dense_tensor'):
                 sparse.append(_unique_ids(column.get_sparse_tensors(cache, None)))
