@@ -104,7 +104,7 @@ class LinearSDCA:
                     % (type(column).__name__, column.name, len(columns_to_variables[column]))
                 )
             (variable,) = columns_to_variables[column]
-            if hasattr(column, 'get_sparse_tensors') and not hasattr(column, 'get_dense_tensor'):
+            if _is_categorical(column):  # A bucketized column too, as in TF 2.15: its buckets are its ids.
                 sparse.append(_unique_ids(column.get_sparse_tensors(cache, None)))
                 sparse_weights.append(variable)
             elif hasattr(column, 'get_dense_tensor'):
@@ -131,6 +131,11 @@ class LinearSDCA:
             tf.compat.v1.train.get_global_step(),
         )
         return train_op, _UpdateWeightsHook(solver.update_weights(train_op))
+
+
+def _is_categorical(column) -> bool:
+    """Whether `column` is a v2 `CategoricalColumn` (from its classes' names: the class is not public)."""
+    return any(base.__name__ == 'CategoricalColumn' for base in type(column).__mro__)
 
 
 def _unique_ids(id_weight_pair):
