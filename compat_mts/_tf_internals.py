@@ -508,11 +508,14 @@ def _meta_graph():
 _meta_graph_lib = _probe(_meta_graph)
 
 
-def export_meta_graph(graph: tf.Graph, graph_def: Any) -> Any:
-    """The `MetaGraphDef` of `graph` (with `graph_def` as its graph, so that no shapes are added to it)."""
+def export_meta_graph(graph: tf.Graph, graph_def: Any, collection_list: list | None = None) -> Any:
+    """The `MetaGraphDef` of `graph` (with `graph_def` as its graph, so that no shapes are added to it), with the
+    collections of `collection_list` (None: all)."""
     if _meta_graph_lib is not None:
-        return _meta_graph_lib.export_scoped_meta_graph(graph=graph, graph_def=graph_def)[0]
-    return tf.compat.v1.train.export_meta_graph(graph=graph, graph_def=graph_def)
+        return _meta_graph_lib.export_scoped_meta_graph(
+            graph=graph, graph_def=graph_def, collection_list=collection_list
+        )[0]
+    return tf.compat.v1.train.export_meta_graph(graph=graph, graph_def=graph_def, collection_list=collection_list)
 
 
 def import_meta_graph(meta_graph: Any) -> None:
@@ -910,3 +913,26 @@ def clustering_ops() -> Any:
             '(pip install scikit-learn) instead.'
         )
     return _clustering_ops
+
+
+# The feature columns' tensors, one column at a time (compat_mts.estimator.linear_sdca).
+
+_feature_transformation_cache = _probe(lambda: tf.__internal__.feature_column.FeatureTransformationCache)
+
+
+def feature_transformation_cache(features: dict) -> Any:
+    """v2's `FeatureTransformationCache` of `features`: what a column's `get_sparse_tensors` and
+    `get_dense_tensor` read (TF 2.15's `LinearSDCA` read each column's ids and values with it); no public API has
+    a column's own tensors.
+
+    Raises:
+      RuntimeError: this TensorFlow has no `tf.__internal__.feature_column.FeatureTransformationCache` (or private
+        APIs are off), naming the successor.
+    """
+    if _feature_transformation_cache is None:
+        raise RuntimeError(
+            'LinearSDCA needs tf.__internal__.feature_column.FeatureTransformationCache to read each feature '
+            "column's ids and values, which this TensorFlow does not have (or COMPAT_MTS_NO_PRIVATE_TF is set); use "
+            "optimizer='Ftrl' (the default), or a linear model trained with tf.raw_ops.SdcaOptimizerV2 of your own."
+        )
+    return _feature_transformation_cache(features)

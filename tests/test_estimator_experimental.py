@@ -127,9 +127,3 @@ def test_bad_arguments_name_the_argument(tmp_path, make, message):
 def test_the_stop_at_checkpoint_step_hook_is_the_chiefs_stop_at_step_hook(tmp_path):
     hook = estimator.experimental.make_stop_at_checkpoint_step_hook(_model(tmp_path), 7)
     assert isinstance(hook, estimator.StopAtStepHook)
-
-
-@pytest.mark.parametrize('name', ['LinearSDCA', 'RNNClassifier', 'RNNEstimator'])
-def test_the_experimental_names_not_provided_name_what_to_use(name):
-    with pytest.raises(AttributeError, match=f'compat_mts.estimator.experimental.{name} is not provided; use instead'):
-        getattr(estimator.experimental, name)

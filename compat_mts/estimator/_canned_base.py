@@ -89,7 +89,7 @@ def check_feature_columns(argument: str, feature_columns, dense: bool) -> list:
     return feature_columns
 
 
-def _quiet(model_fn: Callable) -> Callable:
+def quiet(model_fn: Callable) -> Callable:
     """`model_fn` printing no deprecation warning of the v1 APIs it is built on (`input_layer`, `linear_model`,
     `tf.compat.v1.metrics`): TF 2.15 printed none for them either; a program sees those of its own calls."""
 
@@ -197,4 +197,4 @@ def model_fn(head, towers: list[Tower]) -> Callable:
 
         return head.create_estimator_spec(features, mode, logits, labels, train_op_fn=train_op_fn)
 
-    return _quiet(premade_model_fn)
+    return quiet(premade_model_fn)

@@ -11,7 +11,10 @@ import tensorflow as tf
 
 from compat_mts.estimator import _canned_base
 from compat_mts.estimator import _optimizers
+from compat_mts.estimator import head as head_lib
 from compat_mts.estimator.estimator import Estimator
+from compat_mts.estimator.linear_sdca import LinearSDCA
+from compat_mts.estimator.model_fn import ModeKeys
 
 _SUM_OVER_BATCH_SIZE = _canned_base.SUM_OVER_BATCH_SIZE
 _LINEAR_LEARNING_RATE = 0.2  # LinearClassifier/LinearRegressor with an optimizer name.
@@ -36,15 +39,18 @@ def _check_sparse_combiner(argument: str, sparse_combiner) -> None:
         raise ValueError(f"`{argument}` must be one of 'mean', 'sqrtn', 'sum'; got {sparse_combiner!r}.")
 
 
-def _linear_logits(features, units, feature_columns, sparse_combiner):
-    """TF 2.15's linear model under `linear`, with its `bias` and `fraction_of_zero_weights` summaries."""
-    columns_to_variables = {}
+def _linear_logits(features, units, feature_columns, sparse_combiner, columns_to_variables=None):
+    """TF 2.15's linear model under `linear`, with its `bias` and `fraction_of_zero_weights` summaries.
+
+    `columns_to_variables`, a dict, receives each column's weights (the bias under 'bias'), as `cols_to_vars`.
+    """
+    columns_to_variables = {} if columns_to_variables is None else columns_to_variables
     with tf.compat.v1.variable_scope('linear'):
         logits = tf.compat.v1.feature_column.linear_model(
             features, feature_columns, units=units, sparse_combiner=sparse_combiner, cols_to_vars=columns_to_variables
         )
-    bias = columns_to_variables.pop('bias')[0]
-    weights = [variable for variables in columns_to_variables.values() for variable in variables]
+    bias = columns_to_variables['bias'][0]
+    weights = [variable for key, variables in columns_to_variables.items() if key != 'bias' for variable in variables]
     with tf.compat.v1.get_default_graph().name_scope(None):
         if units > 1:
             tf.compat.v1.summary.histogram('bias', bias)
@@ -60,6 +66,44 @@ def _fraction_of_zero(variables: list):
     zeros = tf.add_n([tf.reduce_sum(tf.cast(tf.equal(variable, 0), tf.int64)) for variable in variables])
     size = sum(int(variable.shape.num_elements()) for variable in variables)
     return tf.cast(zeros, tf.float32) / float(size)
+
+
+def _sdca_model_fn(head, feature_columns, optimizer: LinearSDCA):
+    """TF 2.15's `_sdca_model_fn`: the linear model trained by `optimizer`'s SDCA step, its hook on the chief."""
+    feature_columns = _canned_base.check_feature_columns('feature_columns', feature_columns, dense=False)
+    loss_type = 'logistic_loss' if isinstance(head, head_lib.BinaryClassHead) else 'squared_loss'
+
+    def sdca_model_fn(features, labels, mode, config):
+        del config  # Unused, as in TF 2.15.
+        features = _canned_base.check_features(features)
+        columns_to_variables = {}
+        logits, _ = _linear_logits(features, 1, feature_columns, 'sum', columns_to_variables)
+        if mode != ModeKeys.TRAIN:
+            return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits)
+        bias = columns_to_variables.pop('bias')[0]
+        train_op, hook = optimizer.train_step(
+            features, labels, columns_to_variables, bias, head.weight_column, loss_type
+        )
+        spec = head.create_estimator_spec(
+            features=features, mode=mode, labels=labels, train_op_fn=lambda loss: train_op, logits=logits
+        )
+        return spec._replace(training_chief_hooks=(*spec.training_chief_hooks, hook))
+
+    return _canned_base.quiet(sdca_model_fn)
+
+
+def _check_sdca(sparse_combiner, too_many_dimensions: bool, message: str) -> None:
+    """TF 2.15's checks of a linear Estimator with a `LinearSDCA` optimizer."""
+    if sparse_combiner != 'sum':
+        raise ValueError('sparse_combiner must be "sum" when optimizer is a LinearSDCA object.')
+    if too_many_dimensions:
+        raise ValueError(message)
+
+
+def _linear_model_fn(head, feature_columns, optimizer, sparse_combiner):
+    if isinstance(optimizer, LinearSDCA):
+        return _sdca_model_fn(head, feature_columns, optimizer)
+    return _canned_base.model_fn(head, [tower(feature_columns, optimizer, sparse_combiner, _LINEAR_LEARNING_RATE)])
 
 
 class LinearClassifier(Estimator):
@@ -98,9 +142,10 @@ class LinearClassifier(Estimator):
         loss_reduction=_SUM_OVER_BATCH_SIZE,
         sparse_combiner='sum',
     ):
+        if isinstance(optimizer, LinearSDCA):
+            _check_sdca(sparse_combiner, n_classes > 2, 'LinearSDCA cannot be used in a multi-class setting.')
         head = _canned_base.classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        linear = tower(feature_columns, optimizer, sparse_combiner, _LINEAR_LEARNING_RATE)
-        model_fn = _canned_base.model_fn(head, [linear])
+        model_fn = _linear_model_fn(head, feature_columns, optimizer, sparse_combiner)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
@@ -136,9 +181,10 @@ class LinearRegressor(Estimator):
         loss_reduction=_SUM_OVER_BATCH_SIZE,
         sparse_combiner='sum',
     ):
+        if isinstance(optimizer, LinearSDCA):
+            _check_sdca(sparse_combiner, label_dimension > 1, 'LinearSDCA can only be used with one-dimensional label.')
         head = _canned_base.regression_head(label_dimension, weight_column, loss_reduction)
-        linear = tower(feature_columns, optimizer, sparse_combiner, _LINEAR_LEARNING_RATE)
-        model_fn = _canned_base.model_fn(head, [linear])
+        model_fn = _linear_model_fn(head, feature_columns, optimizer, sparse_combiner)
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 

@@ -32,6 +32,7 @@ from compat_mts import distribute
 from compat_mts import fetches as fetches_lib
 from compat_mts import global_step as global_step_lib
 from compat_mts import parameter_server
+from compat_mts.legacy import saveables as saveables_lib
 from compat_mts.legacy.checkpoints import NameBasedCheckpoint, _Entry
 
 __all__ = [
@@ -330,6 +331,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self.outputs = outputs
         self.summary_op = summary_op
         self._id = next(_graph_ids)
+        self._saveables = saveables_lib.prepare(graph)
         global_variables = _without_replicas(graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
         local_variables = _without_replicas(graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES))
         # A variable of a tf.distribute strategy (MirroredStrategy in v1's Estimator) is one variable per
@@ -448,7 +450,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         with graph.as_default():
             # `graph_def` is passed in so that no shapes are added to its functions: they must stay equal
             # to the ones already registered with the eager context.
-            meta_graph = tf_internals.export_meta_graph(graph, graph_def)
+            # The saveables are Python objects, which a meta graph does not carry; `saveables` saves them.
+            collections = [key for key in graph.get_all_collection_keys() if key != saveables_lib.COLLECTION]
+            meta_graph = tf_internals.export_meta_graph(graph, graph_def, collections)
 
         def import_graph():
             tf_internals.import_meta_graph(meta_graph)
@@ -462,12 +466,13 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
         In a `tf.compat.v1.Session` one kernel per op creates each resource for the whole graph; each
         pruned function would get its own kernels, hence its own iterator. Like the variables, the
-        resources are made once and passed to every function as captured handles.
+        resources are made once and passed to every function as captured handles: those of the ops with no input
+        or constant inputs only (a dense hash table's empty and deleted keys).
         """
         handles = [
             tensor
             for op in imported.get_operations()
-            if not op.inputs and op.type not in _NOT_RESOURCE_CREATORS
+            if all(source.op.type == 'Const' for source in op.inputs) and op.type not in _NOT_RESOURCE_CREATORS
             for tensor in op.outputs
             if tensor.dtype == tf.resource
         ]
@@ -486,13 +491,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
             self.function.prune([], initializers)()
 
     def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
-        saveables = self.graph.get_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS)
-        if saveables:
-            logging.warning(
-                "wrap_graph: the graph's SAVEABLE_OBJECTS (%s) are not saved in checkpoints; only variables are.",
-                ', '.join(sorted(str(getattr(s, 'name', s)) for s in saveables)),
-            )
-        return self._checkpoint_of([(None, variable) for variable in global_variables])
+        """The global variables and the specs of the graph's SAVEABLE_OBJECTS, as v1's default `Saver`."""
+        saved = saveables_lib.entries(self._saveables, self.run)
+        return self._checkpoint_of([(None, variable) for variable in global_variables], dict(saved))
 
     def graph_def(self):
         """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph."""
@@ -518,9 +519,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
                 )
         return self._checkpoint_of(named)
 
-    def _checkpoint_of(self, named: list) -> NameBasedCheckpoint:
-        """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs."""
-        whole, partitions = {}, []
+    def _checkpoint_of(self, named: list, saved: dict | None = None) -> NameBasedCheckpoint:
+        """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs, and of
+        `saved` (name -> entry of a saveable)."""
+        whole, partitions = dict(saved or {}), []
         for name, variable in named:
             eager = self._eager_by_name[global_step_lib.op_name(variable.name)]
             slice_info = tf_internals.save_slice_info(variable)
