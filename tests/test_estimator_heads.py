@@ -2,7 +2,8 @@
 
 tests/estimator_programs/heads_runner.py runs the same cases on both sides, on constant starting weights: each
 head in a custom `model_fn` (weights, thresholds, a name, regularization, head weights among them; trained 3
-steps, evaluated, predicted, exported) and `LinearEstimator`, `DNNLinearCombinedEstimator`, `DNNEstimator`
+steps, evaluated, predicted, exported), called eagerly on logits of two batch dimensions, and in a v1 graph of
+the program's own, and `LinearEstimator`, `DNNLinearCombinedEstimator`, `DNNEstimator`
 (warm-started from fixed weights) with a head. The metrics (keys and values), the predictions (keys and values)
 and the export signatures (names, method names, input and output keys) must be TF 2.15's.
 """
@@ -69,6 +70,35 @@ def test_export_signatures_are_tf215s(results, case):
     assert ours == reference[case]['signatures']
 
 
+EAGER_CASES = ('binary', 'multi_class', 'multi_label', 'regression', 'poisson', 'multi_head')
+
+
+@pytest.mark.parametrize('case', EAGER_CASES)
+def test_eager_heads_on_two_batch_dimensions_are_tf215s(results, case):
+    """`loss`, `metrics`/`update_metrics` and `predictions` called eagerly, on logits `[2, 2, n]`, labels one rank
+    short or whole, weights one rank short (a numeric column's normalizer among them); and the message for labels
+    of another batch shape."""
+    ours, theirs = results[0]['eager'][case], results[1]['eager'][case]
+    assert _close(ours['loss'], theirs['loss']), (ours['loss'], theirs['loss'])
+    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
+    for key, value in theirs['metrics'].items():
+        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
+    assert sorted(ours['predictions']) == sorted(theirs['predictions'])
+    for key, value in theirs['predictions'].items():
+        assert _close(ours['predictions'][key], value), (key, ours['predictions'][key], value)
+    assert ours.get('error') == theirs.get('error')
+
+
+def test_head_spec_in_a_v1_graph_of_the_programs_own_is_tf215s(results):
+    """An EVAL spec built in a `tf.Graph()` and run by a `tf.compat.v1.Session` through its scaffold's ops."""
+    ours, theirs = results[0]['graph'], results[1]['graph']
+    assert (ours['not_ready'], ours['saver']) == (theirs['not_ready'], theirs['saver'])
+    assert _close(ours['loss'], theirs['loss'])
+    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
+    for key, value in theirs['metrics'].items():
+        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
+
+
 def test_bad_head_arguments_get_tf215s_messages():
     with pytest.raises(ValueError, match=r'n_classes must be > 2: 2\.'):
         estimator.MultiClassHead(2)
@@ -78,3 +108,7 @@ def test_bad_head_arguments_get_tf215s_messages():
         estimator.MultiHead([estimator.RegressionHead()])
     with pytest.raises(ValueError, match='Invalid loss_reduction: none'):
         estimator.RegressionHead(loss_reduction='none')
+    with pytest.raises(ValueError, match='n_classes cannot be None'):
+        estimator.MultiClassHead(None)
+    with pytest.raises(ValueError, match='"label_vocabulary" does not have "n_classes" items'):
+        estimator.MultiClassHead(3, label_vocabulary=['a', 'b'])
