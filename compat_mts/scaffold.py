@@ -247,7 +247,8 @@ class Scaffold:
 
     def _fill_v1_graph_ops(self) -> None:
         """In a v1 graph of the program's own (a head's `EstimatorSpec` run by a `tf.compat.v1.Session`), the ops
-        v1's `finalize` made for what was not given: initializers, readiness reports, the merged summaries, a `Saver`."""
+        v1's `finalize` made for what was not given: initializers, readiness reports, the merged summaries and a
+        `Saver`."""
         v1 = tf.compat.v1
         if self._init_op is None:
             self._init_op = v1.global_variables_initializer()

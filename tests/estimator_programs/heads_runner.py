@@ -1,4 +1,5 @@
-"""The heads in a custom model_fn, called eagerly, and the Estimators taking one, on fixed weights: one side's results as JSON.
+"""The heads in a custom model_fn, called eagerly and in a v1 graph, and the Estimators taking one, on fixed
+weights: one side's results as JSON.
 
 `python heads_runner.py tf215|compat MODEL_ROOT` runs every case with `tf.estimator` (TF 2.15) or
 `compat_mts.estimator` and prints `RESULTS:` and a JSON dict: per case, the evaluation metrics after 3 training
@@ -167,9 +168,7 @@ def graph_results(est):
     with tf.Graph().as_default():
         head = est.BinaryClassHead(weight_column='wt')
         features = {'wt': EAGER_WEIGHTS}
-        spec = head.create_estimator_spec(
-            features, est.ModeKeys.EVAL, EAGER_LOGITS[..., :1], EAGER_LABELS['binary']
-        )
+        spec = head.create_estimator_spec(features, est.ModeKeys.EVAL, EAGER_LOGITS[..., :1], EAGER_LABELS['binary'])
         spec.scaffold.finalize()
         with tf.compat.v1.Session() as session:
             session.run(spec.scaffold.init_op)

@@ -148,7 +148,9 @@ def dense_labels(labels, logits, dimension: int):
         shape, logits_shape = _static_shape(labels), _static_shape(logits)
         if tf.executing_eagerly():
             if len(shape) < 2:
-                raise ValueError('labels must have rank at least 2.  Received rank {}, shape {}'.format(len(shape), shape))
+                raise ValueError(
+                    'labels must have rank at least 2.  Received rank {}, shape {}'.format(len(shape), shape)
+                )
         if shape is not None and len(shape) >= 2 and shape[-1] is not None and shape[-1] != dimension:
             raise ValueError(
                 'Mismatched label shape. Expected labels dimension={}.  Received {}. Suggested Fix: If your '
