@@ -11,7 +11,9 @@ and the export signatures (names, method names, input and output keys) must be T
 import json
 import os
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 import compat_mts.estimator as estimator
 from tests import support
@@ -112,3 +114,29 @@ def test_bad_head_arguments_get_tf215s_messages():
         estimator.MultiClassHead(None)
     with pytest.raises(ValueError, match='"label_vocabulary" does not have "n_classes" items'):
         estimator.MultiClassHead(3, label_vocabulary=['a', 'b'])
+
+
+def test_an_optimizer_defining_get_updates_is_asked_for_the_train_op():
+    """As TF 2.15's heads took `optimizer.get_updates(loss, trainable_variables)[0]`."""
+    calls = []
+
+    class Optimizer:
+        def get_updates(self, loss, params):
+            calls.append((loss, params))
+            return [tf.no_op(name='my_train_op')]
+
+    with tf.Graph().as_default():
+        variable = tf.Variable([1.0])
+        spec = estimator.RegressionHead().create_estimator_spec(
+            {},
+            estimator.ModeKeys.TRAIN,
+            np.array([[1.0]]),
+            np.array([[3.0]]),
+            optimizer=Optimizer(),
+            trainable_variables=[variable],
+        )
+        with tf.compat.v1.Session() as session:
+            passed = session.run(calls[0][0])
+    assert spec.train_op.name == 'training/my_train_op'
+    assert calls[0][1] == [variable]
+    assert passed == 4.0

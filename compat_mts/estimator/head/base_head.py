@@ -664,8 +664,20 @@ class Head:
         return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
 
 
+_LIBRARY_PACKAGES = ('keras', 'tf_keras', 'tensorflow')
+
+
+def _defines_get_updates(optimizer) -> bool:
+    """Whether `optimizer`'s class (a Keras optimizer subclassed by the program) defines its own `get_updates`."""
+    for cls in type(optimizer).__mro__:
+        if 'get_updates' in vars(cls):
+            return cls.__module__.split('.')[0] not in _LIBRARY_PACKAGES
+    return False
+
+
 def train_op_of(loss, loss_reduction: str, optimizer, trainable_variables, train_op_fn, update_ops):
-    """TF 2.15's train op of a head, under `training`: `optimizer` over `trainable_variables`, or `train_op_fn`."""
+    """TF 2.15's train op of a head, under `training`: `optimizer` over `trainable_variables` (the first op of its
+    `get_updates(loss, trainable_variables)` if its class defines its own, as TF 2.15 took), or `train_op_fn`."""
     if update_ops is not None and not isinstance(update_ops, (list, tuple)):
         raise ValueError('update_ops should be a list or a tuple. Given type: {}.'.format(type(update_ops)))
     with tf.compat.v1.name_scope('training'):
@@ -678,10 +690,13 @@ def train_op_of(loss, loss_reduction: str, optimizer, trainable_variables, train
                 raise ValueError(
                     'trainable_variables should be a list or a tuple. Given type: {}.'.format(type(trainable_variables))
                 )
-            _optimizers.check_optimizer('optimizer', optimizer)
-            step = None if _optimizers.is_keras2_optimizer(optimizer) else tf.compat.v1.train.get_global_step()
             loss = _optimizers.scaled_for_replicas(loss, loss_reduction)
-            train_op = _optimizers.apply_gradients(optimizer, None, loss, list(trainable_variables), step)
+            if _defines_get_updates(optimizer):
+                train_op = optimizer.get_updates(loss, list(trainable_variables))[0]
+            else:
+                _optimizers.check_optimizer('optimizer', optimizer)
+                step = None if _optimizers.is_keras2_optimizer(optimizer) else tf.compat.v1.train.get_global_step()
+                train_op = _optimizers.apply_gradients(optimizer, None, loss, list(trainable_variables), step)
         elif train_op_fn is not None:
             train_op = train_op_fn(loss)
         else:
