@@ -46,6 +46,12 @@ def _close(ours, theirs):
     return ours == theirs
 
 
+def _assert_same_keys_and_values(ours: dict, theirs: dict) -> None:
+    assert sorted(ours) == sorted(theirs)
+    for key, value in theirs.items():
+        assert _close(ours[key], value), (key, ours[key], value)
+
+
 CASES = ('binary', 'multi_class', 'multi_label', 'regression', 'poisson', 'logistic', 'multi_head')
 ESTIMATORS = ('LinearEstimator/multi_label', 'DNNLinearCombinedEstimator/poisson', 'DNNEstimator/multi_head')
 
@@ -54,12 +60,8 @@ ESTIMATORS = ('LinearEstimator/multi_label', 'DNNLinearCombinedEstimator/poisson
 def test_metrics_and_predictions_are_tf215s(results, case):
     compat, reference = results
     ours, theirs = compat[case], reference[case]
-    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
-    for key, value in theirs['metrics'].items():
-        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
-    assert sorted(ours['predictions']) == sorted(theirs['predictions'])
-    for key, value in theirs['predictions'].items():
-        assert _close(ours['predictions'][key], value), (key, ours['predictions'][key], value)
+    _assert_same_keys_and_values(ours['metrics'], theirs['metrics'])
+    _assert_same_keys_and_values(ours['predictions'], theirs['predictions'])
 
 
 @pytest.mark.parametrize('case', CASES)
@@ -82,12 +84,8 @@ def test_eager_heads_on_two_batch_dimensions_are_tf215s(results, case):
     of another batch shape."""
     ours, theirs = results[0]['eager'][case], results[1]['eager'][case]
     assert _close(ours['loss'], theirs['loss']), (ours['loss'], theirs['loss'])
-    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
-    for key, value in theirs['metrics'].items():
-        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
-    assert sorted(ours['predictions']) == sorted(theirs['predictions'])
-    for key, value in theirs['predictions'].items():
-        assert _close(ours['predictions'][key], value), (key, ours['predictions'][key], value)
+    _assert_same_keys_and_values(ours['metrics'], theirs['metrics'])
+    _assert_same_keys_and_values(ours['predictions'], theirs['predictions'])
     assert ours.get('error') == theirs.get('error')
 
 
@@ -96,9 +94,7 @@ def test_head_spec_in_a_v1_graph_of_the_programs_own_is_tf215s(results):
     ours, theirs = results[0]['graph'], results[1]['graph']
     assert (ours['not_ready'], ours['saver']) == (theirs['not_ready'], theirs['saver'])
     assert _close(ours['loss'], theirs['loss'])
-    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
-    for key, value in theirs['metrics'].items():
-        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
+    _assert_same_keys_and_values(ours['metrics'], theirs['metrics'])
 
 
 def test_bad_head_arguments_get_tf215s_messages():
