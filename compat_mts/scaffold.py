@@ -241,7 +241,27 @@ class Scaffold:
                     'compat_mts saves the registered global step under that name.'
                 )
         self._checkpoint = checkpoint
+        if wrapped_graph is None and not tf.executing_eagerly() and not tf.inside_function():
+            self._fill_v1_graph_ops()
         return self
+
+    def _fill_v1_graph_ops(self) -> None:
+        """In a v1 graph of the program's own (a head's `EstimatorSpec` run by a `tf.compat.v1.Session`), the ops
+        v1's `finalize` made for what was not given: initializers, readiness reports, the merged summaries and a
+        `Saver`."""
+        v1 = tf.compat.v1
+        if self._init_op is None:
+            self._init_op = v1.global_variables_initializer()
+        if self._ready_op is None:
+            self._ready_op = v1.report_uninitialized_variables()
+        if self._ready_for_local_init_op is None:
+            self._ready_for_local_init_op = v1.report_uninitialized_variables(v1.global_variables())
+        if self._local_init_op is None:
+            self._local_init_op = tf.group(v1.local_variables_initializer(), v1.tables_initializer())
+        if self._summary_op is None:
+            self._summary_op = v1.summary.merge_all()
+        if self._saver is None:
+            self._saver = v1.train.Saver(sharded=True, allow_empty=True)
 
     @property
     def checkpoint(self) -> tf.train.Checkpoint | None:

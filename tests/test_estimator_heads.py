@@ -2,7 +2,8 @@
 
 tests/estimator_programs/heads_runner.py runs the same cases on both sides, on constant starting weights: each
 head in a custom `model_fn` (weights, thresholds, a name, regularization, head weights among them; trained 3
-steps, evaluated, predicted, exported) and `LinearEstimator`, `DNNLinearCombinedEstimator`, `DNNEstimator`
+steps, evaluated, predicted, exported), called eagerly on logits of two batch dimensions, and in a v1 graph of
+the program's own, and `LinearEstimator`, `DNNLinearCombinedEstimator`, `DNNEstimator`
 (warm-started from fixed weights) with a head. The metrics (keys and values), the predictions (keys and values)
 and the export signatures (names, method names, input and output keys) must be TF 2.15's.
 """
@@ -10,7 +11,9 @@ and the export signatures (names, method names, input and output keys) must be T
 import json
 import os
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 import compat_mts.estimator as estimator
 from tests import support
@@ -43,6 +46,12 @@ def _close(ours, theirs):
     return ours == theirs
 
 
+def _assert_same_keys_and_values(ours: dict, theirs: dict) -> None:
+    assert sorted(ours) == sorted(theirs)
+    for key, value in theirs.items():
+        assert _close(ours[key], value), (key, ours[key], value)
+
+
 CASES = ('binary', 'multi_class', 'multi_label', 'regression', 'poisson', 'logistic', 'multi_head')
 ESTIMATORS = ('LinearEstimator/multi_label', 'DNNLinearCombinedEstimator/poisson', 'DNNEstimator/multi_head')
 
@@ -51,12 +60,8 @@ ESTIMATORS = ('LinearEstimator/multi_label', 'DNNLinearCombinedEstimator/poisson
 def test_metrics_and_predictions_are_tf215s(results, case):
     compat, reference = results
     ours, theirs = compat[case], reference[case]
-    assert sorted(ours['metrics']) == sorted(theirs['metrics'])
-    for key, value in theirs['metrics'].items():
-        assert _close(ours['metrics'][key], value), (key, ours['metrics'][key], value)
-    assert sorted(ours['predictions']) == sorted(theirs['predictions'])
-    for key, value in theirs['predictions'].items():
-        assert _close(ours['predictions'][key], value), (key, ours['predictions'][key], value)
+    _assert_same_keys_and_values(ours['metrics'], theirs['metrics'])
+    _assert_same_keys_and_values(ours['predictions'], theirs['predictions'])
 
 
 @pytest.mark.parametrize('case', CASES)
@@ -69,6 +74,29 @@ def test_export_signatures_are_tf215s(results, case):
     assert ours == reference[case]['signatures']
 
 
+EAGER_CASES = ('binary', 'multi_class', 'multi_label', 'regression', 'poisson', 'multi_head')
+
+
+@pytest.mark.parametrize('case', EAGER_CASES)
+def test_eager_heads_on_two_batch_dimensions_are_tf215s(results, case):
+    """`loss`, `metrics`/`update_metrics` and `predictions` called eagerly, on logits `[2, 2, n]`, labels one rank
+    short or whole, weights one rank short (a numeric column's normalizer among them); and the message for labels
+    of another batch shape."""
+    ours, theirs = results[0]['eager'][case], results[1]['eager'][case]
+    assert _close(ours['loss'], theirs['loss']), (ours['loss'], theirs['loss'])
+    _assert_same_keys_and_values(ours['metrics'], theirs['metrics'])
+    _assert_same_keys_and_values(ours['predictions'], theirs['predictions'])
+    assert ours.get('error') == theirs.get('error')
+
+
+def test_head_spec_in_a_v1_graph_of_the_programs_own_is_tf215s(results):
+    """An EVAL spec built in a `tf.Graph()` and run by a `tf.compat.v1.Session` through its scaffold's ops."""
+    ours, theirs = results[0]['graph'], results[1]['graph']
+    assert (ours['not_ready'], ours['saver']) == (theirs['not_ready'], theirs['saver'])
+    assert _close(ours['loss'], theirs['loss'])
+    _assert_same_keys_and_values(ours['metrics'], theirs['metrics'])
+
+
 def test_bad_head_arguments_get_tf215s_messages():
     with pytest.raises(ValueError, match=r'n_classes must be > 2: 2\.'):
         estimator.MultiClassHead(2)
@@ -78,3 +106,33 @@ def test_bad_head_arguments_get_tf215s_messages():
         estimator.MultiHead([estimator.RegressionHead()])
     with pytest.raises(ValueError, match='Invalid loss_reduction: none'):
         estimator.RegressionHead(loss_reduction='none')
+    with pytest.raises(ValueError, match='n_classes cannot be None'):
+        estimator.MultiClassHead(None)
+    with pytest.raises(ValueError, match='"label_vocabulary" does not have "n_classes" items'):
+        estimator.MultiClassHead(3, label_vocabulary=['a', 'b'])
+
+
+def test_an_optimizer_defining_get_updates_is_asked_for_the_train_op():
+    """As TF 2.15's heads took `optimizer.get_updates(loss, trainable_variables)[0]`."""
+    calls = []
+
+    class Optimizer:
+        def get_updates(self, loss, params):
+            calls.append((loss, params))
+            return [tf.no_op(name='my_train_op')]
+
+    with tf.Graph().as_default():
+        variable = tf.Variable([1.0])
+        spec = estimator.RegressionHead().create_estimator_spec(
+            {},
+            estimator.ModeKeys.TRAIN,
+            np.array([[1.0]]),
+            np.array([[3.0]]),
+            optimizer=Optimizer(),
+            trainable_variables=[variable],
+        )
+        with tf.compat.v1.Session() as session:
+            passed = session.run(calls[0][0])
+    assert spec.train_op.name == 'training/my_train_op'
+    assert calls[0][1] == [variable]
+    assert passed == 4.0

@@ -1,4 +1,5 @@
-"""The heads in a custom model_fn, and the Estimators taking one, on fixed weights: one side's results as JSON.
+"""The heads in a custom model_fn, called eagerly and in a v1 graph, and the Estimators taking one, on fixed
+weights: one side's results as JSON.
 
 `python heads_runner.py tf215|compat MODEL_ROOT` runs every case with `tf.estimator` (TF 2.15) or
 `compat_mts.estimator` and prints `RESULTS:` and a JSON dict: per case, the evaluation metrics after 3 training
@@ -109,9 +110,83 @@ def run_estimator(estimator, case):
     return {'metrics': metrics, 'predictions': {str(key): plain(value) for key, value in first.items()}}
 
 
+EAGER_LOGITS = np.array(
+    [[[0.4, -1.2, 0.3], [1.1, 0.2, -0.5]], [[-0.8, 0.6, 2.0], [0.05, -0.3, 0.9]]], np.float32
+)  # [2, 2, 3]: two batch dimensions.
+EAGER_WEIGHTS = np.array([[1.0, 2.0], [0.5, 3.0]], np.float32)  # one rank short of the logits.
+EAGER_LABELS = {
+    'binary': np.array([[[1], [0]], [[1], [1]]], np.int64),
+    'multi_class': np.array([[[2], [0]], [[1], [2]]], np.int64),
+    'multi_label': np.array([[[1, 0], [0, 1]], [[1, 1], [0, 0]]], np.int64),
+    'regression': np.array([[[0.5], [-1.0]], [[2.0], [0.3]]], np.float32),
+    'poisson': np.array([[[1.0], [0.0]], [[3.0], [2.0]]], np.float32),
+}
+
+
+def eager_heads(est):
+    """The heads called eagerly, on logits of two batch dimensions, weighted (by a numeric column's normalizer)."""
+    doubled = tf.feature_column.numeric_column('wt', normalizer_fn=lambda weights: weights * 2.0)
+    return {
+        'binary': est.BinaryClassHead(weight_column='wt', thresholds=[0.4]),
+        'multi_class': est.MultiClassHead(3, weight_column=doubled, name='mc'),
+        'multi_label': est.MultiLabelHead(2, weight_column='wt', classes_for_class_based_metrics=[1]),
+        'regression': est.RegressionHead(weight_column=doubled),
+        'poisson': est.PoissonRegressionHead(weight_column='wt', loss_reduction='sum'),
+        'multi_head': est.MultiHead([est.BinaryClassHead(name='a'), est.RegressionHead(name='b')]),
+    }
+
+
+def eager_results(est):
+    """Each head's loss, updated metrics and predictions, computed eagerly, and its message for mismatched labels."""
+    features = {'wt': EAGER_WEIGHTS}
+    results = {}
+    for case, head in eager_heads(est).items():
+        if case == 'multi_head':
+            logits = {'a': EAGER_LOGITS[..., :1], 'b': EAGER_LOGITS[..., 1:2]}
+            labels = {'a': EAGER_LABELS['binary'], 'b': EAGER_LABELS['regression']}
+        else:
+            logits = EAGER_LOGITS[..., : head.logits_dimension]
+            labels = EAGER_LABELS[case]
+        metrics = head.update_metrics(head.metrics(), features, logits, labels)
+        predictions = head.predictions(logits)
+        results[case] = {
+            'loss': float(head.loss(labels, logits, features)),
+            'metrics': {key: float(metric.result()) for key, metric in metrics.items()},
+            'predictions': {str(key): plain(value.numpy()) for key, value in predictions.items()},
+        }
+        if case != 'multi_head':
+            try:
+                head.loss(labels[:1], logits, features)
+            except ValueError as error:
+                results[case]['error'] = str(error)
+    return results
+
+
+def graph_results(est):
+    """A head's EVAL spec built in a v1 graph of the program's own, initialized by its scaffold's ops and run by a
+    `tf.compat.v1.Session`: the loss and metrics after one batch, and what the scaffold gave."""
+    with tf.Graph().as_default():
+        head = est.BinaryClassHead(weight_column='wt')
+        features = {'wt': EAGER_WEIGHTS}
+        spec = head.create_estimator_spec(features, est.ModeKeys.EVAL, EAGER_LOGITS[..., :1], EAGER_LABELS['binary'])
+        spec.scaffold.finalize()
+        with tf.compat.v1.Session() as session:
+            session.run(spec.scaffold.init_op)
+            session.run(spec.scaffold.local_init_op)
+            loss, _ = session.run((spec.loss, {key: op for key, (_, op) in spec.eval_metric_ops.items()}))
+            metrics = session.run({key: value for key, (value, _) in spec.eval_metric_ops.items()})
+            ready = session.run(spec.scaffold.ready_op)
+        return {
+            'loss': float(loss),
+            'metrics': {key: float(value) for key, value in metrics.items()},
+            'not_ready': plain(ready),
+            'saver': type(spec.scaffold.saver).__name__,
+        }
+
+
 def main(side, root):
     est = tf.estimator if side == 'tf215' else __import__('compat_mts.estimator', fromlist=['estimator'])
-    results = {}
+    results = {'eager': eager_results(est), 'graph': graph_results(est)}
     columns = [tf.feature_column.numeric_column('x', shape=(2,))]
     head_based = {
         'LinearEstimator/multi_label': lambda head: est.LinearEstimator(head, columns),

@@ -10,6 +10,7 @@ lookup table, so the graph exports.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 import tensorflow as tf
@@ -54,11 +55,29 @@ def check_loss_fn(loss_fn) -> None:
         raise ValueError(f'loss_fn has unexpected args: {invalid}')
 
 
-def call_loss_fn(loss_fn: Callable, labels, logits, features) -> Any:
-    """`loss_fn(labels=..., logits=..., features=...)`, `features` only if it names them, as TF 2.15 called it."""
+def call_loss_fn(loss_fn: Callable, labels, logits, features, expected_loss_dim: int = 1) -> Any:
+    """`loss_fn(labels=..., logits=..., features=...)`, `features` only if it names them, as TF 2.15 called it; the
+    loss must be `[D0, ..., DN, expected_loss_dim]` for logits `[D0, ..., DN, logits_dimension]` (a ValueError
+    eagerly, an assertion in a graph)."""
     extra = {'features': features} if 'features' in tf_internals.fn_args(loss_fn) else {}
+    message = 'loss_fn must return Tensor of shape [D0, D1, ... DN, {}]. '.format(expected_loss_dim)
     with tf.compat.v1.name_scope('call_loss_fn'):
-        return loss_fn(labels=labels, logits=logits, **extra)
+        loss = loss_fn(labels=labels, logits=logits, **extra)
+        if tf.executing_eagerly():
+            expected = _static_shape(logits)[:-1] + (expected_loss_dim,)
+            if _static_shape(loss) != expected:
+                raise ValueError(message, 'logits_shape: ', _static_shape(logits), 'loss_shape: ', _static_shape(loss))
+            return loss
+        logits_shape = tf.shape(logits, name='logits_shape')
+        expected = tf.concat([logits_shape[:-1], [expected_loss_dim]], axis=0, name='expected_loss_shape')
+        actual = tf.shape(loss, name='loss_shape')
+        check = tf.debugging.Assert(
+            tf.reduce_all(tf.equal(actual, expected)),
+            [message, 'logits_shape: ', logits_shape, 'loss_shape: ', actual],
+            name='check_loss_shape',
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(loss)
 
 
 def check_prediction_keys(keys, valid_keys) -> None:
@@ -72,10 +91,102 @@ def check_prediction_keys(keys, valid_keys) -> None:
             )
 
 
-def weights(features: dict | None, weight_column, logits):
-    """The examples' weights, `[batch, 1]` (or `[batch, logits_dimension]` as given), or 1.0 without a column."""
+_LABEL_SHAPE_ERROR = (  # TF 2.15's words.
+    'labels shape must be [D0, D1, ... DN, {}]. Suggested Fix: check your n_classes argument to the head and/or '
+    'the shape of your label.'
+)
+_LOGITS_SHAPE_ERROR = 'logits shape must be [D0, D1, ... DN, logits_dimension]'
+
+
+def _static_shape(tensor) -> tuple | None:
+    """The shape of `tensor` as a tuple, or None if its rank is unknown."""
+    return None if tensor.shape.rank is None else tuple(tensor.shape.as_list())
+
+
+def check_logits(logits, dimension: int):
+    """`logits` as float32 `[D0, ..., DN, dimension]`: ValueError for a known other shape, else an assertion."""
+    with tf.compat.v1.name_scope('logits') as scope:
+        logits = tf.cast(logits, tf.float32)
+        shape = _static_shape(logits)
+        if shape is not None and len(shape) < 2:
+            raise ValueError('logits must have rank at least 2.  Received rank {}, shape {}'.format(len(shape), shape))
+        if shape is not None and shape[-1] is not None:
+            if isinstance(dimension, int) and shape[-1] != dimension:
+                raise ValueError('{}, got {}.'.format(_LOGITS_SHAPE_ERROR, logits.shape))
+            return logits
+        if tf.executing_eagerly():
+            return logits
+        actual = tf.shape(logits)
+        checks = [tf.debugging.assert_rank_at_least(logits, 2, message=_LOGITS_SHAPE_ERROR)]
+        checks.append(
+            tf.compat.v1.debugging.assert_equal(dimension, actual[-1], data=[actual], message=_LOGITS_SHAPE_ERROR)
+        )
+        with tf.control_dependencies(checks):
+            return tf.identity(logits, name=scope)
+
+
+def dense_labels(labels, logits, dimension: int):
+    """`labels` as `[D0, ..., DN, dimension]` for logits `[D0, ..., DN, logits_dimension]` (labels one rank short
+    gain a last dimension of 1): TF 2.15's ValueError for None, a SparseTensor, a dict or a known other shape, else
+    its assertion."""
+    if labels is None:
+        raise ValueError(LABEL_NONE_ERROR)
+    if isinstance(labels, dict):
+        raise ValueError(f'The head takes one labels tensor; got a dict of {sorted(labels)}.')
+    if isinstance(labels, tf.sparse.SparseTensor):
+        raise ValueError(
+            'SparseTensor labels are not supported. Labels must be a Tensor of shape [D0, D1, ..., DN, {0}], e.g. '
+            '[batch_size, {0}].Suggested Fix (1): Check the label feature in your data. Each example must contain '
+            '{0} value(s). If not, your choice of label was probably incorrect. Suggested Fix (2): In your input_fn, '
+            'use tf.sparse_tensor_to_dense() to turn labels into a Tensor.'.format(dimension)
+        )
+    with tf.compat.v1.name_scope('labels') as scope:
+        labels = tf.convert_to_tensor(labels)
+        if labels.shape.rank is not None and logits.shape.rank is not None:
+            if labels.shape.rank == logits.shape.rank - 1:
+                labels = tf.expand_dims(labels, -1)
+        shape, logits_shape = _static_shape(labels), _static_shape(logits)
+        if tf.executing_eagerly():
+            if len(shape) < 2:
+                raise ValueError(
+                    'labels must have rank at least 2.  Received rank {}, shape {}'.format(len(shape), shape)
+                )
+        if shape is not None and len(shape) >= 2 and shape[-1] is not None and shape[-1] != dimension:
+            raise ValueError(
+                'Mismatched label shape. Expected labels dimension={}.  Received {}. Suggested Fix: If your '
+                'classifier expects one-hot encoding label, check your n_classes argument to the estimator and/or '
+                'the shape of your label. Otherwise, check the shape of your label.'.format(dimension, shape[-1])
+            )
+        if tf.executing_eagerly():
+            expected = logits_shape[:-1] + (dimension,)
+            if expected != shape:
+                raise ValueError(
+                    '{}, expected_labels_shape: {}. labels_shape: {}.'.format(
+                        _LABEL_SHAPE_ERROR.format(dimension), expected, shape
+                    )
+                )
+            return labels
+        message = _LABEL_SHAPE_ERROR.format(dimension)
+        rank = tf.debugging.assert_rank_at_least(labels, 2, message=message)
+        with tf.control_dependencies([rank]):
+            expected = tf.concat([tf.shape(logits)[:-1], [dimension]], axis=0)
+            actual = tf.shape(labels)
+            same = tf.compat.v1.debugging.assert_equal(
+                expected,
+                actual,
+                message=message,
+                data=['expected_labels_shape: ', expected, 'labels_shape: ', actual],
+            )
+        with tf.control_dependencies([same]):
+            return tf.identity(labels, name=scope)
+
+
+def weights(features: dict | None, weight_column, logits, allow_per_logit_weights: bool = False):
+    """The examples' weights, float32, `[D0, ..., DN, 1]` (or `[D0, ..., DN, logits_dimension]` if
+    `allow_per_logit_weights`) for logits `[D0, ..., DN, logits_dimension]`; weights one rank short gain a last
+    dimension of 1; 1.0 without a column. TF 2.15's ValueError for a known other shape, else its assertion."""
     if weight_column is None:
-        return tf.constant(1.0, dtype=logits.dtype)
+        return tf.constant(1.0)
     if not isinstance(weight_column, str) and not hasattr(weight_column, 'key'):
         raise TypeError(
             'Weight column must be either a string or NumericColumn. Given type: {}.'.format(type(weight_column))
@@ -83,13 +194,46 @@ def weights(features: dict | None, weight_column, logits):
     key = weight_column if isinstance(weight_column, str) else weight_column.key
     if not features or key not in features:
         raise ValueError(f'`weight_column` {key!r} is not among the features: {sorted(features or ())}')
-    values = tf.convert_to_tensor(features[key])
-    if not (values.dtype.is_floating or values.dtype.is_integer):
-        raise ValueError('Weight column should be castable to float. Given dtype: {}'.format(values.dtype))
-    values = tf.cast(values, logits.dtype)
-    if values.shape.rank == 2:
-        return values
-    return tf.reshape(values, [-1, 1])
+    if allow_per_logit_weights:
+        message = 'weights shape must be [D0, D1, ... DN], [D0, D1, ... DN, 1] or [D0, D1, ... DN, logits_dimension]'
+    else:
+        message = 'weights shape must be [D0, D1, ... DN] or [D0, D1, ... DN, 1]'
+    with tf.compat.v1.name_scope('weights') as scope:
+        values = tf.convert_to_tensor(features[key])
+        normalizer = getattr(weight_column, 'normalizer_fn', None)
+        if normalizer is not None:
+            values = normalizer(values)
+        if not (values.dtype.is_floating or values.dtype.is_integer):
+            raise ValueError('Weight column should be castable to float. Given dtype: {}'.format(values.dtype))
+        values = tf.cast(values, tf.float32, name='weights')
+        shape, logits_shape = _static_shape(values), _static_shape(logits)
+        one_short = shape is not None and logits_shape is not None and len(shape) == len(logits_shape) - 1
+        if tf.executing_eagerly():
+            supported = [logits_shape[:-1] if one_short else logits_shape[:-1] + (1,)]
+            if allow_per_logit_weights and not one_short:
+                supported.append(logits_shape)
+            if shape not in supported:
+                raise ValueError('{}, logits_shape: {}. weights_shape: {}.'.format(message, logits_shape, shape))
+            return tf.expand_dims(values, -1, name=scope) if one_short else values
+        actual, logits_actual = tf.shape(values), tf.shape(logits)
+        data = ['logits_shape: ', logits_actual, 'weights_shape: ', actual]
+        if one_short:
+            same = tf.compat.v1.debugging.assert_equal(logits_actual[:-1], actual, message=message, data=data)
+            with tf.control_dependencies([same]):
+                return tf.expand_dims(values, -1, name=scope)
+        one_per_example = tf.concat([logits_actual[:-1], [1]], axis=0)
+        if allow_per_logit_weights:
+            fits = tf.reduce_any(
+                [
+                    tf.reduce_all(tf.equal(logits_actual, actual)),
+                    tf.reduce_all(tf.equal(one_per_example, actual)),
+                ]
+            )
+            same = tf.debugging.Assert(fits, [message] + data)
+        else:
+            same = tf.compat.v1.debugging.assert_equal(one_per_example, actual, message=message, data=data)
+        with tf.control_dependencies([same]):
+            return tf.identity(values, name=scope)
 
 
 def reduce_loss(unweighted_loss, example_weights, loss_reduction: str):
@@ -104,41 +248,23 @@ def reduce_loss(unweighted_loss, example_weights, loss_reduction: str):
         return tf.math.divide_no_nan(total, count, name='value')
 
 
-def labels_as_columns(labels, dimension: int):
-    """`labels` as `[batch, dimension]`; TF 2.15's ValueError for None, a SparseTensor or a dict."""
-    if labels is None:
-        raise ValueError(LABEL_NONE_ERROR)
-    if isinstance(labels, dict):
-        raise ValueError(f'The head takes one labels tensor; got a dict of {sorted(labels)}.')
-    if isinstance(labels, tf.sparse.SparseTensor):
-        raise ValueError(
-            'SparseTensor labels are not supported. labels must be a Tensor of shape [D0, D1, ..., DN, {0}], '
-            'e.g. [batch_size, {0}]. Suggested Fix (1): Check the label feature in your data. Each example must '
-            'contain {0} value(s). If not, your choice of label was probably incorrect. Suggested Fix (2): In your '
-            'input_fn, use tf.sparse_tensor_to_dense() to turn labels into a Tensor.'.format(dimension)
-        )
-    labels = tf.convert_to_tensor(labels)
-    if labels.shape.rank is not None and labels.shape.rank >= 2:
-        final = labels.shape[-1]
-        if final is not None and final != dimension:
-            raise ValueError(
-                'Mismatched label shape. Expected labels dimension={}.  Received {}. Suggested Fix: If your '
-                'classifier expects one-hot encoding label, check your n_classes argument to the estimator and/or '
-                'the shape of your label. Otherwise, check the shape of your label.'.format(dimension, final)
-            )
-    return tf.reshape(labels, [-1, dimension], name='labels')
-
-
 def check_label_range(labels, n_classes: int, message: str | None = None):
-    """`labels` once every one is in `[0, n_classes)` (TF 2.15's assertions and messages)."""
-    in_range = [
-        tf.debugging.assert_less_equal(
-            labels, tf.cast(n_classes - 1, labels.dtype), message=message or 'Labels must be <= n_classes - 1'
-        ),
-        tf.debugging.assert_non_negative(labels, message=message or 'Labels must be >= 0'),
-    ]
-    with tf.control_dependencies(in_range):
-        return tf.identity(labels)
+    """`labels` once every one is in `[0, n_classes)`: TF 2.15's ValueError eagerly, its assertions in a graph."""
+    with tf.compat.v1.name_scope('check_label_range'):
+        if tf.executing_eagerly():
+            if not tf.reduce_all(tf.math.less_equal(labels, n_classes - 1)):
+                raise ValueError(message or 'Labels must be <= {} - 1'.format(n_classes))
+            if not tf.reduce_all(tf.math.greater_equal(labels, 0)):
+                raise ValueError(message or 'Labels must be >= 0')
+            return labels
+        in_range = [
+            tf.compat.v1.debugging.assert_less_equal(
+                labels, tf.cast(n_classes - 1, labels.dtype), message=message or 'Labels must be <= n_classes - 1'
+            ),
+            tf.compat.v1.debugging.assert_non_negative(labels, message=message or 'Labels must be >= 0'),
+        ]
+        with tf.control_dependencies(in_range):
+            return tf.identity(labels)
 
 
 def vocabulary_ids(labels, vocabulary: list):
@@ -183,6 +309,14 @@ def classification_outputs(predictions: dict, n_classes: int, vocabulary: list |
     }
 
 
+def _keras_metrics():
+    """The Keras metrics of eager heads: Keras 2's (`tf_keras`, TF 2.15's own) if installed, else `tf.keras`'s."""
+    try:
+        return importlib.import_module('tf_keras').metrics
+    except ImportError:
+        return tf.keras.metrics
+
+
 def _broadcast(sample_weight, values):
     if sample_weight is None:
         return None
@@ -190,25 +324,38 @@ def _broadcast(sample_weight, values):
 
 
 class HeadMetric:
-    """One evaluation metric of a head: the Keras metric TF 2.15's head made, as a v1 metric of the graph.
+    """One evaluation metric of a head: the Keras metric TF 2.15's head made.
 
-    `Head.metrics()` makes them, `Head.update_metrics(...)` updates each once (its `update_state` takes the Keras
-    metric's arguments); `result()` is the value, `updates` the update op, as `EstimatorSpec(eval_metric_ops=...)`
-    takes a Keras metric.
+    `Head.metrics()` makes them, `Head.update_metrics(...)` updates each (its `update_state` takes the Keras
+    metric's arguments); `result()` is the value. In the Estimator's graph the metric is built of
+    `tf.compat.v1.metrics` (`updates` is its update op, as `EstimatorSpec(eval_metric_ops=...)` takes a Keras
+    metric); run eagerly it is the Keras metric itself (`tf.keras.metrics`), updated at each call, as TF 2.15's
+    heads were used eagerly.
 
     Args:
       name: the metric's name (TF 2.15's Keras metric's).
       build: `build(*args, **kwargs)` returns the `(value, update_op)` pair of `tf.compat.v1.metrics`.
+      keras: `keras(name)` makes the Keras metric an eager head updates.
     """
 
-    def __init__(self, name: str, build: Callable[..., tuple]):
+    def __init__(self, name: str, build: Callable[..., tuple], keras: Callable[[str], Any]):
         self.name = name
         self._build = build
+        self._keras = keras
+        self._eager = None
+        self._eager_result: Callable | None = None
         self._pair = None
         self._variables: list = []
 
+    def _eager_metric(self):
+        if self._eager is None:
+            self._eager = self._keras(self.name)
+        return self._eager
+
     def update_state(self, *args, **kwargs):
-        """Builds the metric's value and update op in the default graph, from the Keras metric's arguments."""
+        """Updates the metric with a batch (eagerly), or builds its value and update op in the default graph."""
+        if tf.executing_eagerly():
+            return self._eager_metric().update_state(*args, **kwargs)
         graph = tf.compat.v1.get_default_graph()
         before = {id(variable) for variable in graph.get_collection(tf.compat.v1.GraphKeys.METRIC_VARIABLES)}
         self._pair = self._build(*args, **kwargs)
@@ -219,24 +366,39 @@ class HeadMetric:
         ]
         return self._pair[1]
 
-    def set_pair(self, pair: tuple) -> None:
-        """Makes the metric `(value, update_op)` of other metrics (`accuracy_baseline` of `label/mean`)."""
-        self._pair = pair
+    def follow(self, source: HeadMetric, fn: Callable) -> None:
+        """Makes the metric `fn` of `source`'s value (`accuracy_baseline` of `label/mean`)."""
+        if tf.executing_eagerly():
+            self._eager_result = lambda: fn(source.result())
+            return
+        value, update = source.as_pair()
+        self._pair = (fn(value), fn(update))
 
     def result(self):
-        """The metric's value tensor; ValueError before `update_state`."""
+        """The metric's value tensor; ValueError before `update_state` in a graph."""
+        if self._eager_result is not None:
+            return self._eager_result()
+        if tf.executing_eagerly():
+            return self._eager_metric().result()
         if self._pair is None:
             raise ValueError(f'Please call update_state(...) on the "{self.name}" metric')
         return self._pair[0]
 
+    def reset_state(self) -> None:
+        """Resets an eager metric's state to that of no batch."""
+        if self._eager is not None:
+            self._eager.reset_state()
+
     @property
     def updates(self) -> list:
-        """The update op, once `update_state` has built it."""
+        """The update op, once `update_state` has built it in a graph."""
         return [] if self._pair is None else [self._pair[1]]
 
     @property
     def variables(self) -> list:
-        """The metric's local variables."""
+        """The metric's variables."""
+        if self._eager is not None:
+            return list(self._eager.variables)
         return list(self._variables)
 
     def as_pair(self) -> tuple:
@@ -252,7 +414,7 @@ def mean_metric(name: str) -> HeadMetric:
         values = tf.cast(values, tf.float32)
         return tf.compat.v1.metrics.mean(values, weights=_broadcast(sample_weight, values))
 
-    return HeadMetric(name, build)
+    return HeadMetric(name, build, lambda name: _EagerBroadcast(_keras_metrics().Mean(name=name)))
 
 
 def accuracy_metric(name: str, threshold: float | None = None) -> HeadMetric:
@@ -265,7 +427,12 @@ def accuracy_metric(name: str, threshold: float | None = None) -> HeadMetric:
             labels=y_true, predictions=y_pred, weights=_broadcast(sample_weight, y_pred)
         )
 
-    return HeadMetric(name, build)
+    def keras(name):
+        if threshold is None:
+            return _keras_metrics().Accuracy(name=name)
+        return _keras_metrics().BinaryAccuracy(name=name, threshold=threshold)
+
+    return HeadMetric(name, build, keras)
 
 
 def precision_recall_metric(name: str, kind: str, threshold: float | None = None) -> HeadMetric:
@@ -284,7 +451,11 @@ def precision_recall_metric(name: str, kind: str, threshold: float | None = None
         value, update = metric(labels=y_true, predictions=y_pred, thresholds=[threshold], weights=weights)
         return tf.squeeze(value), tf.squeeze(update)
 
-    return HeadMetric(name, build)
+    def keras(name):
+        metric = _keras_metrics().Precision if kind == 'precision' else _keras_metrics().Recall
+        return metric(name=name, thresholds=threshold)
+
+    return HeadMetric(name, build, keras)
 
 
 def auc_metric(name: str, curve: str = 'ROC') -> HeadMetric:
@@ -300,7 +471,33 @@ def auc_metric(name: str, curve: str = 'ROC') -> HeadMetric:
             summation_method='careful_interpolation' if curve == 'PR' else 'trapezoidal',
         )
 
-    return HeadMetric(name, build)
+    return HeadMetric(name, build, lambda name: _EagerAuc(_keras_metrics().AUC(name=name, curve=curve)))
+
+
+class _EagerBroadcast:
+    """A Keras `Mean` updated as TF 2.15's heads did: the values as float32, the weights broadcast to them."""
+
+    def __init__(self, metric):
+        self._metric = metric
+        self.variables = metric.variables
+
+    def update_state(self, values, sample_weight=None):
+        values = tf.cast(values, tf.float32)
+        return self._metric.update_state(values, sample_weight=_broadcast(sample_weight, values))
+
+    def result(self):
+        return self._metric.result()
+
+    def reset_state(self) -> None:
+        self._metric.reset_state()
+
+
+class _EagerAuc(_EagerBroadcast):
+    """A Keras `AUC` updated as TF 2.15's heads did: the predictions as float32, the weights broadcast to them."""
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred = tf.cast(y_pred, tf.float32)
+        return self._metric.update_state(y_true, y_pred, sample_weight=_broadcast(sample_weight, y_pred))
 
 
 class Head:
@@ -328,6 +525,7 @@ class Head:
     _weight_column = None
     _loss_reduction = 'sum_over_batch_size'
     _logits_dimension = 1
+    _per_logit_weights = False
 
     @property
     def name(self) -> str | None:
@@ -375,7 +573,8 @@ class Head:
 
     def _loss_and_weights(self, logits, labels, features):
         labels = self._processed_labels(logits, labels)
-        return self._unweighted_loss(logits, labels, features), weights(features, self._weight_column, logits), labels
+        example_weights = weights(features, self._weight_column, logits, self._per_logit_weights)
+        return self._unweighted_loss(logits, labels, features), example_weights, labels
 
     def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
         """The regularized training loss: the weighted loss reduced by `loss_reduction`, plus the regularization.
@@ -392,6 +591,7 @@ class Head:
         """
         del mode  # Unused, as in TF 2.15.
         with tf.compat.v1.name_scope('losses'):  # TF 2.15's op names: a hook may fetch them by name.
+            logits = check_logits(logits, self.logits_dimension)
             unweighted_loss, example_weights, _ = self._loss_and_weights(logits, labels, features)
             loss = reduce_loss(unweighted_loss, example_weights, self._loss_reduction)
             if regularization_losses is not None:
@@ -464,10 +664,22 @@ class Head:
         return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
 
 
+_LIBRARY_PACKAGES = ('keras', 'tf_keras', 'tensorflow')
+
+
+def _defines_get_updates(optimizer) -> bool:
+    """Whether `optimizer`'s class (a Keras optimizer subclassed by the program) defines its own `get_updates`."""
+    for cls in type(optimizer).__mro__:
+        if 'get_updates' in vars(cls):
+            return cls.__module__.split('.')[0] not in _LIBRARY_PACKAGES
+    return False
+
+
 def train_op_of(loss, loss_reduction: str, optimizer, trainable_variables, train_op_fn, update_ops):
-    """TF 2.15's train op of a head, under `training`: `optimizer` over `trainable_variables`, or `train_op_fn`."""
+    """TF 2.15's train op of a head, under `training`: `optimizer` over `trainable_variables` (the first op of its
+    `get_updates(loss, trainable_variables)` if its class defines its own, as TF 2.15 took), or `train_op_fn`."""
     if update_ops is not None and not isinstance(update_ops, (list, tuple)):
-        raise ValueError('update_ops must be a list or tuple. Given type: {}.'.format(type(update_ops)))
+        raise ValueError('update_ops should be a list or a tuple. Given type: {}.'.format(type(update_ops)))
     with tf.compat.v1.name_scope('training'):
         if optimizer is not None:
             if train_op_fn is not None:
@@ -476,12 +688,15 @@ def train_op_of(loss, loss_reduction: str, optimizer, trainable_variables, train
                 raise ValueError('trainable_variables cannot be None. Given {}'.format(trainable_variables))
             if not isinstance(trainable_variables, (list, tuple)):
                 raise ValueError(
-                    'trainable_variables must be a list or tuple. Given type: {}.'.format(type(trainable_variables))
+                    'trainable_variables should be a list or a tuple. Given type: {}.'.format(type(trainable_variables))
                 )
-            _optimizers.check_optimizer('optimizer', optimizer)
-            step = None if _optimizers.is_keras2_optimizer(optimizer) else tf.compat.v1.train.get_global_step()
             loss = _optimizers.scaled_for_replicas(loss, loss_reduction)
-            train_op = _optimizers.apply_gradients(optimizer, None, loss, list(trainable_variables), step)
+            if _defines_get_updates(optimizer):
+                train_op = optimizer.get_updates(loss, list(trainable_variables))[0]
+            else:
+                _optimizers.check_optimizer('optimizer', optimizer)
+                step = None if _optimizers.is_keras2_optimizer(optimizer) else tf.compat.v1.train.get_global_step()
+                train_op = _optimizers.apply_gradients(optimizer, None, loss, list(trainable_variables), step)
         elif train_op_fn is not None:
             train_op = train_op_fn(loss)
         else:

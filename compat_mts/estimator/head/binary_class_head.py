@@ -85,7 +85,7 @@ class BinaryClassHead(base_head.Head):
         return self._loss_fn
 
     def _processed_labels(self, logits, labels):
-        labels = base_head.labels_as_columns(labels, 1)
+        labels = base_head.dense_labels(labels, logits, 1)
         if self._label_vocabulary is not None:
             labels = base_head.vocabulary_ids(labels, self._label_vocabulary)
         # TF 2.15's binary head takes labels as float32: booleans (`tf.equal(label, '>50K')`) included.
@@ -93,7 +93,7 @@ class BinaryClassHead(base_head.Head):
 
     def _unweighted_loss(self, logits, labels, features):
         if self._loss_fn:
-            return base_head.call_loss_fn(self._loss_fn, labels, logits, features)
+            return base_head.call_loss_fn(self._loss_fn, labels, logits, features, 1)
         return tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(labels, logits.dtype), logits=logits)
 
     def predictions(self, logits, keys=None) -> dict:
@@ -109,6 +109,7 @@ class BinaryClassHead(base_head.Head):
         if keys:
             base_head.check_prediction_keys(keys, _VALID_KEYS)
         keys = keys or _VALID_KEYS
+        logits = base_head.check_logits(logits, 1)
         names = base_head.class_names(2, self._label_vocabulary)
         everything = {'logits': logits}
         with tf.compat.v1.name_scope('predictions'):
@@ -169,6 +170,7 @@ class BinaryClassHead(base_head.Head):
           `eval_metrics`.
         """
         key = self._summary_key
+        logits = base_head.check_logits(logits, 1)
         predictions = self.predictions(logits, ['logistic', 'class_ids'])
         class_ids, logistic = predictions['class_ids'], predictions['logistic']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
@@ -180,10 +182,7 @@ class BinaryClassHead(base_head.Head):
         eval_metrics[key('prediction/mean')].update_state(logistic, example_weights)
         label_mean = eval_metrics[key('label/mean')]
         label_mean.update_state(labels, example_weights)
-        value, update = label_mean.as_pair()
-        eval_metrics[key('accuracy_baseline')].set_pair(
-            (tf.maximum(value, 1.0 - value), tf.maximum(update, 1.0 - update))
-        )
+        eval_metrics[key('accuracy_baseline')].follow(label_mean, lambda mean: tf.maximum(mean, 1.0 - mean))
         eval_metrics[key('auc')].update_state(labels, logistic, example_weights)
         eval_metrics[key('auc_precision_recall')].update_state(labels, logistic, example_weights)
         self._regularization_metric(eval_metrics, regularization_losses)

@@ -27,7 +27,7 @@ class MultiClassHead(base_head.Head):
       name: the head's name (its ops' scope, its keys' suffix).
 
     Raises:
-      ValueError: `n_classes` of 2 or less, a `label_vocabulary` not a list or tuple, an unknown
+      ValueError: `n_classes` None or of 2 or less, a `label_vocabulary` not a list or tuple of `n_classes`, an unknown
         `loss_reduction`, a `loss_fn` of other arguments (TF 2.15's messages).
     """
 
@@ -40,9 +40,16 @@ class MultiClassHead(base_head.Head):
         loss_fn=None,
         name: str | None = None,
     ):
-        if n_classes is None or (isinstance(n_classes, int) and n_classes <= 2):
+        if n_classes is None:
+            raise ValueError('n_classes cannot be None')
+        if isinstance(n_classes, int) and n_classes <= 2:
             raise ValueError('n_classes must be > 2: %s.' % n_classes)
         self._label_vocabulary = check_label_vocabulary(label_vocabulary)
+        if self._label_vocabulary is not None and len(self._label_vocabulary) != n_classes:
+            raise ValueError(
+                '"label_vocabulary" does not have "n_classes" items. len(label_vocabulary)={}, n_classes={}, '
+                'label_vocabulary={}'.format(len(self._label_vocabulary), n_classes, label_vocabulary)
+            )
         base_head.check_loss_reduction(loss_reduction)
         if loss_fn:
             base_head.check_loss_fn(loss_fn)
@@ -64,7 +71,7 @@ class MultiClassHead(base_head.Head):
         return self._loss_fn
 
     def _processed_labels(self, logits, labels):
-        labels = base_head.labels_as_columns(labels, 1)
+        labels = base_head.dense_labels(labels, logits, 1)
         if self._label_vocabulary is not None:
             labels = base_head.vocabulary_ids(labels, self._label_vocabulary)
         elif not labels.dtype.is_integer:
@@ -73,7 +80,7 @@ class MultiClassHead(base_head.Head):
 
     def _unweighted_loss(self, logits, labels, features):
         if self._loss_fn:
-            return base_head.call_loss_fn(self._loss_fn, labels, logits, features)
+            return base_head.call_loss_fn(self._loss_fn, labels, logits, features, 1)
         loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(
             labels=labels, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE
         )
@@ -92,6 +99,7 @@ class MultiClassHead(base_head.Head):
         if keys:
             base_head.check_prediction_keys(keys, _VALID_KEYS)
         keys = keys or _VALID_KEYS
+        logits = base_head.check_logits(logits, self._n_classes)
         names = base_head.class_names(self._n_classes, self._label_vocabulary)
         everything = {'logits': logits}
         with tf.compat.v1.name_scope('predictions'):
@@ -130,6 +138,7 @@ class MultiClassHead(base_head.Head):
         Returns:
           `eval_metrics`.
         """
+        logits = base_head.check_logits(logits, self._n_classes)
         class_ids = self.predictions(logits, ['class_ids'])['class_ids']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
         example_weights = tf.broadcast_to(example_weights, tf.shape(unweighted_loss))

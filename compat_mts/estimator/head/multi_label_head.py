@@ -141,11 +141,11 @@ class MultiLabelHead(base_head.Head):
                 2,
                 message='labels must be an integer indicator Tensor with values in [0, 1]',
             )
-        return base_head.labels_as_columns(labels, self._n_classes)
+        return base_head.dense_labels(labels, logits, self._n_classes)
 
     def _unweighted_loss(self, logits, labels, features):
         if self._loss_fn:
-            return base_head.call_loss_fn(self._loss_fn, labels, logits, features)
+            return base_head.call_loss_fn(self._loss_fn, labels, logits, features, 1)
         loss = tf.compat.v1.losses.sigmoid_cross_entropy(
             multi_class_labels=labels, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE
         )
@@ -164,6 +164,7 @@ class MultiLabelHead(base_head.Head):
         if keys:
             base_head.check_prediction_keys(keys, _VALID_KEYS)
         keys = keys or _VALID_KEYS
+        logits = base_head.check_logits(logits, self._n_classes)
         everything = {'logits': logits}
         with tf.compat.v1.name_scope('predictions'):
             everything['probabilities'] = tf.math.sigmoid(logits, name='probabilities')
@@ -217,6 +218,7 @@ class MultiLabelHead(base_head.Head):
           `eval_metrics`.
         """
         key = self._summary_key
+        logits = base_head.check_logits(logits, self._n_classes)
         probabilities = self.predictions(logits, ['probabilities'])['probabilities']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
         eval_metrics[key('average_loss')].update_state(
@@ -233,9 +235,9 @@ class MultiLabelHead(base_head.Head):
                 )
         for class_id in self._class_ids:
             mean_key, auc_key, auc_pr_key = self._class_keys(class_id)
-            class_probabilities = probabilities[:, class_id : class_id + 1]
-            class_labels = labels[:, class_id : class_id + 1]
-            class_weights = example_weights[:, class_id : class_id + 1]
+            class_probabilities = probabilities[..., class_id : class_id + 1]
+            class_labels = labels[..., class_id : class_id + 1]
+            class_weights = example_weights[..., class_id : class_id + 1]
             eval_metrics[mean_key].update_state(class_probabilities, class_weights)
             eval_metrics[auc_key].update_state(class_labels, class_probabilities, class_weights)
             eval_metrics[auc_pr_key].update_state(class_labels, class_probabilities, class_weights)

@@ -33,6 +33,8 @@ class RegressionHead(base_head.Head):
         (TF 2.15's messages).
     """
 
+    _per_logit_weights = True
+
     def __init__(
         self,
         label_dimension: int = 1,
@@ -65,11 +67,11 @@ class RegressionHead(base_head.Head):
         return self._inverse_link_fn
 
     def _processed_labels(self, logits, labels):
-        return tf.cast(base_head.labels_as_columns(labels, self._logits_dimension), logits.dtype)
+        return tf.cast(base_head.dense_labels(labels, logits, self._logits_dimension), tf.float32)
 
     def _unweighted_loss(self, logits, labels, features):
         if self._loss_fn:
-            return base_head.call_loss_fn(self._loss_fn, labels, logits, features)
+            return base_head.call_loss_fn(self._loss_fn, labels, logits, features, self._logits_dimension)
         return tf.compat.v1.losses.mean_squared_error(
             labels=labels, predictions=logits, reduction=tf.compat.v1.losses.Reduction.NONE
         )
@@ -85,6 +87,7 @@ class RegressionHead(base_head.Head):
           A dict of prediction keys to tensors.
         """
         del keys  # TF 2.15's regression head returned every key.
+        logits = base_head.check_logits(logits, self._logits_dimension)
         with tf.compat.v1.name_scope('predictions'):
             if self._inverse_link_fn:
                 return {'predictions': self._inverse_link_fn(logits), 'logits': logits}
@@ -119,6 +122,7 @@ class RegressionHead(base_head.Head):
         Returns:
           `eval_metrics`.
         """
+        logits = base_head.check_logits(logits, self._logits_dimension)
         predicted = self.predictions(logits)['predictions']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
         example_weights = tf.broadcast_to(example_weights, tf.shape(unweighted_loss))
