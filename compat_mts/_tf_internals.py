@@ -183,6 +183,24 @@ def eager_tensor(array: np.ndarray, dtype: tf.DType) -> Any:
     return tf.constant(array, dtype=dtype)
 
 
+def lifted_variable(graph_variable: Any) -> tf.Variable:
+    """An eager, uninitialized variable to hold `graph_variable` (a resource variable of a v1 graph).
+
+    What `tf.compat.v1.wrap_function` makes of the variables it imports (an `UninitializedVariable` of the
+    graph variable's shape, dtype and name), for one imported later; the caller captures its handle in the
+    wrapped function and runs the variable's initializer there. Without private APIs a `tf.Variable` of zeros
+    stands for it (a fully defined shape only: `tf.zeros` needs one).
+    """
+    with tf.init_scope():
+        name, shape, dtype = graph_variable.op.name, graph_variable.shape, graph_variable.dtype.base_dtype
+        if len(PLAIN_VARIABLE_TYPES) > 1:
+            return PLAIN_VARIABLE_TYPES[1](
+                shape=shape, dtype=dtype, name=name, trainable=graph_variable.trainable,
+                extra_handle_data=graph_variable.handle,
+            )
+        return tf.Variable(tf.zeros(shape, dtype), trainable=graph_variable.trainable, name=name)
+
+
 def is_resource_variable(variable: Any) -> bool:
     """Whether `variable` (of a v1 graph) is a resource variable, not a v1 reference variable."""
     return hasattr(variable, 'handle') and getattr(variable.handle, 'dtype', None) == tf.resource

@@ -3,7 +3,8 @@
 Each `train`/`evaluate`/`predict` call builds its graph and functions and must release them when it returns
 (not at the process's exit, where freeing thousands of functions took seconds): the counts of live wrapped
 graphs and of live functions stay flat over rounds. A hook's `begin()` sees the `model_fn`'s graph as the
-default graph, not finalized, and the ops it adds there run in its `before_run` fetches, as in TF 2.15.
+default graph, not finalized, and the ops it adds there run in its `before_run` fetches, as in TF 2.15; the
+variables it creates there are initialized, and the global ones checkpointed and restored, as in TF 2.15.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ def test_rounds_of_train_and_evaluate_release_their_graphs_and_functions(tmp_pat
 
 
 @pytest.mark.slow
-def test_ops_that_hooks_add_in_begin_run_as_in_tf215(tmp_path):
+def test_ops_and_variables_that_hooks_add_in_begin_run_as_in_tf215(tmp_path):
     ours, theirs = tf215.results_beside(
         PROGRAM, lambda: hook_begin_ops.main(estimator, str(tmp_path / 'ours')), str(tmp_path / 'theirs')
     )
     assert ours == theirs
     assert ours['train']['finalized'] is False and ours['evaluate']['added'][-1]['step'] == 3
+    assert ours['checkpoint']['hook_runs'] == 13 and ours['predict']['counted'] == [[14, 1.5]]

@@ -205,6 +205,19 @@ class NameBasedCheckpoint(tf.train.Checkpoint):
         # Not object-graph dependencies: the file format is the names.
         self._v1_entries = tf_internals.untracked(_entries(var_list) + list(partitions))
 
+    def add(self, var_list: Mapping[str, Any] | Iterable[Any], partitions: Iterable[_Entry] = ()) -> None:
+        """Saves and restores the variables of `var_list` and `partitions` too (as the constructor takes them).
+
+        Raises:
+          ValueError: a name is one this checkpoint saves already.
+        """
+        entries = _entries(var_list) + list(partitions)
+        taken = {entry.name for entry in self._v1_entries}
+        twice = sorted(entry.name for entry in entries if entry.name in taken)
+        if twice:
+            raise ValueError(f'The checkpoint saves {twice} already; each v1 name holds one variable.')
+        self._v1_entries = tf_internals.untracked(list(self._v1_entries) + entries)
+
     @property
     def names(self) -> list[str]:
         """The v1 names this checkpoint saves (partitioned variables once per slice)."""

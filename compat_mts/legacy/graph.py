@@ -389,9 +389,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
         them in its `before_run`. On leaving the block the new ops are imported into the wrapped function too,
         and the graph is finalized again.
 
+        A variable made in the block (a counter of a hook, as v1 allowed) is initialized on leaving it, and a global
+        one is saved in `checkpoint` from then on.
+
         Raises:
-          ValueError: the block created variables, which the wrapped function cannot own after its import:
-            create them while the graph is built (in `build_fn`, or a `model_fn`).
+          TypeError: the block created a reference (non-resource) variable.
         """
         graph = self.graph
         known = len(graph.get_operations())
@@ -409,14 +411,21 @@ class WrappedGraph(fetches_lib.GraphRunner):
             self._import_added(added)
 
     def _import_added(self, added: list) -> None:
-        """Imports the plain graph's ops `added` after the wrapping into the wrapped function's graph, by name."""
-        variables = [op.name for op in added if op.type in _HANDLE_OPS]
-        if variables:
-            raise ValueError(
-                f"Variables were created after the graph was wrapped (in a hook's begin()?): {variables}. Create "
-                'them while the graph is built (in build_fn, or the model_fn).'
-            )
+        """Imports the plain graph's ops `added` after the wrapping into the wrapped function's graph, by name.
+
+        Variables among them (made in a hook's `begin()`, as v1 allowed) are lifted as `wrap_function` lifted the
+        graph's own: each global or local one becomes an eager variable captured in place of its handle and is
+        initialized by its initializer, and a global one is saved in the default checkpoint, as v1's `Saver`,
+        built after the hooks' `begin()`, saved it.
+        """
         names = {op.name for op in added}
+        added_variables = [
+            variable
+            for key in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES, tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+            for variable in self.graph.get_collection(key)
+            if variable.op.name in names
+        ]
+        _check_supported(self.graph, added_variables, self._parameter_servers)
         graph_def = self.graph.as_graph_def()
         fragment = type(graph_def)()
         fragment.versions.CopyFrom(graph_def.versions)
@@ -437,7 +446,28 @@ class WrappedGraph(fetches_lib.GraphRunner):
                     input_map[source] = imported.get_tensor_by_name(source if ':' in source else source + ':0')
         with imported.as_default():
             tf.graph_util.import_graph_def(fragment, input_map=input_map, name='')
+        self._lift_added(added_variables)
         self._foreign_names.clear()  # Names of the new ops are this graph's now.
+
+    def _lift_added(self, added_variables: list) -> None:
+        """Lifts the imported handles of `added_variables` (of the plain graph) into eager variables, initialized."""
+        imported = self.function.graph
+        global_ids = {id(v) for v in self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)}
+        initializers, added_globals = [], []
+        for variable in added_variables:
+            name = global_step_lib.op_name(variable.name)
+            eager = tf_internals.lifted_variable(variable)
+            imported.add_capture(eager.handle, imported.get_tensor_by_name(variable.handle.name))
+            self._eager_by_name[name] = eager
+            self.variables.append(eager)
+            self._plain_variable_ids.add(id(variable))
+            initializers.append(imported.get_operation_by_name(tf_internals.variable_initializer(variable).name))
+            if id(variable) in global_ids:
+                added_globals.append((None, variable))
+        if initializers:
+            self.function.prune([], initializers)()
+        if added_globals:
+            self.checkpoint.add(*self._checkpoint_entries(added_globals))
 
     # Building.
 
@@ -522,7 +552,16 @@ class WrappedGraph(fetches_lib.GraphRunner):
     def _checkpoint_of(self, named: list, saved: dict | None = None) -> NameBasedCheckpoint:
         """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs, and of
         `saved` (name -> entry of a saveable)."""
-        whole, partitions = dict(saved or {}), []
+        variables, partitions = self._checkpoint_entries(named)
+        whole = {**(saved or {}), **variables}
+        checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
+        if self.global_step is not None:
+            checkpoint.global_step = self.global_step
+        return checkpoint
+
+    def _checkpoint_entries(self, named: list) -> tuple[dict, list]:
+        """The whole variables (v1 name -> eager variable) and the partitions' `_Entry`s of `named` pairs."""
+        whole, partitions = {}, []
         for name, variable in named:
             eager = self._eager_by_name[global_step_lib.op_name(variable.name)]
             slice_info = tf_internals.save_slice_info(variable)
@@ -531,10 +570,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             else:
                 copies = [self._eager_by_name[global_step_lib.op_name(c.name)] for c in _replica_copies([variable])]
                 whole[name or global_step_lib.op_name(variable.name)] = _Replicated(eager, copies) if copies else eager
-        checkpoint = NameBasedCheckpoint(whole, partitions=partitions)
-        if self.global_step is not None:
-            checkpoint.global_step = self.global_step
-        return checkpoint
+        return whole, partitions
 
     def feed_from_workers(self, placeholders: Sequence[tf.Tensor], dataset_fn: Callable[[], tf.data.Dataset]) -> None:
         """Feeds `placeholders` on each worker of a parameter-server cluster from its own `dataset_fn()` dataset.

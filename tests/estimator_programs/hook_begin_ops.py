@@ -2,7 +2,8 @@
 
 One hook merges the graph's summaries (`tf.compat.v1.summary.merge_all()`, as tensorflow/estimator's own
 tests do), another adds a `tf.identity` of the global step (with a control dependency on the predictions) and a
-sum of the predictions. A custom `model_fn` (one weight, SGD) trains 3 steps, evaluates and predicts with
+sum of the predictions, a third creates variables (a global counter it increments, which the checkpoint saves and
+the next call restores, and a local one). A custom `model_fn` (one weight, SGD) trains 3 steps, evaluates and predicts with
 them. `estimator` is `tf.estimator` under TF 2.15 (run as a script: prints `RESULTS:` and the JSON), or
 `compat_mts.estimator`.
 """
@@ -60,6 +61,26 @@ class AddedOpsHook(tf.compat.v1.train.SessionRunHook):
             self.values[-1]['step'] = int(run_values.results['step'])
 
 
+class CountingHook(tf.compat.v1.train.SessionRunHook):
+    """Creates a global counter (from 10) and a local value in `begin()`; increments the counter in each run."""
+
+    def __init__(self):
+        self.values = []
+
+    def begin(self):
+        counter = tf.compat.v1.get_variable('hook_runs', initializer=tf.constant(10, tf.int64), trainable=False)
+        local = tf.compat.v1.get_variable(
+            'hook_local', initializer=1.5, trainable=False, collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES]
+        )
+        self._fetches = [tf.compat.v1.assign_add(counter, 1), local]
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        self.values.append([int(run_values.results[0]), float(run_values.results[1])])
+
+
 def model_fn(features, labels, mode):
     weight = tf.compat.v1.get_variable('w', [2, 1], initializer=tf.compat.v1.constant_initializer(0.5))
     predictions = tf.matmul(features['x'], weight, name='predictions')
@@ -93,16 +114,23 @@ def main(estimator, model_dir):
     """Runs the three modes with both hooks; returns what each hook saw, mode by mode."""
     model = make_estimator(estimator, model_dir)
     results = {}
-    merged, added = MergedSummaryHook(), AddedOpsHook(with_step=False)
-    model.train(input_fn, steps=3, hooks=[merged, added])
+    merged, added, counting = MergedSummaryHook(), AddedOpsHook(with_step=False), CountingHook()
+    model.train(input_fn, steps=3, hooks=[merged, added, counting])
     results['train'] = {'merged': merged.values, 'added': added.values, 'finalized': added.finalized_in_begin}
-    merged, added = MergedSummaryHook(), AddedOpsHook()
-    model.evaluate(input_fn, steps=2, hooks=[merged, added])
+    results['train']['counted'] = counting.values
+    results['checkpoint'] = {name: shape for name, shape in tf.train.list_variables(model_dir)}
+    results['checkpoint']['hook_runs'] = int(tf.train.load_variable(model_dir, 'hook_runs'))
+    merged, added, counting = MergedSummaryHook(), AddedOpsHook(), CountingHook()
+    model.evaluate(input_fn, steps=2, hooks=[merged, added, counting])
     results['evaluate'] = {'merged': merged.values, 'added': added.values, 'finalized': added.finalized_in_begin}
-    added = AddedOpsHook()
-    predictions = list(model.predict(lambda: input_fn().take(1).map(lambda features, labels: features), hooks=[added]))
+    results['evaluate']['counted'] = counting.values
+    added, counting = AddedOpsHook(), CountingHook()
+    predictions = list(
+        model.predict(lambda: input_fn().take(1).map(lambda features, labels: features), hooks=[added, counting])
+    )
     results['predict'] = {
         'added': added.values,
+        'counted': counting.values,
         'finalized': added.finalized_in_begin,
         'predictions': [round(float(p['y'][0]), 5) for p in predictions],
     }
