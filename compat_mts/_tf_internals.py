@@ -460,8 +460,13 @@ def register_function_definitions(definitions: list) -> None:
 
 
 def release_function(name: str) -> None:
-    """Releases one registration of the eager context's function `name` (it is removed with its last one)."""
-    _private_context.context().remove_function(name)
+    """Releases one registration of the eager context's function `name` (it is removed with its last one).
+
+    Nothing to release when the context no longer has it.
+    """
+    context = _private_context.context()
+    if context.has_function(name):
+        context.remove_function(name)
 
 
 # Parameter-server clusters (compat_mts.parameter_server). No public API places the variables that
