@@ -9,13 +9,18 @@ tracing step are not part of it). The sides alternate for `--rounds` rounds, eac
 into a fresh `model_dir`, so machine load hits both alike; the ratio is the median over rounds of compat_mts's
 mean step time over TF 2.15's.
 
-`--calls N` measures the start-up and the end of short calls instead (issue 34's goal 2, issue 29's exit): the
-census-shaped wide & deep `DNNLinearCombinedClassifier` of tests/estimator_programs/census_wide_deep.py runs N
-rounds of `train(steps=5)` then `evaluate()` (200 rows) in one process per side, the sides alternating for
-`--rounds` repeats. Each side reports the time of the rounds, the RSS and the number of live concrete functions
-after each round, and how long the process took to exit after its last line. It exits non-zero when compat_mts's
-rounds take longer than TF 2.15's (ratio > 1.0), when a process of it exits more than 1 s after its last line,
-or when its live functions grow after the second round.
+`--calls N` measures the start-up and the end of short calls instead (issue 34's goal 2, issue 29's exit):
+each model of `--models` runs N rounds of `train(steps=--call-steps)`, `evaluate()` and `predict()` in one
+process per side and model, the sides alternating for `--rounds` repeats. The models: `census`, the census-shaped
+wide & deep `DNNLinearCombinedClassifier` of tests/estimator_programs/census_wide_deep.py; `dnn`, the iris
+`DNNClassifier`; `custom`, the custom `model_fn` of tests/estimator_programs/classifier.py; `bert`, the
+BERT-shaped `TPUEstimator(use_tpu=False)` of tests/estimator_programs/bert_classifier.py (`iterations_per_loop=2`).
+Each side reports the time and the CPU time (every thread's) of each call, the RSS and the number of functions
+registered with the eager context after each round, and how long the process took to exit after its last line.
+The ratio of a call is compat_mts's total time of that call over the rounds over TF 2.15's (the median over
+repeats); the CPU ratio beside it is less disturbed by the machine's load. It exits non-zero when a call's
+ratio, or the rounds', is above 1.0, when a process of compat_mts exits more than 1 s after its last line, or
+when its registered functions grow after the second round.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,8 +83,59 @@ def _side(name: str, steps: int, warmup: int) -> dict:
     }
 
 
-def _calls_side(name: str, calls: int, steps: int) -> dict:
-    """`calls` rounds of train + evaluate of the census model; prints its last line's time, for the exit lag."""
+_CALLS = ('train', 'evaluate', 'predict')
+_MODELS = ('census', 'dnn', 'custom', 'bert')
+
+
+def _call_programs(estimator) -> dict:
+    """Per model: `(make(model_dir), train(model, steps), evaluate(model), predict(model))` against `estimator`."""
+    from tests.estimator_programs import census_wide_deep, classifier, premade_iris
+
+    def custom(model_dir):
+        config = estimator.RunConfig(model_dir=model_dir, **classifier.RUN_CONFIG)
+        return estimator.Estimator(classifier.make_model_fn(estimator), config=config, params=classifier.PARAMS)
+
+    def bert(model_dir):
+        from tests.estimator_programs import bert_classifier  # Imports its own `estimator` (TF 2.15's or ours).
+
+        return bert_classifier.build_estimator(model_dir, num_train_steps=1000, save_checkpoints_steps=1000)
+
+    def bert_input(count: int, seed: int, is_training: bool, drop_remainder: bool):  # As its `run` reads.
+        from tests.estimator_programs import bert_classifier
+
+        examples = bert_classifier.synthetic_examples(count, seed)
+        return bert_classifier.input_fn_builder(examples, bert_classifier.SEQ_LENGTH, is_training, drop_remainder)
+
+    return {
+        'census': (
+            lambda model_dir: census_wide_deep.make_estimator(estimator, model_dir),
+            census_wide_deep.train,
+            census_wide_deep.evaluate,
+            census_wide_deep.predict,
+        ),
+        'dnn': (
+            lambda model_dir: premade_iris.make_estimator(estimator, model_dir),
+            premade_iris.train,
+            premade_iris.evaluate,
+            premade_iris.predict,
+        ),
+        'custom': (
+            custom,
+            lambda model, steps: model.train(classifier.train_input_fn, steps=steps),
+            lambda model: model.evaluate(classifier.eval_input_fn),
+            lambda model: list(model.predict(classifier.predict_input_fn)),
+        ),
+        'bert': (
+            bert,
+            lambda model, steps: model.train(bert_input(64, 1, True, True), steps=steps),
+            lambda model: model.evaluate(bert_input(12, 2, False, True), steps=None),
+            lambda model: list(model.predict(bert_input(7, 3, False, False))),
+        ),
+    }
+
+
+def _calls_side(name: str, model_name: str, calls: int, steps: int) -> dict:
+    """`calls` rounds of train, evaluate and predict of one model; prints its last line's time, for the exit lag."""
     import gc
 
     if name == 'compat_mts':
@@ -88,33 +145,31 @@ def _calls_side(name: str, calls: int, steps: int) -> dict:
 
         estimator = tf.estimator
     import tensorflow as tf
-
-    from tests.estimator_programs import census_wide_deep
+    from tensorflow.python.eager import context
 
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
+    make, *call_functions = _call_programs(estimator)[model_name]
     rounds = []
     with tempfile.TemporaryDirectory() as model_dir:
-        model = census_wide_deep.make_estimator(estimator, model_dir)
+        model = make(model_dir)
         start = time.perf_counter()
         for _ in range(calls):
-            began = time.perf_counter()
-            census_wide_deep.train(model, steps)
-            trained = time.perf_counter()
-            census_wide_deep.evaluate(model)
+            times = {}
+            for call, function in zip(_CALLS, call_functions):
+                began, began_cpu = time.perf_counter(), _cpu_s()
+                function(model, steps) if call == 'train' else function(model)
+                times[call + '_s'] = time.perf_counter() - began
+                times[call + '_cpu_s'] = _cpu_s() - began_cpu
             gc.collect()
-            functions = sum(
-                1 for value in gc.get_objects() if isinstance(value, tf.types.experimental.ConcreteFunction)
-            )
-            rounds.append(
-                {
-                    'train_s': trained - began,
-                    'evaluate_s': time.perf_counter() - trained,
-                    'rss_mb': _rss_mb(),
-                    'functions': functions,
-                }
-            )
+            rounds.append(dict(times, rss_mb=_rss_mb(), functions=len(context.context().list_function_names())))
         total = time.perf_counter() - start
     return {'total_s': total, 'rounds': rounds}
+
+
+def _cpu_s() -> float:
+    """The CPU seconds of this process so far, every thread's (TensorFlow's runtime runs on threads of its own)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _rss_mb() -> float:
@@ -125,7 +180,7 @@ def _rss_mb() -> float:
     return float('nan')
 
 
-def _calls_run(python: str, env: dict, calls: int, steps: int, side: str) -> dict:
+def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, side: str) -> dict:
     """One side's child process: its report, and its exit lag (its end after its last line's time)."""
     child = subprocess.Popen(
         [
@@ -134,6 +189,8 @@ def _calls_run(python: str, env: dict, calls: int, steps: int, side: str) -> dic
             '--child',
             '--side',
             side,
+            '--models',
+            model,
             '--calls',
             str(calls),
             '--call-steps',
@@ -151,60 +208,90 @@ def _calls_run(python: str, env: dict, calls: int, steps: int, side: str) -> dic
     child.wait(timeout=900)
     ended = time.time()
     if child.returncode != 0 or report is None:
-        raise SystemExit(f'the {side} child failed (exit status {child.returncode})')
+        raise SystemExit(f'the {side} child of {model} failed (exit status {child.returncode})')
     report['exit_lag_s'] = ended - report.pop('last_line_time')
     return report
 
 
 def _calls_main(args, python: str, env: dict) -> None:
     system_env = dict(env, PYTHONPATH=_REPO)
+    models = args.models.split(',')
     load_before = os.getloadavg()
     repeats = []
     for _ in range(args.rounds):
-        ours = _calls_run(sys.executable, system_env, args.calls, args.call_steps, 'compat_mts')
-        theirs = _calls_run(python, env, args.calls, args.call_steps, 'tf215')
-        repeats.append({'compat_mts': ours, 'tf215': theirs, 'ratio': ours['total_s'] / theirs['total_s']})
+        repeat = {}
+        for model in models:
+            ours = _calls_run(sys.executable, system_env, model, args.calls, args.call_steps, 'compat_mts')
+            theirs = _calls_run(python, env, model, args.calls, args.call_steps, 'tf215')
+            repeat[model] = {'compat_mts': ours, 'tf215': theirs}
+        repeats.append(repeat)
     load_after = os.getloadavg()
     print(
-        f'{args.rounds} alternating repeats x {args.calls} rounds of train(steps={args.call_steps}) + evaluate() '
-        f'of the census wide & deep model per side; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after'
+        f'{args.rounds} alternating repeats x {args.calls} rounds of train(steps={args.call_steps}), evaluate() and '
+        f'predict() per side and model; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after'
     )
     print()
-    print(
-        '| repeat | side | rounds s | first round s | last round s | exit lag s | RSS MB 2nd → last '
-        '| live functions 2nd → last |'
-    )
-    print('|---:|---|---:|---:|---:|---:|---:|---:|')
-    for index, repeat in enumerate(repeats):
+    print('| model | call | compat_mts s | TF 2.15 s | ratio | compat_mts CPU s | TF 2.15 CPU s | CPU ratio |')
+    print('|---|---|---:|---:|---:|---:|---:|---:|')
+    ratios, cpu_ratios = {}, {}
+    for model in models:
+        for call in (*_CALLS, 'rounds'):
+            names = [call] if call != 'rounds' else list(_CALLS)
+            columns = []
+            for suffix, kept in (('_s', ratios), ('_cpu_s', cpu_ratios)):
+                ours_s, theirs_s, call_ratios = [], [], []
+                for repeat in repeats:
+                    ours_s.append(sum(r[n + suffix] for r in repeat[model]['compat_mts']['rounds'] for n in names))
+                    theirs_s.append(sum(r[n + suffix] for r in repeat[model]['tf215']['rounds'] for n in names))
+                    call_ratios.append(ours_s[-1] / theirs_s[-1])
+                kept[(model, call)] = statistics.median(call_ratios)
+                columns.append(
+                    f'{statistics.median(ours_s):.2f} | {statistics.median(theirs_s):.2f} | '
+                    f'{kept[(model, call)]:.3f}'
+                )
+            print(f'| {model} | {call} | {columns[0]} | {columns[1]} |')
+    print()
+    print('| model | side | exit lag s (worst) | RSS MB 2nd → last | eager functions 2nd → last |')
+    print('|---|---|---:|---:|---:|')
+    grows = False
+    worst_lag = 0.0
+    for model in models:
         for side in ('compat_mts', 'tf215'):
-            report = repeat[side]
-            rounds = report['rounds']
+            reports = [repeat[model][side] for repeat in repeats]
+            lag = max(report['exit_lag_s'] for report in reports)
+            rounds = reports[-1]['rounds']
             second = rounds[min(1, len(rounds) - 1)]
-            first_s = rounds[0]['train_s'] + rounds[0]['evaluate_s']
-            last_s = rounds[-1]['train_s'] + rounds[-1]['evaluate_s']
             print(
-                f'| {index} | {side} | {report["total_s"]:.2f} | {first_s:.2f} | {last_s:.2f} | '
-                f'{report["exit_lag_s"]:.2f} | {second["rss_mb"]:.0f} → {rounds[-1]["rss_mb"]:.0f} | '
+                f'| {model} | {side} | {lag:.2f} | {second["rss_mb"]:.0f} → {rounds[-1]["rss_mb"]:.0f} | '
                 f'{second["functions"]} → {rounds[-1]["functions"]} |'
             )
-    ratio = statistics.median(repeat['ratio'] for repeat in repeats)
-    worst_lag = max(repeat['compat_mts']['exit_lag_s'] for repeat in repeats)
-    grows = any(
-        repeat['compat_mts']['rounds'][-1]['functions']
-        > repeat['compat_mts']['rounds'][min(1, args.calls - 1)]['functions']
-        for repeat in repeats
-    )
+            if side == 'compat_mts':
+                worst_lag = max(worst_lag, lag)
+                grows = grows or any(
+                    report['rounds'][-1]['functions'] > report['rounds'][min(1, args.calls - 1)]['functions']
+                    for report in reports
+                )
+    worst = max(ratios.values())
     print()
-    print(f'compat_mts / TF 2.15, the rounds: **{ratio:.3f}** (median of repeats; goal <= 1.0)')
-    print(f'compat_mts exit lag, worst: {worst_lag:.2f} s (goal <= 1 s); live functions grow: {grows}')
+    print(
+        f'compat_mts / TF 2.15, the worst call: **{worst:.3f}** (median of repeats; goal <= 1.0); '
+        f'of CPU time: {max(cpu_ratios.values()):.3f}'
+    )
+    print(f'compat_mts exit lag, worst: {worst_lag:.2f} s (goal <= 1 s); registered functions grow: {grows}')
     if args.out:
         with open(args.out, 'w', encoding='utf-8') as file:
             json.dump(
-                {'repeats': repeats, 'ratio_median': ratio, 'load_before': load_before, 'load_after': load_after},
+                {
+                    'repeats': repeats,
+                    'ratios': {f'{model}/{call}': ratio for (model, call), ratio in ratios.items()},
+                    'cpu_ratios': {f'{model}/{call}': ratio for (model, call), ratio in cpu_ratios.items()},
+                    'load_before': load_before,
+                    'load_after': load_after,
+                },
                 file,
                 indent=2,
             )
-    if ratio > 1.0 or worst_lag > 1.0 or grows:
+    if worst > 1.0 or worst_lag > 1.0 or grows:
         raise SystemExit(1)
 
 
@@ -226,15 +313,23 @@ def main() -> None:
     )
     parser.add_argument('--out', help='write every round and the environment to this JSON file')
     parser.add_argument(
-        '--calls', type=int, help='measure N rounds of train(steps=--call-steps) + evaluate() of the census model'
+        '--calls', type=int, help='measure N rounds of train(steps=--call-steps), evaluate() and predict() per model'
+    )
+    parser.add_argument(
+        '--models',
+        default='census,dnn,custom,bert',
+        help='with --calls: the models, of census, dnn, custom, bert (default: %(default)s)',
     )
     parser.add_argument('--call-steps', type=int, default=5, help='steps per train() with --calls (%(default)s)')
     parser.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--side', default='tf215', help=argparse.SUPPRESS)
     args = parser.parse_args()
+    unknown = sorted(set(args.models.split(',')) - set(_MODELS))
+    if unknown:
+        parser.error(f'--models: unknown {unknown}; the models are {", ".join(_MODELS)}, separated by commas')
     sys.path.insert(0, _REPO)
     if args.child and args.calls:
-        report = _calls_side(args.side, args.calls, args.call_steps)
+        report = _calls_side(args.side, args.models, args.calls, args.call_steps)
         report['last_line_time'] = time.time()
         print('RESULT:' + json.dumps(report), flush=True)
         return

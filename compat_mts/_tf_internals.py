@@ -418,6 +418,75 @@ def read_xspace(capture: bytes) -> Any:
     return xplane_pb2.XSpace.FromString(capture)
 
 
+# The functions of a wrapped graph's fetches (compat_mts.legacy.graph). The public `WrappedFunction.prune`
+# copies the fetches' subgraph op by op in Python (`lift_to_graph`) into a new function graph, which costs half
+# a second for a premade Estimator's training step; TensorFlow's C API makes the same function from the ops
+# where they are, as it makes a `tf.function`'s from its graph. `WrappedFunction` also registers every function
+# of its graph's library with the eager context and never releases them; here the caller registers and
+# releases what its functions need. Without these: `prune`, and the library stays registered.
+
+
+def _function_c_api():
+    from tensorflow.python.client import pywrap_tf_session
+
+    pywrap_tf_session.TF_GraphToFunction_wrapper, pywrap_tf_session.TF_DeleteFunction  # Moved: None.
+    _private_context.Context.add_c_function, _private_context.Context.remove_function
+    tf.Graph._c_graph, tf.Operation._c_op
+    return pywrap_tf_session
+
+
+_function_api = _probe(_function_c_api) if _call_function is not None else None
+
+CAN_MAKE_SUBGRAPH_FUNCTIONS = _function_api is not None
+"""Whether `subgraph_function`, `register_function_definitions` and `release_function` are available."""
+
+
+def subgraph_function(
+    graph: tf.Graph, name: str, operations: list, inputs: list, outputs: list, control_outputs: list
+) -> None:
+    """Registers with the eager context, as `name`, the function of `operations` (ops of `graph`, its body).
+
+    Its arguments are `inputs` (tensors of ops outside the body), its results `outputs`, and it runs the ops
+    `control_outputs` (in the body) too. It is called by name (`call_function`) and released with
+    `release_function`; the functions its ops call must be registered (`register_function_definitions`).
+    """
+    with graph._c_graph.get() as c_graph:
+        function = _function_api.TF_GraphToFunction_wrapper(
+            c_graph,
+            name,
+            False,
+            [op._c_op for op in operations],
+            [tensor._as_tf_output() for tensor in inputs],
+            [tensor._as_tf_output() for tensor in outputs],
+            [],
+            [op._c_op for op in control_outputs],
+            [],
+            None,
+            '',
+        )
+    try:
+        _private_context.context().add_c_function(function)
+    finally:
+        _function_api.TF_DeleteFunction(function)
+
+
+def register_function_definitions(definitions: list) -> None:
+    """Registers the `FunctionDef`s `definitions` with the eager context (once more each, if already there)."""
+    context = _private_context.context()
+    for definition in definitions:
+        context.add_function_def(definition)
+
+
+def release_function(name: str) -> None:
+    """Releases one registration of the eager context's function `name` (it is removed with its last one).
+
+    Nothing to release when the context no longer has it.
+    """
+    context = _private_context.context()
+    if context.has_function(name):
+        context.remove_function(name)
+
+
 # Parameter-server clusters (compat_mts.parameter_server). No public API places the variables that
 # `tf.compat.v1.wrap_function` lifts out of an imported graph, or gives a ParameterServerStrategy's cluster;
 # without these, parameter-server clusters are refused with an error that says so.

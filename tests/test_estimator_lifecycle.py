@@ -13,6 +13,7 @@ import gc
 
 import pytest
 import tensorflow as tf
+from tensorflow.python.eager import context
 
 import compat_mts.estimator as estimator
 from compat_mts.legacy import graph as legacy_graph
@@ -29,13 +30,16 @@ def _live(kind: type) -> int:
 
 def test_rounds_of_train_and_evaluate_release_their_graphs_and_functions(tmp_path):
     model = hook_begin_ops.make_estimator(estimator, str(tmp_path))
-    functions = []
-    for _ in range(3):
+    functions, registered = [], []
+    for _ in range(4):
         model.train(hook_begin_ops.input_fn, steps=2)
         model.evaluate(hook_begin_ops.input_fn, steps=1)
         assert _live(legacy_graph.WrappedGraph) == 0
         functions.append(_live(tf.types.experimental.ConcreteFunction))
-    assert functions[2] == functions[1]
+        # What the eager context holds: the graphs' functions and their `tf.cond` branches, released each call.
+        registered.append(len(context.context().list_function_names()))
+    assert functions[3] == functions[2] == functions[1]
+    assert registered[3] == registered[2] == registered[1]
 
 
 @pytest.mark.slow

@@ -16,10 +16,12 @@ The checkpoint pieces (`NameBasedCheckpoint`, `restore_from_v1`) live in `compat
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib.util
 import itertools
 import os
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -55,6 +57,7 @@ _KERAS_SETUP = (
 )
 _KERAS_GUIDE = 'migration_guide/legacy.md, "v1 layers, losses and metrics (Keras 3)"'
 _graph_ids = itertools.count()
+_subgraph_ids = itertools.count()  # Names the functions `_subgraph` registers with the eager context.
 
 
 def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
@@ -216,9 +219,12 @@ def forget_graph(wrapped: 'WrappedGraph') -> None:
     """Drops `wrapped` from the fetch model and from the wrapped graphs, so that it can be freed.
 
     For a program that builds one graph per phase and is done with it (`compat_mts.estimator` builds one
-    per `train`, `evaluate` and `predict` call). Restoring the global step registration is the caller's.
+    per `train`, `evaluate` and `predict` call). The functions it registered with the eager context are
+    released at once (not when the garbage collector frees it, or at the process's exit); it runs no more.
+    Restoring the global step registration is the caller's.
     """
     fetches_lib.unregister_graph_runner(wrapped)
+    wrapped._release()
 
 
 def wrapped_graph_of_global_step() -> 'WrappedGraph | None':
@@ -301,7 +307,9 @@ class _Plan:
         self.tensors_only = None  # On a parameter-server cluster: the function of the tensor fetches alone.
         self.trains = True  # On a parameter-server cluster: whether the function moves the global step.
         self.worker_input = False  # On a parameter-server cluster: its first arguments come from the workers' input.
-        if function is not None:
+        if isinstance(function, _Subgraph):
+            self.name, self.captures, self.output_count = function.name, function.captures, function.output_count
+        elif function is not None:
             self.name = function.function_def.signature.name.encode()
             self.captures = list(function.captured_inputs)
             self.output_count = len(function.outputs)
@@ -311,6 +319,36 @@ class _Plan:
         # The fetch and feed objects of the plan's key. Keeping them alive keeps their ids unique, so
         # the key can be made of ids: hashing graph tensors costs a Python call each, on every step.
         self.anchors = anchors
+
+
+class _Subgraph:
+    """A function of a wrapped graph's fetches, made from its ops where they are (`WrappedGraph._subgraph`)."""
+
+    __slots__ = ('name', 'captures', 'output_count')
+
+    def __init__(self, name: str, captures: list, output_count: int):
+        self.name = name.encode()  # As the eager context calls it.
+        self.captures = captures  # The eager tensors passed after the feeds: the captures its ops read.
+        self.output_count = output_count
+
+
+class _Registrations:
+    """What a wrapped graph registered with the eager context: released together, when the graph is forgotten.
+
+    `tf.compat.v1.wrap_function` (and each `prune` of it) registers every function of its graph's library (the
+    branches of the graph's `tf.cond`s) once more and never releases them; the functions `_subgraph` made are
+    registered once each. Released on `forget_graph`, or when the graph is freed, not at the process's exit.
+    """
+
+    def __init__(self):
+        self.library: collections.Counter = collections.Counter()  # Function name -> registrations made.
+        self.subgraphs: list[str] = []
+
+    def release(self) -> None:
+        names = self.subgraphs + list(self.library.elements())
+        self.subgraphs, self.library = [], collections.Counter()
+        for name in names:
+            tf_internals.release_function(name)
 
 
 class WrappedGraph(fetches_lib.GraphRunner):
@@ -343,7 +381,13 @@ class WrappedGraph(fetches_lib.GraphRunner):
         in_session = deployment_lib.of_session()  # An adopted graph: the session's scheduler.
         self._parameter_servers = parameter_server.current() if in_session is None else in_session.scheduler
         _check_supported(graph, global_variables + local_variables, self._parameter_servers)
-        self.function = self._import(graph, self._parameter_servers)
+        self._registrations = _Registrations()
+        self._released = False
+        self.function, library = self._import(graph, self._parameter_servers)
+        if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # Else what wrap_function registered stays registered.
+            self._registrations.library.update(library)
+            finalizer = weakref.finalize(self, self._registrations.release)
+            finalizer.atexit = False  # At the exit the eager context goes with everything in it.
         imported = self.function.graph
         eager = {
             global_step_lib.op_name(v.name): v
@@ -374,6 +418,14 @@ class WrappedGraph(fetches_lib.GraphRunner):
             f'<WrappedGraph {self._id}: {len(self.graph.get_operations())} ops, '
             f'{len(self.variables)} variables, {len(self._functions)} pruned functions>'
         )
+
+    def _release(self) -> None:
+        """Releases what the graph registered with the eager context; it runs no more (`forget_graph`)."""
+        self._released = True
+        self._plans.clear()
+        self._functions.clear()
+        self._resource_function = None
+        self._registrations.release()
 
     @property
     def pruned_functions(self) -> int:
@@ -446,6 +498,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
                     input_map[source] = imported.get_tensor_by_name(source if ':' in source else source + ':0')
         with imported.as_default():
             tf.graph_util.import_graph_def(fragment, input_map=input_map, name='')
+        if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # The new ops' functions (a `tf.cond`'s branches).
+            library = self._registrations.library
+            added_functions = [function for function in fragment.library.function if function.signature.name not in library]
+            tf_internals.register_function_definitions(added_functions)
+            library.update(function.signature.name for function in added_functions)
         self._lift_added(added_variables)
         self._foreign_names.clear()  # Names of the new ops are this graph's now.
 
@@ -465,15 +522,18 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if id(variable) in global_ids:
                 added_globals.append((None, variable))
         if initializers:
-            self.function.prune([], initializers)()
+            self._call(self._function_of([], initializers, []), [])
         if added_globals:
             self.checkpoint.add(*self._checkpoint_entries(added_globals))
 
     # Building.
 
     @staticmethod
-    def _import(graph: tf.Graph, parameter_servers: 'parameter_server.Scheduler | None'):
-        """The graph in a `wrap_function`; on a parameter-server cluster, its variables on the ps tasks."""
+    def _import(graph: tf.Graph, parameter_servers: 'parameter_server.Scheduler | None') -> tuple[Any, list[str]]:
+        """The graph in a `wrap_function`, and the functions of its library (which `wrap_function` registered).
+
+        On a parameter-server cluster, the variables are placed on the ps tasks.
+        """
         graph_def = graph.as_graph_def()
         if parameter_servers is not None:
             parameter_servers.strip_worker_placement(graph_def)
@@ -487,9 +547,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
         def import_graph():
             tf_internals.import_meta_graph(meta_graph)
 
+        library = [function.signature.name for function in graph_def.library.function]
         if parameter_servers is not None:
-            return parameter_servers.placing_variables(lambda: tf.compat.v1.wrap_function(import_graph, signature=[]))
-        return tf.compat.v1.wrap_function(import_graph, signature=[])
+            wrap = lambda: tf.compat.v1.wrap_function(import_graph, signature=[])  # noqa: E731
+            return parameter_servers.placing_variables(wrap), library
+        return tf.compat.v1.wrap_function(import_graph, signature=[]), library
 
     def _lift_resources(self, imported) -> None:
         """Creates the graph's iterators and tables once, eagerly, and captures them in every pruned function.
@@ -509,16 +571,16 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if not handles:
             self._resource_function = None
             return
-        # Keep the function alive: its kernels own the resources.
-        self._resource_function = self.function.prune([], handles)
-        for value, handle in zip(self._resource_function(), handles):
+        # Keep the function (registered until the graph is released): its kernels own the resources.
+        self._resource_function = self._function_of(handles, [], [])
+        for value, handle in zip(self._call(self._resource_function, []), handles):
             imported.add_capture(value, handle)
 
     def _initialize(self, imported) -> None:
         initializers = [tf_internals.variable_initializer(variable) for variable in self._eager_by_name.values()]
         initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
         if initializers:
-            self.function.prune([], initializers)()
+            self._call(self._function_of([], initializers, []), [])
 
     def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
         """The global variables and the specs of the graph's SAVEABLE_OBJECTS, as v1's default `Saver`."""
@@ -755,12 +817,14 @@ class WrappedGraph(fetches_lib.GraphRunner):
         name_key = (tuple(tensors), tuple(operations), tuple(feed.name for feed in feed_specs))
         function = self._functions.get(name_key)
         if function is None:  # Cache, since pruning copies the graph and builds a function.
+            if self._released:
+                raise ValueError(f'{self!r} was forgotten (`forget_graph`): its graph runs no more.')
             self._check_fed(tensors + operations, {feed.name for feed in feed_specs})
             imported = self.function.graph
-            function = self.function.prune(
-                feeds=[imported.get_tensor_by_name(feed.name) for feed in feed_specs],
-                fetches=[imported.get_tensor_by_name(name) for name in tensors]
-                + [imported.get_operation_by_name(name) for name in operations],
+            function = self._function_of(
+                [imported.get_tensor_by_name(name) for name in tensors],
+                [imported.get_operation_by_name(name) for name in operations],
+                [imported.get_tensor_by_name(feed.name) for feed in feed_specs],
             )
             self._functions[name_key] = function
             logging.vlog(
@@ -771,6 +835,80 @@ class WrappedGraph(fetches_lib.GraphRunner):
                 [feed.name for feed in feed_specs],
             )
         return function
+
+    def _function_of(self, tensors: list, operations: list, feeds: list):
+        """The function of the wrapped graph computing `tensors` and running `operations`, given `feeds`.
+
+        A `_Subgraph` where it can be made (`_subgraph`), else the wrapped function pruned to them.
+        """
+        function = self._subgraph(tensors, operations, feeds)
+        if function is not None:
+            return function
+        pruned = self.function.prune(feeds=feeds, fetches=tensors + operations)
+        if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # `prune` registered its graph's library once more.
+            self._registrations.library.update(
+                function.signature.name for function in pruned.graph.as_graph_def().library.function
+            )
+        return pruned
+
+    def _subgraph(self, tensors: list, operations: list, feeds: list) -> _Subgraph | None:
+        """The function of `tensors` and `operations` (of the imported graph) given `feeds`, made where its ops are.
+
+        Its body is what `prune` would copy: the ops the fetches need through their inputs and control inputs,
+        back to the feeds and the captured tensors (variables, lifted resources), which become its arguments
+        (the captures the body reads only). None when `prune` must make it: the private APIs are off, the graph
+        runs on a parameter-server cluster (which schedules concrete functions), or the fetches need an op for
+        an output other than the one fed, or fetch a fed or captured tensor.
+        """
+        if not tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS or self._parameter_servers is not None:
+            return None
+        imported = self.function.graph
+        captured = {(internal.op, internal.value_index): external for external, internal in imported.captures}
+        sources = {(tensor.op, tensor.value_index) for tensor in feeds} | set(captured)
+        source_ops = {op for op, _ in sources}
+        body, used = set(), set()
+        pending = [tensor.op for tensor in tensors] + list(operations)
+        if any(op in source_ops for op in pending):
+            return None
+        while pending:
+            op = pending.pop()
+            if op in body:
+                continue
+            if op.type == 'Placeholder':  # Not fed: `prune` raises.
+                return None
+            body.add(op)
+            for tensor in op.inputs:
+                producer = tensor.op
+                if producer not in source_ops:
+                    pending.append(producer)
+                    continue
+                source = (producer, tensor.value_index)
+                if source not in sources:
+                    return None
+                used.add(source)
+            for producer in op.control_inputs:
+                if producer in source_ops:
+                    return None
+                pending.append(producer)
+        inputs = [internal for _, internal in imported.captures if (internal.op, internal.value_index) in used]
+        name = f'compat_mts_wrapped_graph_{self._id}_subgraph_{next(_subgraph_ids)}'
+        tf_internals.subgraph_function(
+            imported,
+            name,
+            [op for op in imported.get_operations() if op in body],
+            list(feeds) + inputs,
+            tensors,
+            operations,
+        )
+        self._registrations.subgraphs.append(name)
+        return _Subgraph(name, [captured[(tensor.op, tensor.value_index)] for tensor in inputs], len(tensors))
+
+    @staticmethod
+    def _call(function, args: list) -> list:
+        """Calls a function of `_function_of` on `args` (eager tensors); its outputs."""
+        if isinstance(function, _Subgraph):
+            return tf_internals.call_function(None, function.name, args, function.captures, function.output_count)
+        return function(*args)
 
     def _check_fed(self, names: list[str], fed: set[str]) -> None:
         """Raises v1's error when `names` need a placeholder that `fed` does not feed."""
