@@ -308,7 +308,9 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
                     and (
                         loop == 'bare'
                         and owner == 'loop'
-                        or previous_path.endswith('compat_mts/core/fetch/__init__.py')
+                        or previous_path.endswith(
+                            ('compat_mts/core/fetch/__init__.py', 'compat_mts/core/fetch/fast_paths.py')
+                        )
                     )
                 )
             ):

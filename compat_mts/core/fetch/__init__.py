@@ -20,22 +20,55 @@ call; a legacy graph's fetches planned once), and the session skips the idle hoo
 for the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the environment (read at import), or `FAST_PATHS = False`
 on this module before a session is made, forces the general path for every run and has the session call every
 hook on every run: what the fast paths are tested against (tests/test_general_fetch_path.py).
+
+This module is the run (`Run`: the general path, and when each fast path is taken); what a fetch is, the
+graphs a name resolves in and a session's own state are `model`; the feeds and the step's arguments, `feeds`;
+the fast paths themselves (the direct step call, the graph-only plans), `fast_paths`. The names the rest of the
+package uses are all here.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 import re
-import weakref
 from typing import Any, Sequence
 
 import tensorflow as tf
 from compat_mts import _tf_internals as tf_internals
 from compat_mts.core import global_step as global_step_lib
-from compat_mts.core import program as program_lib
 from compat_mts.core import validation
+from compat_mts.core.fetch.fast_paths import (
+    _DirectStep as _DirectStep,
+    _GraphOnlyPlan,
+    _direct_steps,
+    _only_callable,
+    _request_key,
+)
+from compat_mts.core.fetch.feeds import _as_feeds, _check_feed_keys, _check_step_arguments
+from compat_mts.core.fetch.model import (
+    GraphRunner as GraphRunner,
+    OutputName as OutputName,
+    STALE_GLOBAL_STEP as STALE_GLOBAL_STEP,
+    SessionState as SessionState,
+    _EAGER_TENSOR,
+    _NOT_CALLED,
+    _NO_PLAN,
+    _STRUCTURES,
+    _graph_key,
+    _graph_only_plans,
+    _graph_runners,
+    _is_callable_fetch,
+    _is_graph_object,
+    _is_tf_function,
+    _lookup_variable,
+    _runner_for,
+    _variable_names,
+    graph_runner_of_global_step as graph_runner_of_global_step,
+    graph_runners as graph_runners,
+    register_graph_runner as register_graph_runner,
+    to_numpy as to_numpy,
+    unregister_graph_runner as unregister_graph_runner,
+)
 
 
 FAST_PATHS: bool = os.environ.get('COMPAT_MTS_GENERAL_FETCH_PATH', '') in ('', '0')
@@ -45,351 +78,6 @@ FAST_PATHS: bool = os.environ.get('COMPAT_MTS_GENERAL_FETCH_PATH', '') in ('', '
 def fast_paths() -> bool:
     """Whether runs take the fast paths (`FAST_PATHS`), and sessions made now skip idle hooks."""
     return FAST_PATHS
-
-
-class _StaleGlobalStep:
-    """The global step read before the step runs, as v1's `_get_or_create_global_step_read` gave it."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return 'STALE_GLOBAL_STEP'
-
-
-STALE_GLOBAL_STEP = _StaleGlobalStep()
-"""A fetch: the global step as it was before this run's step executed, which v1's hooks fetched.
-
-`SessionRunArgs(compat_mts.STALE_GLOBAL_STEP)` gets it without a second read after the step, so a hook's
-trigger arithmetic is v1's.
-"""
-
-
-class OutputName(str):
-    """A fetch name as v1's hooks read it: a step output or variable of that name, else `name:0` in a legacy graph.
-
-    `LoggingTensorHook({'loss': 'loss'})` means the step's `'loss'` when the step returns one, and the tensor
-    `loss:0` of the session's graph when it does not (v1's hooks read a name without `:` as the op's only
-    output). A plain string `'loss'` fetched from a graph is the op, as in v1's `Session.run`.
-    """
-
-    __slots__ = ()
-
-
-_STRUCTURES = (list, tuple, dict)
-_DISTRIBUTED_VALUES = tf.distribute.DistributedValues
-_NOT_CALLED = object()
-
-
-class GraphRunner:
-    """Interface of the runners that execute fetches of legacy graphs (see `compat_mts.legacy`).
-
-    A runner claims the graph tensors, ops and names it owns; the fetch model hands it every claimed
-    fetch and feed of one run at once, so that they execute in a single call. What else the core asks of
-    a graph (its global step, default checkpoint and summary op for `Scaffold`, its GraphDef for
-    `graph.pbtxt`) it asks through this interface too, so that the core never imports `compat_mts.legacy`.
-
-    Attributes:
-      global_step: the graph's global step variable, or None.
-      checkpoint: what a session checkpoints by default when it runs this graph, or None.
-      summary_op: the graph's merged summaries, or None.
-    """
-
-    global_step: tf.Variable | None = None
-    checkpoint: Any = None
-    summary_op: Any = None
-
-    def owns(self, fetch: Any) -> bool:
-        raise NotImplementedError
-
-    def owns_name(self, name: str) -> bool:
-        raise NotImplementedError
-
-    def run(self, fetches: Sequence[Any], feeds: dict) -> list:
-        raise NotImplementedError
-
-    def graph_def(self):
-        """The GraphDef (with shapes) that `save_graph_def` writes for this graph."""
-        raise NotImplementedError
-
-    def scheduled_global_step(self) -> int | None:
-        """The global step after the steps scheduled so far, where runs return before their steps ran (a
-        parameter-server chief's); None where the global step is read."""
-        return None
-
-    def checkpoint_of_saver(self, saver: Any) -> Any:
-        """What a session checkpoints when the program passes `saver`, a v1 `Saver` built in this graph."""
-        raise NotImplementedError
-
-
-# The graphs of the program (`wrap_graph`, and the graphs sessions adopted), most recent last. Process-wide
-# as v1's graphs were: a program builds them before, and independently of, the sessions that run them. Which
-# of them a session prefers for names is the session's own (`SessionState.graph_runner`).
-_graph_runners: list[GraphRunner] = program_lib.PROGRAM.table(
-    'fetches.graph_runners', [], 'the wrap_graph and adopted graphs whose names and tensors `run` resolves'
-)
-
-
-def register_graph_runner(runner: GraphRunner) -> None:
-    """Makes `runner`'s graph fetchable by `run`; the most recently registered runner wins on names."""
-    if runner in _graph_runners:
-        _graph_runners.remove(runner)
-    _graph_runners.append(runner)
-
-
-def unregister_graph_runner(runner: GraphRunner) -> None:
-    """Makes `runner`'s graph no longer fetchable: a newer runner replaces it, or the program is done with it.
-
-    The plans made for it go too, so that nothing here keeps the runner (its graph and functions) alive.
-    """
-    if runner in _graph_runners:
-        _graph_runners.remove(runner)
-    for key in [key for key, plan in _graph_only_plans.items() if getattr(plan, 'runner', None) is runner]:
-        del _graph_only_plans[key]
-
-
-def graph_runners() -> list[GraphRunner]:
-    """The registered graph runners, most recently registered last."""
-    return list(_graph_runners)
-
-
-def graph_runner_of_global_step() -> GraphRunner | None:
-    """The registered graph whose global step is the registered one: the graph of the current program.
-
-    What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from. Tied to the global step,
-    so that `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
-    """
-    step = global_step_lib.get_global_step()
-    if step is None:
-        return None
-    for runner in reversed(_graph_runners):
-        if runner.global_step is step:
-            return runner
-    return None
-
-
-class SessionState:
-    """What the runs of one session share and no other session sees; the session owns it, `Run` receives it.
-
-    Two sessions open at once keep apart: each names its own graph first, and each writes the graph of
-    its own last step. A name resolves only in the session's graphs (`runners`): a graph an earlier
-    program of the process registered, and this session was not given, is never asked.
-
-    Attributes:
-      graph_runner: the graph the session runs (the program's graph it adopted, or the `wrap_graph` graph of
-        its global step), asked first for names and given the feeds no fetch claims; None without one.
-      given_graphs: the other graphs whose tensors, ops or placeholders the session's runs were given, in the
-        order first given.
-      last_step: the callable the session ran last as its step (see `Run`'s `session_step`), or None.
-      last_step_kwargs: the keyword arguments it was called with.
-      step_at_eager_fetch: the global step at the session's last run that fetched eager tensors alone, while no
-        run since has run a callable or a graph fetch; else None (see `_refuse_outputs_of_a_called_step`).
-    """
-
-    __slots__ = ('graph_runner', 'given_graphs', 'last_step', 'last_step_kwargs', 'step_at_eager_fetch')
-
-    def __init__(self, graph_runner: GraphRunner | None = None):
-        self.graph_runner = graph_runner
-        self.given_graphs: list[GraphRunner] = []
-        self.last_step: Any = None
-        self.last_step_kwargs: dict | None = None
-        self.step_at_eager_fetch: int | None = None
-
-    def given(self, runner: GraphRunner) -> None:
-        """Records that a run of the session was given a tensor, op or placeholder of `runner`'s graph."""
-        if runner is not self.graph_runner and runner not in self.given_graphs:
-            self.given_graphs.append(runner)
-
-    def runners(self) -> list[GraphRunner]:
-        """The session's registered graphs, in the order they are asked for names: its own graph first, then the
-        graphs it was given, most recently registered first."""
-        ordered = [runner for runner in reversed(_graph_runners) if runner in self.given_graphs]
-        own = self.graph_runner
-        if own is not None and own in _graph_runners:
-            ordered.insert(0, own)
-        return ordered
-
-    def has_name(self, name: str) -> bool:
-        """Whether one of the session's graphs (`runners`) has a tensor or op called `name`."""
-        return any(runner.owns_name(name) for runner in self.runners())
-
-
-def _runner_for(fetch: Any) -> GraphRunner | None:
-    for runner in reversed(_graph_runners):
-        if runner.owns(fetch):
-            return runner
-    return None
-
-
-def _is_graph_object(value: Any) -> bool:
-    if isinstance(value, tf.Variable):  # A variable of a `wrap_graph` graph, as `build_fn` created it.
-        return tf_internals.is_graph_variable(value)
-    return isinstance(value, (tf.Tensor, tf.Operation)) and not isinstance(value, _EAGER_TENSOR)
-
-
-def to_numpy(value: Any) -> Any:
-    """Converts a (nested) step output to NumPy; leaves that are not tensors are returned as they are."""
-    if value is None:  # The step of a train op returns nothing.
-        return None
-    if type(value) is dict and not any(isinstance(v, _STRUCTURES) for v in value.values()):
-        return {key: _leaf_to_numpy(v) for key, v in value.items()}  # The common case, without tf.nest.
-    if isinstance(value, _STRUCTURES):
-        return tf.nest.map_structure(_leaf_to_numpy, value)
-    return _leaf_to_numpy(value)
-
-
-def _leaf_to_numpy(value: Any) -> Any:
-    if isinstance(value, (tf.Tensor, tf.Variable)):
-        return value.numpy()
-    if isinstance(value, _DISTRIBUTED_VALUES):
-        return tuple(_leaf_to_numpy(v) for v in value.values)
-    return value
-
-
-def _check_feed_keys(feed_dict: dict | None, state: SessionState) -> tuple[dict, dict]:
-    """Splits a merged feed into keyword arguments (string keys) and legacy graph feeds.
-
-    A string key is a graph tensor's name only in one of the session's graphs; a placeholder's graph becomes
-    one of the session's.
-    """
-    if not feed_dict:  # v1 took any false value (0, [], '') for no feeds too.
-        return {}, {}
-    if type(feed_dict) is not dict:  # A plain dict skips the check (the usual case).
-        validation.check_feed_dict(feed_dict)
-    kwargs, graph_feeds = {}, {}
-    for key, value in feed_dict.items():
-        if isinstance(key, str) and not (_graph_runners and ':' in key and state.has_name(key)):
-            kwargs[key] = value
-        elif isinstance(key, str):
-            graph_feeds[key] = value
-        elif _is_graph_object(key):
-            runner = _runner_for(key)
-            if runner is not None:
-                state.given(runner)
-            graph_feeds[key] = value
-        elif _is_reference(key):  # `tensor.ref()`, what TensorFlow says to key a dict of tensors by.
-            raise TypeError(
-                f'`feed_dict` cannot feed {key.deref()!r} (given as .ref()): an eager tensor or variable holds '
-                'its value and is not fed. `feed_dict` keys must be strings, the keyword arguments of the step '
-                "callable (feed_dict={'x': batch} for a step `def train_step(x)`), or placeholders of a "
-                '`compat_mts.wrap_graph` graph.'
-            )
-        else:
-            raise TypeError(
-                f'`feed_dict` keys must be strings (keyword arguments of the step callable) or '
-                f'placeholders of a `compat_mts.wrap_graph` graph, got {key!r} of type {type(key).__name__}.'
-            )
-    return kwargs, graph_feeds
-
-
-_PYTHON_SCALARS = (bool, int, float)
-
-
-def _as_feeds(kwargs: dict) -> dict:
-    """The keyword arguments of a `tf.function` step, with Python numbers as tensors, as v1 fed placeholders.
-
-    A `tf.function` traces anew for every new Python value of an argument, so `feed_dict={'learning_rate': lr}`
-    with a decaying `lr` would trace the step on every run; a tensor of the same dtype reuses the trace.
-    """
-    if not any(type(value) in _PYTHON_SCALARS for value in kwargs.values()):
-        return kwargs
-    return {key: tf.constant(value) if type(value) in _PYTHON_SCALARS else value for key, value in kwargs.items()}
-
-
-# step -> `_parameters_of(step)`: the keyword arguments it takes, or None when it has no signature.
-# Process-wide as `_direct_steps` is: a property of the step alone, dropped with it (weakly keyed). Without it,
-# `inspect.signature` would cost every fed run (benchmarks/RESULTS.md, `--feed-dict`).
-_step_parameters: weakref.WeakKeyDictionary = program_lib.PROGRAM.table(
-    'fetches.step_parameters',
-    weakref.WeakKeyDictionary(),
-    "the keyword arguments of each step run with feeds, which `feed_dict`'s keys are checked against (weakly keyed)",
-)
-
-
-def _parameters_of(step: Any) -> tuple[tuple[str, ...], frozenset, frozenset, bool] | None:
-    """The keyword arguments `feed_dict` can give `step`, or None when they cannot be known.
-
-    `(names in order, the same as a set, the required ones, whether it takes **kwargs)`.
-
-    A `tf.function`'s are its Python function's; a callable object's are its `__signature__` if it has one (a
-    `repeat_steps` callable gives its one-step function's, to which it passes its feeds), else its `__call__`'s.
-    """
-    try:
-        return _step_parameters[step]
-    except (KeyError, TypeError):
-        pass
-    function = step.python_function if _is_tf_function(step) else step
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        parameters = None
-    else:
-        kinds = inspect.Parameter
-        named = [
-            p for p in signature.parameters.values() if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)
-        ]
-        parameters = (
-            tuple(p.name for p in named),
-            frozenset(p.name for p in named),
-            frozenset(p.name for p in named if p.default is kinds.empty),
-            any(p.kind is kinds.VAR_KEYWORD for p in signature.parameters.values()),
-        )
-    try:
-        _step_parameters[step] = parameters
-    except TypeError:  # Not weakly referable: looked up again next time.
-        pass
-    return parameters
-
-
-def _step_name(step: Any) -> str:
-    return getattr(step, '__name__', None) or getattr(step, 'name', None) or type(step).__name__
-
-
-def _check_step_arguments(request: Any, kwargs: dict) -> None:
-    """Raises a TypeError naming the keys a step accepts when `feed_dict`'s string keys do not fit it.
-
-    The one check of `feed_dict`'s string keys, made before anything runs, for every callable of the caller's
-    fetches (each is given every key). Without it, a key such as 'x:0' (a graph tensor's name) reaches the
-    `tf.function`, which renames it 'x_0' and fails with a binding error and a dump of the fed array. A step
-    whose arguments cannot be known (`inspect.signature` fails) is called as it is.
-    """
-    if _is_callable_fetch(request):
-        _check_arguments_of(request, kwargs)
-    elif isinstance(request, _STRUCTURES):
-        for leaf in tf.nest.flatten(request):
-            if _is_callable_fetch(leaf):
-                _check_arguments_of(leaf, kwargs)
-    # No callable: `_call_callables` says the string keys have no step to go to.
-
-
-def _check_arguments_of(step: Any, kwargs: dict) -> None:
-    parameters = _parameters_of(step)
-    if parameters is None:
-        return
-    names, accepted, required, takes_any = parameters
-    if required <= kwargs.keys() and (takes_any or kwargs.keys() <= accepted):
-        return  # Every run's case, in two set comparisons.
-    unknown = [key for key in kwargs if key not in accepted and not takes_any]
-    missing = [name for name in names if name in required and name not in kwargs]
-    accepted = ', '.join(repr(name) for name in names) or 'none'
-    problems = []
-    if unknown:
-        problems.append(f'{", ".join(map(repr, unknown))} {"is" if len(unknown) == 1 else "are"} not among them')
-    if missing:
-        problems.append(
-            f'{", ".join(map(repr, missing))} {"is" if len(missing) == 1 else "are"} required and not given'
-        )
-    message = (
-        f'`feed_dict` does not fit the step `{_step_name(step)}`, whose keyword arguments are {accepted}: '
-        f"{'; '.join(problems)}. A step callable takes its inputs by argument name: feed_dict={{'x': batch}}."
-    )
-    tensor_names = [key for key in unknown if ':' in key]
-    if tensor_names:
-        message += (
-            f' {tensor_names[0]!r} names a graph tensor (name:output_index): it feeds a placeholder of v1 graph '
-            'code, which runs in a compat_mts session when that code is built by compat_mts.wrap_graph(build_fn) '
-            'or in a tf.Graph().as_default() block, and its tensors are fetched.'
-        )
-    raise TypeError(message)
 
 
 def _refuse_outputs_of_a_called_step(request: Any, global_step: tf.Variable | None, state: SessionState) -> None:
@@ -482,10 +170,6 @@ def _refuse_a_keras_model(fetch: Any) -> None:
             'model with model.fit instead, give it the hooks as one callback: '
             'model.fit(..., callbacks=[compat_mts.keras.HooksCallback(hooks)]).'
         ) from None
-
-
-def _is_tf_function(value: Any) -> bool:
-    return isinstance(value, tf.types.experimental.PolymorphicFunction)
 
 
 class Run:
@@ -770,181 +454,7 @@ class Run:
 
 
 _PLAIN_VARIABLES = tf_internals.PLAIN_VARIABLE_TYPES
-_EAGER_TENSOR = tf_internals.EAGER_TENSOR
 _MAX_GRAPH_ONLY_PLANS = 64
-
-
-def _request_key(request: Any) -> Any:
-    """What identifies a request's shape and leaves: the leaves' ids (a program builds its fetch list anew per run)."""
-    kind = type(request)
-    if kind is list or kind is tuple:
-        return (kind, *map(id, request))
-    if kind is dict:
-        return (kind, *request, *map(id, request.values()))
-    return id(request)
-
-
-class _GraphOnlyPlan:
-    """How to resolve flat requests of graph fetches, `STALE_GLOBAL_STEP`s and None (`Run._execute_graph_only`).
-
-    `fetches` is what the runner runs (every graph leaf, in request order, as the general path hands them
-    over); `packers` rebuild each request's result from the runner's values and the stale step. The plan
-    keeps the leaves, so that the ids in its key stay theirs.
-    """
-
-    __slots__ = ('runner', 'fetches', 'packers', 'needs_stale', 'leaves')
-
-    def __init__(self, runner: GraphRunner, fetches: list, packers: list, needs_stale: bool, leaves: list):
-        self.runner = runner
-        self.fetches = fetches
-        self.packers = packers
-        self.needs_stale = needs_stale
-        self.leaves = leaves
-
-    @classmethod
-    def build(cls, requests: Sequence[Any], runner: GraphRunner) -> '_GraphOnlyPlan | None':
-        fetches: list = []
-        leaves: list = []
-        needs_stale = False
-
-        def leaf_getter(leaf: Any):
-            nonlocal needs_stale
-            leaves.append(leaf)
-            if leaf is STALE_GLOBAL_STEP:
-                needs_stale = True
-                return lambda values, stale: stale
-            if leaf is None:
-                return lambda values, stale: None
-            if not _is_graph_object(leaf) or not runner.owns(leaf):
-                return None
-            position = len(fetches)
-            fetches.append(leaf)
-            return lambda values, stale: values[position]
-
-        packers = []
-        for request in requests:
-            kind = type(request)
-            if kind is list or kind is tuple or kind is dict:
-                if kind is dict:
-                    try:  # In tf.nest's order (sorted keys), as the general path hands the leaves over.
-                        items = sorted(request.items(), key=lambda item: item[0])
-                    except TypeError:
-                        return None
-                else:
-                    items = list(enumerate(request))
-                getters = {key: leaf_getter(leaf) for key, leaf in items}
-                if any(getter is None for getter in getters.values()):
-                    return None
-                packers.append(
-                    _structure_packer(
-                        kind, [(key, getters[key]) for key in (request if kind is dict else range(len(request)))]
-                    )
-                )
-            else:
-                getter = leaf_getter(request)
-                if getter is None:
-                    return None
-                packers.append(getter)
-        if not fetches:
-            return None
-        return cls(runner, fetches, packers, needs_stale, leaves)
-
-
-def _structure_packer(kind: type, getters: list):
-    if kind is dict:
-        return lambda values, stale: {key: getter(values, stale) for key, getter in getters}
-    only_getters = [getter for _, getter in getters]
-    return lambda values, stale: kind([getter(values, stale) for getter in only_getters])
-
-
-_NO_PLAN = object()
-# Request key -> `_GraphOnlyPlan`, or `_NO_PLAN`. Process-wide, as `_graph_runners` is: a plan is a property of the
-# fetch objects and the runner that owns them, whichever session runs them.
-_graph_only_plans: dict[tuple, Any] = program_lib.PROGRAM.table(
-    'fetches.graph_only_plans', {}, 'a prepared call per set of graph fetches (a cache of the graphs)'
-)
-
-
-def _only_callable(leaves: list) -> Any:
-    """The one callable among `leaves`, or None if there is none or more than one."""
-    found = None
-    for leaf in leaves:
-        if _is_callable_fetch(leaf):
-            if found is not None:
-                return None
-            found = leaf
-    return found
-
-
-class _DirectStep:
-    """Calls a `tf.function` step as its own dispatch would, at less cost per call.
-
-    A `tf.function` call binds its arguments, builds its tracing context and looks up its concrete
-    function on every call, which costs about as much as a tiny model's step (benchmarks/RESULTS.md).
-    Called without arguments in plain eager execution (no `tf.distribute` strategy in scope, not saving,
-    `tf.config.run_functions_eagerly` off), that lookup always finds the same concrete function, so it is
-    done once, and a concrete function without parameters that calls the step is called directly.
-    Anything else goes through the `tf.function`s.
-
-    `call_after_read` returns the global step as it was before the step ran together with the step's
-    outputs, from one function that reads the variable and then calls the step: eagerly, a separate
-    read op between two steps costs two to four times its own duration.
-    """
-
-    def __init__(self, step: Any):
-        self._step = weakref.ref(step, functools.partial(_forget_direct_step, id(step)))
-        # id(global step) or None (no read) -> [tf.function, its concrete function once known]. The
-        # tf.function holds the global step, so its id stays unique while the entry lives.
-        self._functions: dict[int | None, list] = {}
-
-    def is_for(self, step: Any) -> bool:
-        return self._step() is step
-
-    def call(self) -> Any:
-        """The step's outputs."""
-        return self._call(None, {})
-
-    def call_after_read(self, global_step: tf.Variable, kwargs: dict) -> tuple:
-        """`(global step before the step, the step's outputs)`."""
-        return self._call(global_step, kwargs)
-
-    def _call(self, global_step: tf.Variable | None, kwargs: dict) -> Any:
-        key = None if global_step is None else id(global_step)
-        entry = self._functions.get(key)
-        if entry is None:
-            entry = self._functions[key] = [self._trace(global_step), None]
-        function, concrete = entry
-        if kwargs:
-            return function(**kwargs)
-        if not _plain_eager_context():
-            return function()
-        if concrete is None:
-            concrete = entry[1] = tf_internals.ConcreteCall(function.get_concrete_function(), function.name)
-        return concrete()
-
-    def _trace(self, global_step: tf.Variable | None) -> Any:
-        step_ref = self._step  # Weak: the cache of direct steps is keyed by the step.
-        if global_step is None:
-
-            def call_step(**kwargs):
-                return step_ref()(**kwargs)
-        else:
-
-            def call_step(**kwargs):
-                stale = global_step.read_value()
-                with tf.control_dependencies([stale]):
-                    return stale, step_ref()(**kwargs)
-
-        call_step.__name__ = self._step().name  # Profiles show the step's name.
-        return tf.function(call_step, autograph=False)
-
-
-# id(step) -> its direct caller. Process-wide, not per session: it is a cache of what a `tf.function` step
-# traces to, a property of the step alone, dropped with the step (weakly referenced); a step that runs in
-# several sessions is traced once.
-_direct_steps: dict[int, _DirectStep] = program_lib.PROGRAM.table(
-    'fetches.direct_steps', {}, 'the direct caller of each tf.function step that has run (weakly keyed)'
-)
 
 
 def _direct_step(step: Any) -> _DirectStep | None:
@@ -959,45 +469,6 @@ def _direct_step(step: Any) -> _DirectStep | None:
     if direct is not None and direct.is_for(step):
         return direct
     _direct_steps[id(step)] = _DirectStep(step)
-    return None
-
-
-def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
-    direct = _direct_steps.get(key)
-    if direct is not None and direct._step is step_ref:
-        del _direct_steps[key]
-
-
-_functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
-_has_strategy = tf_internals.has_strategy
-_in_save_context = tf_internals.in_save_context
-
-
-def _plain_eager_context() -> bool:
-    return not (_functions_run_eagerly() or _has_strategy() or _in_save_context())
-
-
-def _graph_key(fetch: Any) -> Any:
-    """What a graph fetch's value is kept under: a name as it is named in the graph, else the object's id."""
-    if type(fetch) is OutputName:
-        return fetch + ':0'
-    return fetch if isinstance(fetch, str) else id(fetch)
-
-
-def _is_callable_fetch(value: Any) -> bool:
-    return callable(value) and not isinstance(value, (tf.Variable, tf.Tensor, tf.Operation, type))
-
-
-def _variable_names() -> list[str]:
-    step = global_step_lib.get_global_step()
-    return [] if step is None else [global_step_lib.step_name(step)]
-
-
-def _lookup_variable(name: str) -> tf.Variable | None:
-    bare = global_step_lib.op_name(name)
-    step = global_step_lib.get_global_step()
-    if step is not None and global_step_lib.step_name(step) == bare:
-        return step
     return None
 
 
@@ -1021,9 +492,3 @@ def step_graph_def(state: SessionState | None):
     if get_concrete_function is None:
         return None
     return get_concrete_function(**(state.last_step_kwargs or {})).graph.as_graph_def(add_shapes=True)
-
-
-def _is_reference(key: Any) -> bool:
-    """Whether `key` is what `tf.Tensor.ref()`/`tf.Variable.ref()` return (its class is not public; making a
-    tensor to find it at import would start TensorFlow's runtime before a session's config could apply)."""
-    return type(key).__name__ == 'Reference' and callable(getattr(key, 'deref', None))
