@@ -51,9 +51,9 @@ def serve(cluster: dict, job: str, index: int) -> None:
 def chief(cluster: dict, steps_per_run: int, warmup: int, seconds: float) -> None:
     import tensorflow as tf
     import compat_mts as mts
-    from compat_mts import global_step as global_step_lib
+    from compat_mts.core import global_step as global_step_lib
     from compat_mts import legacy
-    from compat_mts import parameter_server
+    from compat_mts.deploy import parameter_server
 
     spec = tf.train.ClusterSpec(cluster)
     mts.parameter_server_strategy(spec, steps_per_run=steps_per_run)

@@ -62,7 +62,7 @@ import workload
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 
 COMPAT_MTS_DIR = os.path.dirname(os.path.abspath(mts.__file__)) + os.sep
 READ_ALONE = 'the eager global-step read alone (what STALE_GLOBAL_STEP costs)'
@@ -97,7 +97,7 @@ LAYERS = (
 
 def breakdown(model_session, blocks: int, block_steps: int) -> dict[str, tuple[float, float]]:
     """Median over `blocks` rounds of each layer's mean wall and main-thread CPU µs per step (see `LAYERS`)."""
-    from compat_mts import fetches as fetches_lib
+    from compat_mts.core import fetch as fetches_lib
 
     bare = session_overhead.BareLoop('')
     hookless = mts.MonitoredSession(hooks=[])
@@ -305,7 +305,13 @@ def py_spy_ranking(seconds: float, rate: int) -> dict:
                 or (match and match.group('function').endswith(_STEP_FUNCTION))
                 or (
                     'traceback_utils' in path
-                    and (loop == 'bare' and owner == 'loop' or previous_path.endswith('compat_mts/fetches.py'))
+                    and (
+                        loop == 'bare'
+                        and owner == 'loop'
+                        or previous_path.endswith(
+                            ('compat_mts/core/fetch/__init__.py', 'compat_mts/core/fetch/fast_paths.py')
+                        )
+                    )
                 )
             ):
                 owner = 'step'

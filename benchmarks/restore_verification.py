@@ -1,12 +1,12 @@
 """What checking a checkpoint's checksums at restore costs (issue 20, item 2).
 
 A restore reads, and checks, the values of the variables that exist; a Keras optimizer's slots are read only
-when the first step creates them. `compat_mts.checkpoints.restore` reads those later values once more at
+when the first step creates them. `compat_mts.checkpoint_dir.checkpoints.restore` reads those later values once more at
 restore, so that a damaged one falls back to the previous checkpoint instead of failing every first step.
 This measures, on a Keras model trained with Adam (the slots are two thirds of the checkpoint):
 
 1. `restore`: `tf.train.Checkpoint.restore` alone (what a restore cost before);
-2. `restore + check`: `compat_mts.checkpoints.restore` (the restore and the check of the slots' values);
+2. `restore + check`: `compat_mts.checkpoint_dir.checkpoints.restore` (the restore and the check of the slots' values);
 3. `restore + check every value`: the restore, then reading every value of the checkpoint once more (the
    public fallback, used when the private restore status is unavailable).
 
@@ -26,7 +26,7 @@ import time
 
 import tensorflow as tf
 
-from compat_mts import checkpoints
+from compat_mts.checkpoint_dir import checkpoints
 
 ROUNDS = 5
 

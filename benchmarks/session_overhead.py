@@ -8,7 +8,7 @@ global step:
    `tf.summary.scalar` is inert. The issue's baseline.
 1b. `bare_concrete`: the same loop calling `train_step.get_concrete_function()` instead, which skips the
    `tf.function`'s per-call dispatch (argument binding, context, cache lookup). compat_mts goes one layer
-   further, to the concrete function's atomic function (see `compat_mts.fetches`), so this row shows how
+   further, to the concrete function's atomic function (see `compat_mts.core.fetch`), so this row shows how
    much skipping the dispatch alone is worth.
 1c. `concrete_record_if`: the floor a hand-written TF2 loop reaches with v1's default summaries: the step's
    concrete function traced inside `writer.as_default(step=gs)` and `tf.summary.record_if(lambda: gs % 100 ==

@@ -15,8 +15,8 @@ here, by who needs it:
 - the session's core (`fetches`, `global_step`, `monitored_session`, `scaffold`, `summary`): eager mode, plain
   variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
   a v1 `Saver`'s arguments, unfinalizing a graph; all with public fallbacks that cost speed or a nicety;
-- checkpoints (`compat_mts.checkpoints`): which values of a checkpoint a restore left for later, to check their
-  checksums at restore; public fallback: read every value once more;
+- checkpoints (`compat_mts.checkpoint_dir.checkpoints`): which values of a checkpoint a restore left for later, to
+  check their checksums at restore; public fallback: read every value once more;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
   dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; Keras 3's
   layer-name counts, swapped per `wrap_graph` graph (probed when first needed, as importing Keras is slow;
@@ -29,10 +29,10 @@ here, by who needs it:
 - `compat_mts.estimator.kmeans`: TensorFlow's k-means graph (`clustering_ops.KMeans`, no public API; without
   it `KMeans` raises a `RuntimeError` naming scikit-learn's);
 - Keras callbacks (`compat_mts.keras`): whether a callback overrides a method; public fallback;
-- clusters: `compat_mts.distribute`'s coordination service (no public API: a multi-worker session raises a
-  `RuntimeError` saying so) and whether the runtime started; `compat_mts.parameter_server`'s placement of
+- clusters: `compat_mts.deploy.distribute`'s coordination service (no public API: a multi-worker session raises a
+  `RuntimeError` saying so) and whether the runtime started; `compat_mts.deploy.parameter_server`'s placement of
   lifted variables (no public API: `parameter_server_strategy` raises a `RuntimeError` saying so).
-- the SavedModel export (`compat_mts.estimator._saved_model`): the fingerprint of a `saved_model.pb` whose
+- the SavedModel export (`compat_mts.estimator.export._saved_model`): the fingerprint of a `saved_model.pb` whose
   signatures were rewritten; public fallback: the stale `fingerprint.pb` is removed (a SavedModel loads
   without one, as TF 2.15's Estimator exports had none);
 - `ProfilerHook`'s reading of a capture: `tensorflow.tsl`'s `xplane_pb2`, a proto module of a file format (as
@@ -364,7 +364,7 @@ _save_context = _probe(lambda: __import__('tensorflow.python.saved_model.save_co
 
 def in_save_context() -> bool:
     """Whether a SavedModel is being saved. Unknown without the private API: then True, which only turns off
-    the direct step call (`compat_mts.fetches`)."""
+    the direct step call (`compat_mts.core.fetch`)."""
     return _save_context.in_save_context() if _save_context is not None else True
 
 
@@ -487,7 +487,7 @@ def release_function(name: str) -> None:
         context.remove_function(name)
 
 
-# Parameter-server clusters (compat_mts.parameter_server). No public API places the variables that
+# Parameter-server clusters (compat_mts.deploy.parameter_server). No public API places the variables that
 # `tf.compat.v1.wrap_function` lifts out of an imported graph, or gives a ParameterServerStrategy's cluster;
 # without these, parameter-server clusters are refused with an error that says so.
 
@@ -866,7 +866,7 @@ def _public_overrides_callback_method(callback: Any, method: str) -> bool:
     return getattr(bound, '__func__', bound) is not getattr(tf.keras.callbacks.Callback, method, None)
 
 
-# Multi-worker clusters (compat_mts.distribute). The coordination service (a key-value store of the
+# Multi-worker clusters (compat_mts.deploy.distribute). The coordination service (a key-value store of the
 # cluster, error propagation) has no public API; without it a multi-worker session is refused.
 
 
@@ -904,7 +904,7 @@ def log_device_placement_on() -> bool:
 def runtime_started() -> bool:
     """Whether TensorFlow's runtime has started (its first op ran); unknown without the private attribute: False.
 
-    Only `log_device_placement` asks (`compat_mts.distribute.apply_config`): then it is set even after the
+    Only `log_device_placement` asks (`compat_mts.deploy.distribute.apply_config`): then it is set even after the
     start, where TensorFlow ignores it, and the warning that says so is not given.
     """
     if _private_context is None:

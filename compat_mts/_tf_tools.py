@@ -30,7 +30,7 @@ import sys
 import types
 from typing import Callable, NamedTuple
 
-from compat_mts import program as program_lib
+from compat_mts.core import program as program_lib
 
 PRIVATE_TF = os.environ.get('COMPAT_MTS_NO_PRIVATE_TF', '').lower() not in ('1', 'true', 'yes')
 _PACKAGE = 'tensorflow.tools.compatibility'

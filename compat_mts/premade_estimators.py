@@ -1,7 +1,7 @@
 """The premade Estimators and heads of `tf.estimator`: their Keras successors, and those compat_mts lacks.
 
 One table for two readers: `compat_mts.estimator` names the successor when a program asks for one of these, and
-`compat-mts check` (`compat_mts.cli.check_catalogue`) when it finds one in a script. Standard library only, below
+`compat-mts check` (`compat_mts.cli.check.catalogue`) when it finds one in a script. Standard library only, below
 both (ARCHITECTURE.md, "Layers"): the estimator does not import the CLI, and the checker runs without TensorFlow.
 """
 

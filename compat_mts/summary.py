@@ -32,9 +32,9 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import fetches as fetches_lib
-from compat_mts import global_step as global_step_lib
-from compat_mts import program as program_lib
+from compat_mts.core import fetch as fetches_lib
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.core import program as program_lib
 
 # Process-wide, as v1's FileWriterCache: a traced step keeps the writer it saw, whichever session runs it.
 _writers: dict[str, tf.summary.SummaryWriter] = program_lib.PROGRAM.table(

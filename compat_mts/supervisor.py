@@ -22,13 +22,13 @@ from typing import Any, Callable, Iterator
 
 import tensorflow as tf
 
-from compat_mts import checkpoints
-from compat_mts import global_step as global_step_lib
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import summary as summary_lib
 from compat_mts.hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
-from compat_mts.monitored_session import MonitoredSession
-from compat_mts.scaffold import Scaffold
-from compat_mts.session_creators import ChiefSessionCreator, WorkerSessionCreator
+from compat_mts.session.monitored_session import MonitoredSession
+from compat_mts.session.scaffold import Scaffold
+from compat_mts.session.session_creators import ChiefSessionCreator, WorkerSessionCreator
 
 __all__ = ['Supervisor', 'SupervisorSaver']
 

@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import distribute
+from compat_mts.deploy import distribute
 
 
 def emit(event: str, **values) -> None:

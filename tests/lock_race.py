@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from compat_mts import directory_lock
+from compat_mts.checkpoint_dir import directory_lock
 
 
 def race(root: str, rounds: int, barrier, results) -> None:

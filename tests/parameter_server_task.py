@@ -36,9 +36,9 @@ import time
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import legacy
-from compat_mts import parameter_server
+from compat_mts.deploy import parameter_server
 
 STEPS_PER_RUN = 5
 FIRST_STEPS = 40

@@ -22,7 +22,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD_COMMAND = 'pdoc --docformat google compat_mts -o api-reference'
 PUBLIC_MODULES = (
     'compat_mts',
-    'compat_mts.distribute',
+    'compat_mts.deploy.distribute',
     'compat_mts.hooks',
     'compat_mts.keras',
     'compat_mts.estimator',

@@ -18,16 +18,15 @@ import textwrap
 import pytest
 
 from compat_mts.cli import check
-from compat_mts.cli import check_catalogue as catalogue
+from compat_mts.cli.check import catalogue
 from tests.support import run_python
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = pathlib.Path(__file__).resolve().parent / 'check_samples'
-CHECK_SCRIPT = REPO / 'compat_mts' / 'cli' / 'check.py'
-CATALOGUE = REPO / 'compat_mts' / 'cli' / 'check_catalogue.py'
-CHECKER_MODULES = [
-    REPO / 'compat_mts' / 'cli' / f'{name}.py' for name in ('check_names', 'check_checker', 'check_report')
-]
+CHECK_DIRECTORY = REPO / 'compat_mts' / 'cli' / 'check'
+CHECK_SCRIPT = CHECK_DIRECTORY / '__main__.py'
+CATALOGUE = CHECK_DIRECTORY / 'catalogue.py'
+CHECKER_MODULES = [CHECK_DIRECTORY / f'{name}.py' for name in ('__init__', '__main__', 'names', 'checker', 'report')]
 
 MTS = 'tf.compat.v1.train.MonitoredTrainingSession'
 
@@ -711,10 +710,15 @@ def test_the_estimator_catalogue_is_what_compat_mts_estimator_has():
             getattr(estimator, name)
     assert catalogue._ESTIMATOR_NAMES <= provided
     for submodule, names in catalogue._ESTIMATOR_SUBMODULE_NAMES.items():
-        assert names <= set(_literal_assignment(package / f'{submodule}.py', '__all__')), submodule
+        path = (
+            package / f'{submodule}.py'
+            if (package / f'{submodule}.py').is_file()
+            else package / submodule / '__init__.py'
+        )
+        assert names <= set(_literal_assignment(path, '__all__')), submodule
     export = {
         node.name
-        for node in ast.parse((package / 'export.py').read_text()).body
+        for node in ast.parse((package / 'export' / '__init__.py').read_text()).body
         if isinstance(node, (ast.ClassDef, ast.FunctionDef))
     }
     assert catalogue._ESTIMATOR_EXPORT_NAMES <= export
@@ -1218,14 +1222,16 @@ def test_the_file_is_read_never_run(tmp_path):
 def test_check_imports_nothing_but_the_standard_library_and_its_catalogue():
     siblings = {
         f'{prefix}{name}'
-        for name in ('check_catalogue', 'check_names', 'check_checker', 'check_report')
-        for prefix in ('compat_mts.cli.', '')
-    } | {'compat_mts.premade_estimators'}
-    for path in (CHECK_SCRIPT, CATALOGUE, *CHECKER_MODULES, REPO / 'compat_mts' / 'premade_estimators.py'):
+        for name in ('catalogue', 'names', 'checker', 'report')
+        for prefix in ('compat_mts.cli.check.', '')
+    } | {'compat_mts.premade_estimators', 'compat_mts.cli.check'}
+    for path in (CATALOGUE, *CHECKER_MODULES, REPO / 'compat_mts' / 'premade_estimators.py'):
         tree = ast.parse(path.read_text())
         modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         modules |= {
-            f'{node.module}.{alias.name}' if node.module in ('compat_mts', 'compat_mts.cli') else node.module
+            f'{node.module}.{alias.name}'
+            if node.module in ('compat_mts', 'compat_mts.cli', 'compat_mts.cli.check')
+            else node.module
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom)
             for alias in node.names

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import checkpoints as checkpoints_lib
+from compat_mts.checkpoint_dir import checkpoints as checkpoints_lib
 from tests import support
 from tests.models import Regression
 from tests.support import REPO_ROOT, checkpoint_steps, run_python, state_file_steps
@@ -224,7 +224,7 @@ import os, signal, sys
 import tensorflow as tf
 from tensorflow.python.ops import gen_io_ops
 import compat_mts as mts
-from compat_mts import checkpoints as checkpoints_lib
+from compat_mts.checkpoint_dir import checkpoints as checkpoints_lib
 
 directory = sys.argv[1]
 global_step = mts.get_or_create_global_step()
@@ -294,7 +294,7 @@ def test_the_temp_folder_stays_while_another_live_process_holds_the_directory(ki
         [
             sys.executable,
             '-c',
-            'import sys\nfrom compat_mts import directory_lock\n'
+            'import sys\nfrom compat_mts.checkpoint_dir import directory_lock\n'
             'directory_lock.lock_directory(sys.argv[1])\nprint("locked", flush=True)\nsys.stdin.read()',
             directory,
         ],

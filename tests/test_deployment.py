@@ -9,8 +9,8 @@ one a session made then would get.
 from __future__ import annotations
 
 import compat_mts as mts
-from compat_mts import deployment
-from compat_mts import distribute
+from compat_mts.deploy import deployment
+from compat_mts.deploy import distribute
 from tests.models import Regression
 
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from compat_mts import directory_lock
+from compat_mts.checkpoint_dir import directory_lock
 from tests import support
 from tests import lock_race
 from tests.support import REPO_ROOT
@@ -137,7 +137,7 @@ def test_a_live_session_renews_its_lease_off_the_training_loop(tmp_path):
 
 FAKE_CLOCK_PROGRAM = """
 import json, sys, time
-from compat_mts import directory_lock
+from compat_mts.checkpoint_dir import directory_lock
 
 directory_lock.lock_directory(sys.argv[1])
 real_time, real_sleep = time.time, time.sleep

@@ -20,9 +20,9 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import deployment
-from compat_mts import distribute
-from compat_mts import preemption
+from compat_mts.deploy import deployment
+from compat_mts.deploy import distribute
+from compat_mts.deploy import preemption
 from tests import support
 from tests.models import Regression
 from tests.support import REPO_ROOT, TESTS_DIR, checkpoint_steps, latest_checkpoint_step, read_events

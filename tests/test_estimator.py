@@ -150,7 +150,7 @@ def test_each_call_forgets_its_graph_and_global_step(tmp_path):
     assert mts.get_global_step() is None
     model.evaluate(linear.input_fn(repeat=False))
     assert mts.get_global_step() is None
-    from compat_mts import fetches
+    from compat_mts.core import fetch as fetches
 
     assert fetches.graph_runners() == []
 

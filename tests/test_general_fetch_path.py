@@ -1,4 +1,5 @@
-"""The fast paths against the general one: `compat_mts.fetches.FAST_PATHS = False` (`COMPAT_MTS_GENERAL_FETCH_PATH=1`).
+"""The fast paths against the general one: `compat_mts.core.fetch.FAST_PATHS = False`
+(`COMPAT_MTS_GENERAL_FETCH_PATH=1`).
 
 A representative set of the session's tests runs here again with the general path forced (every hook called on
 every run, every fetch through `Run`'s general resolution), and one program with v1's default hooks runs both ways,
@@ -12,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import fetches
+from compat_mts.core import fetch as fetches
 from tests.models import Regression
 from tests.support import checkpoint_steps, read_events
 

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts.hook_driver import HookDriver, acts_around_runs
+from compat_mts.session.hook_driver import HookDriver, acts_around_runs
 from compat_mts.keras import HooksCallback
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, HookCapabilities, capability
+from compat_mts.session.session_run_hook import STALE_GLOBAL_STEP_REQUEST, HookCapabilities, capability
 
 keras = tf.keras
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from compat_mts.keras import HooksCallback
-from compat_mts.session_run_hook import HookSchedule
+from compat_mts.session.session_run_hook import HookSchedule
 from tests.support import checkpoint_steps, read_events
 
 keras = tf.keras

@@ -258,7 +258,7 @@ def test_summary_hook_without_a_writer_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_a_step_based_checkpoint_timer_reads_the_global_step_only_on_runs_that_may_save(tmp_path, monkeypatch):
-    from compat_mts import global_step as global_step_lib
+    from compat_mts.core import global_step as global_step_lib
 
     reads = []
     read_value = global_step_lib.read_value

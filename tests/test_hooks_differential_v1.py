@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 from tests import hooks_v1_scenarios as scenarios
 from tests import support
 

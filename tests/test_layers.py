@@ -126,25 +126,36 @@ def test_no_module_imports_a_module_of_a_higher_layer(path):
 
 
 def test_the_check_finds_an_upward_import_however_it_is_written():
-    assert 'legacy.checkpoints' not in [name for _, name in imported_modules(PACKAGE / 'checkpoints.py')]
+    assert 'legacy.checkpoints' not in [
+        name for _, name in imported_modules(PACKAGE / 'checkpoint_dir' / 'checkpoints.py')
+    ]
     source = (
-        'from compat_mts import legacy, fetches\n'
+        'from compat_mts import legacy\n'
+        'from compat_mts.core import fetch\n'
         'from compat_mts.legacy.checkpoints import CheckpointNames\n'
         'import compat_mts.cli.main as main\n'
         'def f():\n'
-        '    from compat_mts.monitored_session import MonitoredSession\n'
+        '    from compat_mts.session.monitored_session import MonitoredSession\n'
         '    from .estimator import Estimator\n'
         'if TYPE_CHECKING:\n'
         '    from compat_mts import keras\n'
     )
     names = sorted({name for _, name in imports_in(source, [])})
-    assert names == ['cli.main', 'estimator', 'fetches', 'legacy', 'legacy.checkpoints', 'monitored_session']
-    assert [name for name in names if layer_of(name, TABLE) > layer_of('checkpoints', TABLE)] == [
+    assert names == [
+        'cli.main',
+        'core',
+        'core.fetch',
+        'estimator',
+        'legacy',
+        'legacy.checkpoints',
+        'session.monitored_session',
+    ]
+    assert [name for name in names if layer_of(name, TABLE) > layer_of('checkpoint_dir.checkpoints', TABLE)] == [
         'cli.main',
         'estimator',
         'legacy',
         'legacy.checkpoints',
-        'monitored_session',
+        'session.monitored_session',
     ]
 
 

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import fetches as fetches_lib
+from compat_mts.core import fetch as fetches_lib
 from compat_mts import legacy
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 
 def build_regression():

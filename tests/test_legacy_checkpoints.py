@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import checkpoints
+from compat_mts.checkpoint_dir import checkpoints
 from compat_mts.legacy import CheckpointMismatchError, NameBasedCheckpoint, convert_checkpoint, restore_from_v1
 
 KERNEL = np.arange(6, dtype=np.float32).reshape(3, 2)

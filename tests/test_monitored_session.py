@@ -460,9 +460,9 @@ def test_reset_forgets_the_global_step_and_the_legacy_graphs():
 def test_the_fetch_model_and_scaffold_import_no_legacy_code_and_the_session_no_hook():
     result = run_python(
         'import sys\n'
-        'import compat_mts.fetches, compat_mts.scaffold, compat_mts.steps, compat_mts.summary\n'
+        'import compat_mts.core.fetch, compat_mts.session.scaffold, compat_mts.session.steps, compat_mts.summary\n'
         'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the core"\n'
-        'import compat_mts.monitored_session\n'
+        'import compat_mts.session.monitored_session\n'
         'assert "compat_mts.legacy" not in sys.modules, "legacy imported by the session"\n'
         'hooks = sorted(name for name in sys.modules if name.startswith("compat_mts.hooks"))\n'
         'assert not hooks, hooks\n'

@@ -22,7 +22,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from compat_mts import parameter_server
+from compat_mts.deploy import parameter_server
 from tests import support
 from tests.parameter_server_task import (
     AFTER_WORKER_LOSS,

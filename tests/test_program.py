@@ -1,4 +1,5 @@
-"""`compat_mts.program`: every process-wide table in one `Program`; `reset()` clears the program's, keeps the process's.
+"""`compat_mts.core.program`: every process-wide table in one `Program`; `reset()` clears the program's, keeps the
+process's.
 
 Each table is filled by the code that fills it in a program (a session, `wrap_graph`, a hook's writer), then
 `reset()` runs and each table is checked: empty if it is a program table, as filled if it is a process table.
@@ -16,9 +17,9 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import checkpoints
-from compat_mts import distribute
-from compat_mts import program as program_lib
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.deploy import distribute
+from compat_mts.core import program as program_lib
 from compat_mts import summary as summary_lib
 from compat_mts.estimator import _evaluation
 
@@ -26,17 +27,17 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 # Every module that registers a table, imported so that all are registered.
 REGISTERING = (
     '_tf_tools',
-    'global_step',
-    'fetches',
-    'scaffold',
+    'core.global_step',
+    'core.fetch',
+    'session.scaffold',
     'summary',
-    'checkpoints',
-    'distribute',
-    'parameter_server',
+    'checkpoint_dir.checkpoints',
+    'deploy.distribute',
+    'deploy.parameter_server',
     'legacy.horovod',
     'estimator.canned',
     'keras.hooks_callback',
-    'cli.upgrade_edits',
+    'cli.upgrade.edits',
 )
 for _name in REGISTERING:
     importlib.import_module(f'compat_mts.{_name}')

@@ -1,4 +1,4 @@
-"""`compat_mts.progress`: a rate and an ETA, one live line on a terminal, four lines in a log."""
+"""`compat_mts.core.progress`: a rate and an ETA, one live line on a terminal, four lines in a log."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from compat_mts import progress
+from compat_mts.core import progress
 
 
 class FakeClock:

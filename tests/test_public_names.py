@@ -172,8 +172,9 @@ def test_type_checkers_see_every_lazy_name_where_it_is_imported_from():
     seen = {}
     for statement in block.body:
         for alias in statement.names:
-            seen[alias.name] = statement.module if statement.module != 'compat_mts' else f'compat_mts.{alias.name}'
-    expected = dict(package._EXPORTS) | {name: f'compat_mts.{name}' for name in package._SUBMODULES}
+            module = f'{statement.module}.{alias.name}' if alias.name in package._SUBMODULES else statement.module
+            seen[alias.name] = module
+    expected = dict(package._EXPORTS) | dict(package._SUBMODULES)
     assert seen == expected
 
 

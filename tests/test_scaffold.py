@@ -42,7 +42,7 @@ _NO_SAVER = 'Scaffold has no saver'
 @pytest.mark.parametrize('checkpointed', [False, True])
 def test_no_saver_is_mentioned_only_by_sessions_that_checkpoint(checkpointed, tf_logs, tmp_path, monkeypatch):
     """v1's default Saver never logged; the step-only checkpoint is worth a line only where one is written."""
-    from compat_mts import scaffold as scaffold_lib
+    from compat_mts.session import scaffold as scaffold_lib
 
     monkeypatch.setattr(scaffold_lib, '_logged_step_only', False)
     model = Regression()

@@ -16,11 +16,11 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 from compat_mts.hooks.logging import LoggingTensorHook
 from compat_mts.hooks.nan import NanLossDuringTrainingError, NanTensorHook
 from compat_mts.hooks.profiler import ProfilerHook
-from compat_mts.steps import RepeatedStep, repeat_steps
+from compat_mts.session.steps import RepeatedStep, repeat_steps
 from tests.support import checkpoint_steps, read_events
 
 

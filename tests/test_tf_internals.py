@@ -61,7 +61,7 @@ def test_this_tensorflow_has_every_private_api_compat_mts_uses():
 @pytest.mark.slow
 def test_importing_the_session_starts_no_tensorflow_runtime():
     result = run_python(
-        'import compat_mts.monitored_session\n'
+        'import compat_mts.session.monitored_session\n'
         'from tensorflow.python.eager import context\n'
         'assert not context.context()._initialized\n',
         env={'COMPAT_MTS_NO_PRIVATE_TF': '1'},
@@ -99,7 +99,7 @@ def test_the_core_tests_pass_on_the_public_fallbacks():
 
 @pytest.mark.skipif(tf_internals.PRIVATE_TF, reason='checks the fallbacks, under COMPAT_MTS_NO_PRIVATE_TF=1')
 def test_without_the_private_placement_a_parameter_server_cluster_is_refused_not_run_on_the_workers():
-    from compat_mts import parameter_server
+    from compat_mts.deploy import parameter_server
 
     cluster = {'chief': ['localhost:1'], 'ps': ['localhost:2'], 'worker': ['localhost:3']}
     with pytest.raises(RuntimeError, match=r'places the variables .* on the ps tasks.*COMPAT_MTS_NO_PRIVATE_TF'):
@@ -261,7 +261,7 @@ def test_a_checkpoint_attribute_kept_untracked_is_no_dependency():
 
 @pytest.mark.skipif(tf_internals.PRIVATE_TF, reason='checks the fallbacks, under COMPAT_MTS_NO_PRIVATE_TF=1')
 def test_without_the_coordination_service_a_multi_worker_session_is_refused():
-    from compat_mts import distribute
+    from compat_mts.deploy import distribute
 
     assert not tf_internals.HAS_COORDINATION_SERVICE
     with pytest.raises(RuntimeError, match=r'coordination service.*COMPAT_MTS_NO_PRIVATE_TF'):
@@ -270,7 +270,7 @@ def test_without_the_coordination_service_a_multi_worker_session_is_refused():
 
 @pytest.mark.skipif(tf_internals.PRIVATE_TF, reason='checks the fallbacks, under COMPAT_MTS_NO_PRIVATE_TF=1')
 def test_without_their_private_arguments_v1_hooks_of_a_model_fn_are_refused_naming_their_twins():
-    from compat_mts import validation
+    from compat_mts.core import validation
     from compat_mts.estimator import _hooks
 
     hook = tf.compat.v1.train.StopAtStepHook(last_step=3)

@@ -18,7 +18,8 @@ import textwrap
 import pytest
 
 from compat_mts import _tf_tools
-from compat_mts.cli import check, upgrade, upgrade_edits
+from compat_mts.cli import check, upgrade
+from compat_mts.cli.upgrade import edits as upgrade_edits
 from tests import support
 
 SAMPLES = os.path.join(support.TESTS_DIR, 'upgrade_samples')

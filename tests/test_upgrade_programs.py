@@ -23,7 +23,8 @@ import sys
 import numpy as np
 import pytest
 
-from compat_mts.cli import upgrade, upgrade_verify
+from compat_mts.cli import upgrade
+from compat_mts.cli.upgrade import verify as upgrade_verify
 from tests import support, tf215
 from tests.test_distribute_cluster import free_ports, worker_json_lines
 

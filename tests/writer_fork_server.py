@@ -17,7 +17,7 @@ import sys
 import traceback
 
 import compat_mts  # noqa: F401  (imported here, once, for the writers)
-from compat_mts import monitored_session, training_session  # noqa: F401
+from compat_mts.session import monitored_session, training_session  # noqa: F401
 from tests import train_until
 
 

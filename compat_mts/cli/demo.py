@@ -19,8 +19,9 @@ import numpy as np
 import tensorflow as tf
 
 import compat_mts as mts
-from compat_mts import checkpoints as checkpoints_lib
-from compat_mts import progress, summary
+from compat_mts.checkpoint_dir import checkpoints as checkpoints_lib
+from compat_mts.core import progress
+from compat_mts import summary
 
 _FEATURES = 8
 _BATCH_SIZE = 64
@@ -57,7 +58,7 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
         steps: How many steps this run trains (`StopAtStepHook(num_steps=steps)`), a positive integer.
         out: Called with each line of the report the demo prints, progress lines included (one at each
             quarter of the run: steps done, steps/s, ETA, global step and loss).
-        live: A terminal stream to redraw one progress line on in place instead (`compat_mts.progress`).
+        live: A terminal stream to redraw one progress line on in place instead (`compat_mts.core.progress`).
 
     Returns:
         A dict with `directory` (the run's, absolute: `directory`/`train`), `resumed` (bool), `start_step`,

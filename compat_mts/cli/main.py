@@ -22,7 +22,7 @@ DEFAULT_DEMO_STEPS = 400
 def _positive_int(text: str) -> int:
     """A positive number of steps: one the int64 global step can reach.
 
-    The bound is `compat_mts.validation.INT64_MAX`, written out: importing that module imports TensorFlow, whose
+    The bound is `compat_mts.core.validation.INT64_MAX`, written out: importing that module imports TensorFlow, whose
     start-up lines the demo keeps quiet only once it runs.
     """
     try:
@@ -40,7 +40,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     with _quiet_start.quiet_tensorflow_import(args.verbose):
         import tensorflow as tf
 
-        from compat_mts import checkpoints, summary  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts.checkpoint_dir import checkpoints  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts import summary
         from compat_mts.cli import demo
 
     try:
@@ -67,9 +68,9 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_convert(args: argparse.Namespace) -> int:
     with _quiet_start.quiet_tensorflow_import(args.verbose):
-        from compat_mts import checkpoints  # Import TensorFlow, which only this subcommand needs.
+        from compat_mts.checkpoint_dir import checkpoints  # Import TensorFlow, which only this subcommand needs.
         from compat_mts.legacy.convert import convert_checkpoint
-    from compat_mts import progress
+    from compat_mts.core import progress
 
     # stdout lists the prefixes written, for scripts; the progress goes to stderr, as pip's and curl's does.
     report = None

@@ -38,7 +38,7 @@ from compat_mts.estimator.head import (
     PoissonRegressionHead,
     RegressionHead,
 )
-from compat_mts.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
+from compat_mts.estimator.export.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
 from compat_mts.estimator.extenders import add_metrics
 from compat_mts.estimator.linear import LinearClassifier, LinearEstimator, LinearRegressor
 from compat_mts.estimator.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
@@ -56,7 +56,7 @@ from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.hooks.summary import SummarySaverHook
 from compat_mts.hooks.timer import SecondOrStepTimer
 from compat_mts.hooks.waiter import GlobalStepWaiterHook
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 
 __all__ = [
     'BaselineClassifier',

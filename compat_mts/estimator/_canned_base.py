@@ -18,7 +18,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import program as program_lib
+from compat_mts.core import program as program_lib
 from compat_mts.estimator import _optimizers
 from compat_mts.estimator import head as head_lib
 

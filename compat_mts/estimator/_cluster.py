@@ -4,7 +4,7 @@ v1's job had a chief, workers and ps tasks, each running `train_and_evaluate` (o
 own `TF_CONFIG`: every trainer task ran its own training session against variables on the ps tasks, and the
 ps tasks `join()`ed their servers forever. TensorFlow 2 runs that job as parameter-server training
 (`tf.distribute.ParameterServerStrategy` with a `ClusterCoordinator`), and compat_mts's sessions already run v1
-graphs on it (`compat_mts.parameter_server`). So each task does this:
+graphs on it (`compat_mts.deploy.parameter_server`). So each task does this:
 
 - **chief** (or the legacy **master**): `compat_mts.parameter_server_strategy` on the training cluster, once
   per process, then `Estimator.train` as in one process: the Estimator's graph keeps its variables on the ps
@@ -34,9 +34,9 @@ import time
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import checkpoints
-from compat_mts import parameter_server
-from compat_mts import program as program_lib
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.deploy import parameter_server
+from compat_mts.core import program as program_lib
 from compat_mts.estimator import _distributed
 
 TRAINER_TASKS = ('chief', 'master', 'worker')

@@ -8,7 +8,7 @@ replicas and all-reduced the gradients, and the loss reported was the replicas' 
 on the devices of this process and `OneDeviceStrategy` are the strategies this covers, and
 `MultiWorkerMirroredStrategy` (`TF_CONFIG`, one process per worker): every worker builds the same graph, its
 `input_fn` called once per worker, the gradients all-reduced by the strategy's collectives, and the training
-session is the cluster's (`compat_mts.deployment.MultiWorker`: the chief writes, every worker restores the
+session is the cluster's (`compat_mts.deploy.deployment.MultiWorker`: the chief writes, every worker restores the
 chief's checkpoint, all stop after the same run).
 """
 
@@ -21,7 +21,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import distribute
+from compat_mts.deploy import distribute
 from compat_mts.estimator import _inputs
 
 GUIDE = 'migration_guide/distributed.md'
@@ -107,7 +107,7 @@ def writes_model_dir(strategy: Any) -> bool:
 def session_scope(strategy: Any):
     """Where the Estimator's session runs: in a `MultiWorkerMirroredStrategy`'s scope, so that it is its cluster's.
 
-    The session's deployment is then `compat_mts.deployment.MultiWorker`: the chief alone writes checkpoints
+    The session's deployment is then `compat_mts.deploy.deployment.MultiWorker`: the chief alone writes checkpoints
     and summaries, the other workers restore the checkpoint the chief restored, and all stop after the same run.
     Other strategies (and none) run the session outside any scope, as v1's Estimator on one machine did.
     """

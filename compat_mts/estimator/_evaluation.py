@@ -15,9 +15,9 @@ import tensorflow as tf
 from google.protobuf import message
 from tensorflow.compat.v1 import logging
 
-from compat_mts import program as program_lib
+from compat_mts.core import program as program_lib
 from compat_mts import summary as summary_lib
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 _graphs_written: set[str] = program_lib.PROGRAM.table(
     'estimator.graphs_written', set(), 'the evaluation directories whose events have the graph'

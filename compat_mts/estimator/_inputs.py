@@ -8,8 +8,8 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import validation
-from compat_mts.session_run_hook import SessionRunHook
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import SessionRunHook
 
 
 class DatasetInitializerHook(SessionRunHook):

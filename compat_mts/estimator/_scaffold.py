@@ -7,7 +7,7 @@ from typing import Any
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts.scaffold import Scaffold
+from compat_mts.session.scaffold import Scaffold
 
 
 def as_compat_scaffold(scaffold: Any) -> Scaffold:

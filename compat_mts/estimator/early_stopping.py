@@ -30,8 +30,8 @@ from tensorflow.compat.v1 import logging
 from compat_mts.estimator.estimator import Estimator
 from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
-from compat_mts import validation
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.core import validation
 
 __all__ = [
     'make_early_stopping_hook',

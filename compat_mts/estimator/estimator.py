@@ -23,19 +23,19 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import checkpoints
-from compat_mts import global_step as global_step_lib
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import legacy
-from compat_mts import monitored_session
-from compat_mts import parameter_server
+from compat_mts.session import monitored_session
+from compat_mts.deploy import parameter_server
 from compat_mts import summary as summary_lib
-from compat_mts import validation
+from compat_mts.core import validation
 from compat_mts.estimator import _cluster
 from compat_mts.estimator import _distributed
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
-from compat_mts.estimator import _saved_model
+from compat_mts.estimator.export import _saved_model
 from compat_mts.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat_mts.estimator.run_config import RunConfig, get_default_session_config
 from compat_mts.hooks.checkpoint import CheckpointSaverHook, CheckpointSaverListener
@@ -44,9 +44,9 @@ from compat_mts.hooks.logging import LoggingTensorHook
 from compat_mts.hooks.nan import NanLossDuringTrainingError, NanTensorHook
 from compat_mts.hooks.stop import StopAtStepHook
 from compat_mts.legacy.checkpoints import CheckpointNames
-from compat_mts.monitored_session import MonitoredSession
-from compat_mts.session_creators import ChiefSessionCreator, WorkerSessionCreator
-from compat_mts.training_session import MonitoredTrainingSession
+from compat_mts.session.monitored_session import MonitoredSession
+from compat_mts.session.session_creators import ChiefSessionCreator, WorkerSessionCreator
+from compat_mts.session.training_session import MonitoredTrainingSession
 
 _VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}
 _GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP

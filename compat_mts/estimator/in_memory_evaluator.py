@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from compat_mts.estimator import estimator as estimator_lib
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunHook
+from compat_mts.session.session_run_hook import SessionRunHook
 
 __all__ = ['InMemoryEvaluatorHook']
 

@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import validation
+from compat_mts.core import validation
 
 __all__ = ['numpy_input_fn', 'pandas_input_fn']
 

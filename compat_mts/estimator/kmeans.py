@@ -18,7 +18,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts.estimator import export
 from compat_mts.estimator.estimator import Estimator
 from compat_mts.estimator.model_fn import EstimatorSpec
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 
 class _LossRelativeChangeHook(SessionRunHook):

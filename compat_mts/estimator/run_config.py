@@ -10,7 +10,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import validation
+from compat_mts.core import validation
 from compat_mts.estimator import _distributed
 
 _USE_DEFAULT = object()

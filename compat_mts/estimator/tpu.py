@@ -28,7 +28,7 @@ from compat_mts.estimator import run_config as run_config_lib
 from compat_mts.estimator import tpu_experimental as experimental
 from compat_mts.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat_mts.hooks.step_counter import StepCounterHook
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 from compat_mts import summary as summary_lib
 
 __all__ = [

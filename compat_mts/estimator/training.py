@@ -17,10 +17,10 @@ import time
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import validation
+from compat_mts.core import validation
 from compat_mts.estimator import _cluster, _distributed
 from compat_mts.estimator.estimator import Estimator
-from compat_mts.estimator.exporter import Exporter
+from compat_mts.estimator.export.exporter import Exporter
 from compat_mts.hooks.checkpoint import CheckpointSaverListener
 from compat_mts.hooks.timer import SecondOrStepTimer
 

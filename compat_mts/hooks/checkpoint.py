@@ -7,15 +7,15 @@ import os
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import checkpoints
-from compat_mts import deployment as deployment_lib
-from compat_mts import fetches as fetches_lib
-from compat_mts import global_step as global_step_lib
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.deploy import deployment as deployment_lib
+from compat_mts.core import fetch as fetches_lib
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts import validation
+from compat_mts.core import validation
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.scaffold import Scaffold, check_saver, check_scaffold, log_if_step_only
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.scaffold import Scaffold, check_saver, check_scaffold, log_if_step_only
+from compat_mts.session.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
 class CheckpointSaverListener(tf.compat.v1.train.CheckpointSaverListener):
@@ -47,7 +47,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     paths in the state file. A checkpoint is saved when the session is created (step 0 on a fresh
     start), whenever the timer triggers, and at `end()` unless that step was just saved.
 
-    In a multi-worker cluster (see `compat_mts.distribute`) every worker runs the hook, because a save
+    In a multi-worker cluster (see `compat_mts.deploy.distribute`) every worker runs the hook, because a save
     involves all of them: the chief writes into `checkpoint_dir`, the others into temporary directories
     they remove at once, and `save_secs` follows the chief's clock.
 
@@ -136,7 +136,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         self._default_scaffold: Scaffold | None = None
         self._manager: tf.train.CheckpointManager | None = None
 
-    saves_checkpoints = True  # The capability the session asks for (see compat_mts.session_run_hook).
+    saves_checkpoints = True  # The capability the session asks for (see compat_mts.session.session_run_hook).
 
     def _set_default_scaffold(self, scaffold: Scaffold) -> None:
         """Sets what is saved when neither `saver` nor `scaffold` was given, from the next `begin()` on.
@@ -159,7 +159,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
 
     def begin(self):
         self._manager = None  # Built at the first save: a new session may have a new global step.
-        # In a multi-worker cluster every worker saves (see compat_mts.distribute); only the chief writes here.
+        # In a multi-worker cluster every worker saves (see compat_mts.deploy.distribute); only the chief writes here.
         deployment = deployment_lib.current()  # The session's (ARCHITECTURE.md, "The deployment seam").
         self._cluster = deployment.cluster
         self._settle = deployment.settle
@@ -208,7 +208,8 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
     reads_clock_after_run = True  # `save_secs` is checked in after_run; before_run only asks for the stale step.
 
     def idle_until(self):
-        """Idle until the timer may trigger (`compat_mts.session_run_hook.HookCapabilities`); every run in a cluster."""
+        """Idle until the timer may trigger (`compat_mts.session.session_run_hook.HookCapabilities`); every run in a
+        cluster."""
         if self._graph_pending or (self._cluster is not None and self._time_based):
             return None
         return self._timer.next_trigger(self._steps_per_run)

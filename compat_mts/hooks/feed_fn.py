@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from compat_mts import validation
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 
 class FeedFnHook(SessionRunHook):

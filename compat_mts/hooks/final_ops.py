@@ -7,8 +7,8 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import validation
-from compat_mts.session_run_hook import SessionRunHook
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import SessionRunHook
 
 
 class FinalOpsHook(SessionRunHook):

@@ -10,10 +10,10 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import fetches as fetches_lib
-from compat_mts import validation
+from compat_mts.core import fetch as fetches_lib
+from compat_mts.core import validation
 from compat_mts.hooks.timer import NeverTriggerTimer, SecondOrStepTimer
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook, StepsPerRunMixin
 
 
 class LoggingTensorHook(StepsPerRunMixin, SessionRunHook):
@@ -180,7 +180,7 @@ def _as_graph_tensor_name(name: str, state: fetches_lib.SessionState) -> str:
     """v1's reading of a name without `:` in a graph: the op's only output, `name:0`.
 
     Only a name of one of the session's graphs (`state.runners()`) is read so, and a step output or variable of
-    that name still comes first (`compat_mts.fetches.OutputName`).
+    that name still comes first (`compat_mts.core.fetch.OutputName`).
 
     Raises:
       ValueError: the op has several outputs (v1's message).

@@ -8,8 +8,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
-from compat_mts import validation
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 _FAILURE_MESSAGE = 'Model diverged with loss = NaN.'
 

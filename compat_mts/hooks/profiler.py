@@ -10,12 +10,17 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts import validation
-from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.core import validation
+from compat_mts.core.fetch import STALE_GLOBAL_STEP
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.session_run_hook import (
+    STALE_GLOBAL_STEP_REQUEST,
+    SessionRunArgs,
+    SessionRunHook,
+    StepsPerRunMixin,
+)
 
 
 class ProfilerHook(StepsPerRunMixin, SessionRunHook):

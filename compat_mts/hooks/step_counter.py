@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from tensorflow.compat.v1 import logging
 
-from compat_mts import deployment as deployment_lib
-from compat_mts import global_step as global_step_lib
+from compat_mts.deploy import deployment as deployment_lib
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts import validation
+from compat_mts.core import validation
 from compat_mts.hooks.stop import TF2_GLOBAL_STEP_FIX
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 
 class StepCounterHook(StepsPerRunMixin, SessionRunHook):
@@ -113,7 +113,7 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
     reads_clock_after_run = True  # `every_n_secs` is checked in after_run; before_run only asks for the stale step.
 
     def idle_until(self):
-        """Idle until the timer may trigger (`compat_mts.session_run_hook.HookCapabilities`)."""
+        """Idle until the timer may trigger (`compat_mts.session.session_run_hook.HookCapabilities`)."""
         if self._graph_pending:
             return None
         return self._timer.next_trigger(self._steps_per_run)

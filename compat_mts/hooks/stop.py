@@ -6,10 +6,10 @@ import math
 
 import tensorflow as tf
 
-from compat_mts import deployment as deployment_lib
-from compat_mts import global_step as global_step_lib
-from compat_mts import validation
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
+from compat_mts.deploy import deployment as deployment_lib
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
 
 MAX_RUNS_WITHOUT_A_STEP = 1000
 """How many runs of a session the global step may stay where it was at creation before `StopAtStepHook` fails."""
@@ -69,7 +69,9 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
         self._num_steps = num_steps
         self._last_step = last_step
 
-    stops_at_last_step = True  # The capability `repeat_steps` and HooksCallback ask for (compat_mts.session_run_hook).
+    stops_at_last_step = (
+        True  # The capability `repeat_steps` and HooksCallback ask for (compat_mts.session.session_run_hook).
+    )
 
     @property
     def last_step(self) -> int | None:
@@ -118,5 +120,5 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
     reads_clock_after_run = True
 
     def idle_until(self):
-        """Idle until a run may reach `last_step` (`compat_mts.session_run_hook.HookCapabilities`)."""
+        """Idle until a run may reach `last_step` (`compat_mts.session.session_run_hook.HookCapabilities`)."""
         return (self._last_step - self._steps_per_run, math.inf)

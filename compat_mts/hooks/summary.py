@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 from compat_mts import summary as summary_lib
-from compat_mts import validation
-from compat_mts.fetches import STALE_GLOBAL_STEP
+from compat_mts.core import validation
+from compat_mts.core.fetch import STALE_GLOBAL_STEP
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunArgs, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.session_run_hook import (
+    STALE_GLOBAL_STEP_REQUEST,
+    SessionRunArgs,
+    SessionRunHook,
+    StepsPerRunMixin,
+)
 
 
 class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
@@ -123,7 +128,7 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
         self._next_step = global_step + self._steps_per_run
 
     def idle_until(self):
-        """Idle until the timer may trigger (`compat_mts.session_run_hook.HookCapabilities`).
+        """Idle until the timer may trigger (`compat_mts.session.session_run_hook.HookCapabilities`).
 
         `before_run` checks `_next_step`, the post-run step it predicts (the previous run's stale step plus two
         runs' steps); a run's stale step is above the previous one's, so below `last + every - 2K + 1` none

@@ -7,7 +7,7 @@ import time
 
 import tensorflow as tf
 
-from compat_mts import validation
+from compat_mts.core import validation
 
 
 class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
@@ -84,7 +84,7 @@ class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
         """When `should_trigger_for_step(step + steps_ahead)` may next be True: `(step, time)`, or None for now.
 
         It is False for every `step` below the first element while `time.time()` is below the second (either
-        may be `inf`): what a hook that offers `idle_until` (compat_mts.session_run_hook) promises. Before the
+        may be `inf`): what a hook that offers `idle_until` (compat_mts.session.session_run_hook) promises. Before the
         first trigger it may be True at once, hence None.
         """
         if self._last_triggered_step is None:

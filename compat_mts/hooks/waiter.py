@@ -6,9 +6,9 @@ import time
 
 from tensorflow.compat.v1 import logging
 
-from compat_mts import global_step as global_step_lib
-from compat_mts import validation
-from compat_mts.session_run_hook import SessionRunHook
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import SessionRunHook
 
 _POLL_SECS = 0.5
 _PROGRESS_LOG_STEPS = 1000

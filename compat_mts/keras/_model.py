@@ -11,7 +11,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat_mts import global_step as global_step_lib
+from compat_mts.core import global_step as global_step_lib
 
 
 def tf_variable(variable: Any) -> tf.Variable:

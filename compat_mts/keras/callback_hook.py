@@ -8,9 +8,9 @@ import numpy as np
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import global_step as global_step_lib
-from compat_mts import validation
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.core import validation
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 # Keras callbacks that use `self.model`, and those of them that also use `self.model.optimizer`.
 _NEED_MODEL = (

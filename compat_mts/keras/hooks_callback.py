@@ -8,17 +8,17 @@ from typing import Any, Sequence
 import numpy as np
 import tensorflow as tf
 
-from compat_mts import checkpoints
-from compat_mts import fetches as fetches_lib
-from compat_mts import global_step as global_step_lib
-from compat_mts import program as program_lib
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.core import fetch as fetches_lib
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.core import program as program_lib
 from compat_mts import summary as summary_lib
-from compat_mts import validation
-from compat_mts.fetches import STALE_GLOBAL_STEP
-from compat_mts.hook_driver import HookDriver
+from compat_mts.core import validation
+from compat_mts.core.fetch import STALE_GLOBAL_STEP
+from compat_mts.session.hook_driver import HookDriver
 from compat_mts.keras import _model
-from compat_mts.scaffold import Scaffold
-from compat_mts.session_run_hook import (
+from compat_mts.session.scaffold import Scaffold
+from compat_mts.session.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     checkpoint_saving_hooks,
@@ -76,7 +76,7 @@ def _undo_unfinished_fits(begun_in) -> None:
 class FitSession:
     """What hooks get as "the session" inside `model.fit`: `run(fetches)` without hooks, on the last batch.
 
-    A fetch is what it is in a session (`compat_mts.fetches`), except that a string name is looked up
+    A fetch is what it is in a session (`compat_mts.core.fetch`), except that a string name is looked up
     first in the logs of the last batch (`'loss'`), then among the model's variables
     (`'sequential/dense/kernel'`), then among the registered variables (`'global_step'`).
     `STALE_GLOBAL_STEP` is the step before the current execution.
@@ -178,8 +178,8 @@ class HooksCallback(tf.keras.callbacks.Callback):
     several percent (benchmarks/RESULTS_keras.md). Something other than the train function that moves
     `iterations` in the middle of an epoch (another callback, at a batch) is seen at the next epoch.
     The built-in periodic hooks say on which batch their timers may next trigger (`idle_until`, see
-    `compat_mts.session_run_hook.HookCapabilities`), and the callback's `HookDriver` calls them only then: on the
-    other batches, v1's default hooks cost a comparison of the step and the clock. A hook of the program's own is
+    `compat_mts.session.session_run_hook.HookCapabilities`), and the callback's `HookDriver` calls them only then: on
+    the other batches, v1's default hooks cost a comparison of the step and the clock. A hook of the program's own is
     called on every batch.
 
     Differences from a session, because Keras decides: `end()` is not called when `fit` raises (Keras

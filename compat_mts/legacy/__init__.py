@@ -9,7 +9,7 @@
   `MultiWorkerMirroredStrategy`'s collectives, used as Horovod's module (`from compat_mts.legacy import horovod as
   hvd`); its names are not re-exported here.
 
-The session core reaches a wrapped graph only through the `compat_mts.fetches.GraphRunner` interface; this
+The session core reaches a wrapped graph only through the `compat_mts.core.fetch.GraphRunner` interface; this
 package is what implements it. The names below are the public ones (`compat_mts.legacy.wrap_graph`,
 `compat_mts.legacy.restore_from_v1`, ...).
 """

@@ -25,9 +25,9 @@ from typing import Any, Iterable, Mapping
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import global_step as global_step_lib
-from compat_mts import checkpoints as checkpoints_lib
-from compat_mts.checkpoints import CheckpointMismatchError
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.checkpoint_dir import checkpoints as checkpoints_lib
+from compat_mts.checkpoint_dir.checkpoints import CheckpointMismatchError
 
 OBJECT_GRAPH_KEY = checkpoints_lib.OBJECT_GRAPH_KEY
 FORMATS = ('name', 'object')

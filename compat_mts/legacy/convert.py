@@ -15,7 +15,8 @@ from typing import Any, Callable, Mapping
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import checkpoints, summary
+from compat_mts.checkpoint_dir import checkpoints
+from compat_mts import summary
 from compat_mts.legacy.checkpoints import FORMATS, CheckpointNames, _Entry, write_name_based
 
 
@@ -108,7 +109,7 @@ def convert_checkpoint(
       on_progress: Called as `on_progress(bytes_done, bytes_total, detail)` as the variables are read, and
         after each checkpoint is written (`detail` says which: `'model.ckpt-20 (2/3 checkpoints)'`). The
         bytes are those of the variables in memory, over all checkpoints. `compat-mts convert` shows them
-        through `compat_mts.progress`.
+        through `compat_mts.core.progress`.
 
     Returns:
       The prefixes written, oldest first.

@@ -29,11 +29,11 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts import deployment as deployment_lib
-from compat_mts import distribute
-from compat_mts import fetches as fetches_lib
-from compat_mts import global_step as global_step_lib
-from compat_mts import parameter_server
+from compat_mts.deploy import deployment as deployment_lib
+from compat_mts.deploy import distribute
+from compat_mts.core import fetch as fetches_lib
+from compat_mts.core import global_step as global_step_lib
+from compat_mts.deploy import parameter_server
 from compat_mts.legacy import saveables as saveables_lib
 from compat_mts.legacy.checkpoints import NameBasedCheckpoint, _Entry
 
@@ -231,7 +231,7 @@ def wrapped_graph_of_global_step() -> 'WrappedGraph | None':
     """The wrapped graph whose global step is the registered one: the graph of the current program.
 
     What `compat_mts.Scaffold` takes its defaults (checkpoint, summary op) from, through the `GraphRunner`
-    seam (`compat_mts.fetches.graph_runner_of_global_step`). Tied to the global step, so that
+    seam (`compat_mts.core.fetch.graph_runner_of_global_step`). Tied to the global step, so that
     `compat_mts.reset_global_step()` also ends a wrap_graph program's defaults.
     """
     runner = fetches_lib.graph_runner_of_global_step()

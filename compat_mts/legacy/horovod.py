@@ -27,9 +27,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat_mts import distribute
-from compat_mts import program as program_lib
-from compat_mts.session_run_hook import SessionRunHook
+from compat_mts.deploy import distribute
+from compat_mts.core import program as program_lib
+from compat_mts.session.session_run_hook import SessionRunHook
 
 __all__ = [
     'Average',

@@ -1,0 +1,694 @@
+"""The checker of `compat-mts check`: walks a script's syntax tree and records a finding per v1 construct.
+
+Standard library only, as the rest of the checker (`check.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import gc
+import itertools
+import os
+import pathlib
+import re
+import stat
+from typing import Callable, Iterator, Sequence
+
+if __package__:
+    from compat_mts.cli.check import catalogue
+    from compat_mts.cli.check import names
+    from compat_mts.cli.check import report
+else:  # `python compat_mts/cli/check FILE...`: the directory of this file is first on sys.path.
+    import catalogue as catalogue
+    import names as names
+    import report as report
+
+
+_GRAPH_CONSTRUCTORS = ('tensorflow.Graph', 'tensorflow.compat.v1.Graph', 'tensorflow.python.framework.ops.Graph')
+_CLUSTER_CONSTRUCTS = ('tf.compat.v1.train.ClusterSpec', 'tf.compat.v1.train.Server', 'tf.compat.v1.distribute.Server')
+_KERAS_READERS = ('tensorflow', 'keras', 'tf_keras')  # the modules that read TF_USE_LEGACY_KERAS on import
+# What a name can be bound to, as far as the checker follows it (see `_Checker._bind_values`).
+_BOUND_KINDS = (
+    'session',
+    'iterator',
+    'graph',
+    'device_function',
+    'ps_cluster',
+    'shape',
+    'foreign',
+    'in_process_strategy',
+    'strategy',
+)
+# What runs a program's main function as Python would: no graph around it.
+_MAIN_RUNNERS = ('tensorflow.compat.v1.app.run', 'tensorflow.app.run', 'absl.app.run')
+_ESTIMATORS = ('tf.estimator.Estimator', 'tf.estimator.tpu.TPUEstimator')
+_RUN_CONFIGS = ('tf.estimator.RunConfig', 'tf.estimator.tpu.RunConfig')
+_KERAS_LAYERS = re.compile(r'(?:tensorflow\.keras|keras|tf_keras)\.layers\.[A-Z]\w*')
+
+
+def _has_ps_key(node: ast.AST) -> bool:
+    """Whether `node` is a dict literal with a 'ps' key (a v1 cluster with parameter servers)."""
+    return isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps' for key in node.keys)
+
+
+def _imports_tensorflow(node: ast.AST) -> bool:
+    """Whether `node` imports TensorFlow or Keras."""
+    if isinstance(node, ast.Import):
+        return any(catalogue.root(alias.name) in _KERAS_READERS for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and catalogue.root(node.module or '') in _KERAS_READERS
+
+
+def _sets_legacy_keras(node: ast.AST) -> bool:
+    """Whether `node` is `os.environ['TF_USE_LEGACY_KERAS'] = '1'` or `os.environ.setdefault(...)` of it."""
+    if isinstance(node, ast.Assign):
+        pairs = [(target.slice, node.value) for target in node.targets if isinstance(target, ast.Subscript)]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ('setdefault', 'putenv')
+        and len(node.args) == 2
+    ):
+        pairs = [tuple(node.args)]
+    else:
+        return False
+    return any(
+        isinstance(key, ast.Constant)
+        and key.value == 'TF_USE_LEGACY_KERAS'
+        and isinstance(value, ast.Constant)
+        and str(value.value).lower() in ('1', 'true')
+        for key, value in pairs
+    )
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset + 1
+
+
+def _method_position(call: ast.Call) -> tuple[int, int]:
+    """Where the method name of `receiver.method(...)` starts, 1-based."""
+    func = call.func
+    return func.end_lineno, func.end_col_offset - len(func.attr) + 1
+
+
+_SERVING_RECEIVERS = ('export.ServingInputReceiver', 'export.TensorServingInputReceiver')
+
+
+# The nodes each pass before the visit reads, by kind; a node of any other type is in no list (see `_Nodes`).
+_NODE_KINDS = {
+    ast.Import: ('names', 'imports'),
+    ast.ImportFrom: ('names', 'imports'),
+    ast.Assign: ('names', 'bindings', 'assignments'),
+    ast.AnnAssign: ('bindings',),
+    ast.NamedExpr: ('bindings',),
+    ast.With: ('bindings', 'withs'),
+    ast.AsyncWith: ('bindings', 'withs'),
+    ast.Attribute: ('names',),
+    ast.Name: ('names',),
+    ast.Call: ('calls',),
+    ast.FunctionDef: ('functions',),
+    ast.AsyncFunctionDef: ('functions',),
+    ast.ClassDef: ('functions',),
+}
+# Nodes without children that the checker has no visitor for: the visit does not descend into them.
+_LEAVES = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+class _Nodes:
+    """The nodes of a tree that the checker's passes read, by kind, each list in `ast.walk`'s order: one walk
+    of the tree feeds every pass (a 120,000-line file has millions of nodes, most of which no pass reads)."""
+
+    def __init__(self, tree: ast.Module):
+        self.names: list[ast.AST] = []  # what `names.Names` reads
+        self.imports: list[ast.AST] = []
+        self.bindings: list[ast.AST] = []  # what may bind a name to a value (`_Checker._bind_values`)
+        self.assignments: list[ast.AST] = []
+        self.withs: list[ast.AST] = []
+        self.calls: list[ast.Call] = []
+        self.functions: list[ast.AST] = []  # function and class definitions
+        lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
+        for node in ast.walk(tree):
+            for found in lists.get(type(node), ()):
+                found.append(node)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, filename: str, tree: ast.Module):
+        self.filename = filename
+        nodes = _Nodes(tree)
+        self.names = names.Names(tree, nodes.names)
+        self.findings: dict[tuple[int, int, str], report.Finding] = {}
+        self._functions = {node.name for node in nodes.functions if not isinstance(node, ast.ClassDef)}
+        self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
+        self._bind_values(nodes.bindings)
+        self._graph_functions = self._wrapped_graph_functions(nodes.calls)
+        self._in_graph_function = False
+        self._settings = self._script_settings(nodes)
+        self._model_fns = self._functions_given_as_model_fn(nodes.calls)
+        self._graph_context_unknown = self._functions_run_elsewhere(nodes)
+        self._function_stack: list[str] = []
+        self._visitors: dict[type, Callable[[ast.AST], None]] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        """`ast.NodeVisitor.visit`, each type's visitor looked up once."""
+        visitor = self._visitors.get(type(node))
+        if visitor is None:
+            visitor = getattr(self, f'visit_{type(node).__name__}', None)
+            if visitor is None or type(node) is ast.Constant:  # the base class's visit_Constant is generic_visit's
+                visitor = self.generic_visit
+            self._visitors[type(node)] = visitor
+        visitor(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """`ast.NodeVisitor.generic_visit`, leaves skipped (`_LEAVES`)."""
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                        self.visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                self.visit(value)
+
+    def _bind_values(self, nodes: Sequence[ast.AST]) -> None:
+        """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
+        'iterator' (v1), 'graph', 'device_function' (a replica_device_setter), 'ps_cluster' (a cluster with a
+        'ps' job), 'shape' (a tensor's shape) and 'foreign' (another library's call)."""
+        bound = self._bound
+        pairs = []
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                pairs.append((node.targets[0], node.value))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                pairs.append((node.target, node.value))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                pairs.extend((item.optional_vars, item.context_expr) for item in node.items if item.optional_vars)
+        # Dicts first: a ClusterSpec may be made from a dict bound earlier.
+        bound['ps_cluster'].update(ast.unparse(target) for target, value in pairs if _has_ps_key(value))
+        for target, value in pairs:
+            key = ast.unparse(target)
+            if isinstance(value, ast.Attribute) and value.attr == 'shape':
+                bound['shape'].add(key)
+            if not isinstance(value, ast.Call):
+                continue
+            found = self.names.rule_for(value.func)
+            construct = found[0] if found else ''
+            if self._is_session_constructor(value):
+                bound['session'].add(key)
+            elif self._makes_v1_iterator(value):
+                bound['iterator'].add(key)
+            elif self.names.resolve(value.func) in _GRAPH_CONSTRUCTORS:
+                bound['graph'].add(key)
+            elif construct == 'tf.compat.v1.train.replica_device_setter':
+                bound['device_function'].add(key)
+            elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, construct):
+                bound['ps_cluster'].add(key)
+            elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
+                bound['shape'].add(key)
+            elif (path := self.names.resolve(value.func) or '').startswith('tensorflow.') and path.endswith('Strategy'):
+                in_process = path.rsplit('.', 1)[-1] in catalogue.ESTIMATOR_STRATEGIES
+                bound['in_process_strategy' if in_process else 'strategy'].add(key)
+            else:
+                path = self.names.resolve(value.func)
+                if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
+                    bound['foreign'].add(key)
+
+    def _script_settings(self, nodes: _Nodes) -> set[str]:
+        """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
+        v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
+        `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
+        `compat_mts.parameter_server_strategy(...)`."""
+        settings = set()
+        first_import = min((node.lineno for node in nodes.imports if _imports_tensorflow(node)), default=None)
+        for node in nodes.calls:
+            found = self.names.rule_for(node.func)
+            if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+                settings.add(catalogue.V1_TENSORSHAPE_SETTING)
+            if found is not None and found[0] == 'compat_mts.parameter_server_strategy':
+                settings.add(catalogue.PARAMETER_SERVER_SETTING)
+        if first_import is not None and any(
+            _sets_legacy_keras(node) and node.lineno < first_import for node in (*nodes.assignments, *nodes.calls)
+        ):
+            settings.add(catalogue.LEGACY_KERAS_SETTING)
+        return settings
+
+    def _wrapped_graph_functions(self, calls: Sequence[ast.Call]) -> set[str]:
+        """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
+        functions = set()
+        for node in calls:
+            found = self.names.rule_for(node.func)
+            if found is not None and found[0] == 'compat_mts.wrap_graph':
+                build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
+                functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
+        return functions
+
+    def _is_graph_block(self, node: ast.AST) -> bool:
+        """Whether `node` is `with tf.Graph().as_default():` (or `with graph.as_default():` of a bound graph)."""
+        return isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Attribute)
+            and item.context_expr.func.attr == 'as_default'
+            and self._is_graph(item.context_expr.func.value)
+            for item in node.items
+        )
+
+    def _functions_given_as_model_fn(self, calls: Sequence[ast.Call]) -> set[str]:
+        """The names of the functions given to an Estimator as its model_fn."""
+        functions = set()
+        for node in calls:
+            found = self.names.rule_for(node.func)
+            if found is not None and found[0] in _ESTIMATORS:
+                model_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'model_fn')]
+                functions.update(arg.id for arg in model_fn if isinstance(arg, ast.Name))
+        return functions
+
+    def _functions_run_elsewhere(self, nodes: _Nodes) -> set[str]:
+        """The functions that may run inside a graph the checker does not see around them: those called in a
+        graph block or a wrap_graph build_fn (and what they call), and those given to another call as a value
+        (a model_fn, an input_fn, a build_fn), which runs them where it will."""
+        definitions: dict[str, list[ast.AST]] = {}
+        for node in nodes.functions:
+            # A class stands for its methods: `model = PTBModel()` in a graph block builds in `__init__`.
+            definitions.setdefault(node.name, []).append(node)
+
+        def called(root: ast.AST) -> set[str]:
+            names = set()
+            for node in ast.walk(root):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
+                    if name in definitions:
+                        names.add(name)
+            return names
+
+        elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions)
+        for node in nodes.calls:
+            if self.names.resolve(node.func) not in _MAIN_RUNNERS:
+                for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+                    if isinstance(value, ast.Name) and value.id in definitions:
+                        elsewhere.add(value.id)
+        pending = set(elsewhere)
+        for node in nodes.withs:
+            if self._is_graph_block(node):
+                pending |= called(node)
+        while pending:
+            name = pending.pop()
+            elsewhere.add(name)
+            for definition in definitions.get(name, ()):
+                pending |= called(definition) - elsewhere
+                if isinstance(definition, ast.ClassDef):
+                    elsewhere.update(
+                        method.name
+                        for method in definition.body
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    )
+        return elsewhere
+
+    def _serving_input_fns(self, definitions: dict[str, list[ast.AST]]) -> set[str]:
+        """The functions that return a ServingInputReceiver (or are named as serving input functions): the
+        Estimator calls them in a graph of its own at export, so their placeholders are that graph's."""
+        found = {name for name in definitions if 'serving_input' in name}
+        for name, functions in definitions.items():
+            for function in functions:
+                for node in ast.walk(function):
+                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                        path = self.names.resolve(node.value.func) or ''
+                        if path.endswith(_SERVING_RECEIVERS):
+                            found.add(name)
+        return found
+
+    def _is_session_constructor(self, call: ast.Call) -> bool:
+        found = self.names.rule_for(call.func)
+        return found is not None and found[0].rsplit('.', 1)[-1] in catalogue.SESSION_CONSTRUCTORS
+
+    def _makes_v1_iterator(self, call: ast.Call) -> bool:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in catalogue.V1_ITERATOR_METHODS:
+            return self.names.uses_tensorflow
+        found = self.names.rule_for(call.func)
+        if found is None and isinstance(call.func, ast.Attribute):  # tf.compat.v1.data.Iterator.from_structure
+            found = self.names.rule_for(call.func.value)
+        return found is not None and found[0] in catalogue.V1_ITERATOR_CONSTRUCTS
+
+    def _is_session(self, receiver: ast.AST) -> bool:
+        key = ast.unparse(receiver)
+        if key in self._bound['session']:
+            return True
+        if isinstance(receiver, ast.Call):
+            if self._is_session_constructor(receiver):
+                return True
+            receiver = receiver.func  # sess.raw_session().run(...)
+        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, 'id', '')
+        return (
+            self.names.uses_tensorflow
+            and key not in self._bound['foreign']
+            and bool(catalogue.SESSION_NAME.search(name))
+            and self.names.resolve(receiver) is None
+        )
+
+    def _has_ps_job(self, call: ast.Call, construct: str) -> bool:
+        """Whether a ClusterSpec or Server call describes a cluster with a 'ps' job (or is a ps task)."""
+        cluster = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ('cluster', 'server_or_cluster_def'))]
+        for value in cluster:
+            if _has_ps_key(value) or ast.unparse(value) in self._bound['ps_cluster']:
+                return True
+            if isinstance(value, ast.Call):
+                found = self.names.rule_for(value.func)
+                if found is not None and found[0] in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, found[0]):
+                    return True
+        if construct.endswith('.Server'):
+            job = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == 'job_name')]
+            return any(isinstance(value, ast.Constant) and value.value == 'ps' for value in job)
+        return False
+
+    def _is_device_function(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Lambda):
+            return True
+        if isinstance(node, ast.Call):
+            found = self.names.rule_for(node.func)
+            return found is not None and found[0] == 'tf.compat.v1.train.replica_device_setter'
+        return isinstance(node, ast.Name) and (node.id in self._bound['device_function'] or node.id in self._functions)
+
+    def _is_dimension(self, node: ast.AST) -> bool:
+        """Whether `node` reads one dimension of a tensor's shape: `x.shape[i]`, `x.get_shape()[i]`."""
+        if not isinstance(node, ast.Subscript) or isinstance(node.slice, ast.Slice):
+            return False
+        shape = node.value
+        return (
+            (isinstance(shape, ast.Attribute) and shape.attr == 'shape')
+            or (
+                isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute) and shape.func.attr == 'get_shape'
+            )
+            or ast.unparse(shape) in self._bound['shape']
+        )
+
+    def _add(self, position: tuple[int, int], construct: str, rule: catalogue.Rule) -> None:
+        if rule.unless is not None and rule.unless[0] in self._settings:
+            rule = rule.unless[1]
+        line, col = position
+        self.findings.setdefault(
+            (line, col, construct),
+            report.Finding(self.filename, line, col, construct, rule.replacement, rule.stage, rule.note, rule.blocks),
+        )
+
+    # Visitors.
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Imports are where names come from, not uses: the uses are reported. The exception is an import
+        from a module TensorFlow 2.21 no longer has (`from tensorflow.contrib import slim`), which fails."""
+        if isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return
+            paths = [
+                (alias, node.module if alias.name == '*' else f'{node.module}.{alias.name}') for alias in node.names
+            ]
+        else:
+            paths = [(alias, alias.name) for alias in node.names]
+        for alias, path in paths:
+            if catalogue.gone_module(path):
+                found = catalogue.lookup(path, v1_style=True)
+                if found is not None:
+                    self._add(_position(alias), *found)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self._in_graph_function
+        self._in_graph_function = outer or node.name in self._graph_functions
+        self._function_stack.append(node.name)
+        self.generic_visit(node)
+        self._function_stack.pop()
+        self._in_graph_function = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_With(self, node: ast.With) -> None:
+        """The body of `with tf.Graph().as_default():` builds the program's own graph, as a wrap_graph build_fn does."""
+        graph_block = self._is_graph_block(node)
+        outer = self._in_graph_function
+        self._in_graph_function = outer or graph_block
+        self.generic_visit(node)
+        self._in_graph_function = outer
+
+    def _visit_reference(self, node: ast.Attribute | ast.Name) -> None:
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == 'value'
+            and self.names.uses_tensorflow
+            and self._is_dimension(node.value)
+        ):
+            self._add(_position(node), ast.unparse(node), catalogue.shape_value_rule(ast.unparse(node.value)))
+        found = self.names.rule_for(node)
+        if found is not None:
+            construct, rule = found
+            if self.names.through_gone_module_alias(node, rule):
+                return
+            if self._in_graph_function and construct in catalogue.GLOBAL_STEP_HELPERS:
+                rule = dataclasses.replace(rule, stage=2)  # the graph's own global step, kept by wrap_graph
+            if construct == 'tf.compat.v1.placeholder' and not self._in_a_graph():
+                self._add(_position(node), f'{construct} outside a graph', catalogue.GRAPH_OUTSIDE_A_GRAPH)
+            self._add(_position(node), construct, rule)
+            return
+        path = self.names.resolve(node) if self._model_fns.intersection(self._function_stack) else None
+        if path and _KERAS_LAYERS.fullmatch(path):
+            keras_path = 'tf.keras' + path.split('keras', 1)[1]
+            self._add(_position(node), f'{keras_path} in a model_fn', catalogue.KERAS_LAYERS_IN_MODEL_FN)
+            return
+        self.generic_visit(node)
+
+    def _in_a_graph(self) -> bool:
+        """Whether the code being visited may build a graph of its own: in a graph block, a wrap_graph build_fn,
+        or a function that runs somewhere the checker cannot follow (see `_functions_run_elsewhere`)."""
+        return self._in_graph_function or bool(self._graph_context_unknown.intersection(self._function_stack))
+
+    visit_Attribute = _visit_reference
+    visit_Name = _visit_reference
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            found = self.names.rule_for(base)
+            if found is None:
+                self.visit(base)
+            else:
+                construct, rule = found
+                self._add(_position(base), f'class {node.name}({construct})', rule)
+        for child in (*node.decorator_list, *node.keywords, *node.body):
+            self.visit(child)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        found = self.names.rule_for(node.func)
+        construct = found[0] if found else ''
+        if construct.endswith('.MonitoredTrainingSession'):
+            self._add_session_arguments(node, construct)
+        elif construct == 'tf.compat.v1.train.Saver':
+            self._add_arguments(node, construct, catalogue.SAVER_ARGUMENT_ORDER, catalogue.SAVER_ARGUMENTS)
+        elif construct in _CLUSTER_CONSTRUCTS and self._has_ps_job(node, construct):
+            self._add(_position(node), construct, catalogue.PS_CLUSTER)  # before the name's own finding
+        elif construct in _RUN_CONFIGS:
+            for keyword in node.keywords:
+                if keyword.arg in ('train_distribute', 'eval_distribute'):
+                    rule = self._strategy_rule(keyword.value)
+                    self._add(_position(keyword), f'{construct}({keyword.arg}=...)', rule)
+        elif construct == 'tf.estimator.tpu.TPUEstimator':
+            self._add_use_tpu(node, construct)
+        elif (
+            self.names.resolve(node.func) == 'tensorflow.device'
+            and node.args
+            and self._is_device_function(node.args[0])
+        ):
+            self._add(_position(node), 'tf.device(<device function>)', catalogue.DEVICE_FUNCTION)
+        if isinstance(node.func, ast.Attribute):
+            self._check_method_call(node)
+        if self.names.uses_tensorflow:
+            for keyword in node.keywords:
+                if keyword.arg == 'feed_dict':
+                    self._add_feed_dict(keyword, keyword.value)
+        self.generic_visit(node)
+
+    def _strategy_rule(self, value: ast.AST) -> catalogue.Rule:
+        """The rule of a strategy given as train_distribute or eval_distribute."""
+        key = ast.unparse(value)
+        path = self.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        if key in self._bound['in_process_strategy'] or (
+            path and path.rsplit('.', 1)[-1] in catalogue.ESTIMATOR_STRATEGIES
+        ):
+            return catalogue.TRAIN_DISTRIBUTE_WORKS
+        if key in self._bound['strategy'] or (path and catalogue.root(path) == 'tensorflow'):
+            return catalogue.TRAIN_DISTRIBUTE_BLOCKS
+        return catalogue.TRAIN_DISTRIBUTE_UNKNOWN
+
+    def _add_use_tpu(self, call: ast.Call, construct: str) -> None:
+        """A finding for TPUEstimator's use_tpu when it is True (v1's default) or not known to be False."""
+        given = [keyword for keyword in call.keywords if keyword.arg == 'use_tpu']
+        if len(call.args) > 4:
+            given.append(call.args[4])  # model_fn, model_dir, config, params, use_tpu
+        if not given:
+            if not any(keyword.arg is None for keyword in call.keywords):  # no **kwargs that might hold it
+                self._add(_position(call), f'{construct}(use_tpu=True, the default)', catalogue.USE_TPU)
+            return
+        value = given[0].value if isinstance(given[0], ast.keyword) else given[0]
+        if isinstance(value, ast.Constant) and value.value is False:
+            return
+        blocks = isinstance(value, ast.Constant) and bool(value.value)
+        self._add(
+            _position(given[0]), f'{construct}(use_tpu=...)', catalogue.USE_TPU if blocks else catalogue.USE_TPU_UNKNOWN
+        )
+
+    def _add_session_arguments(self, call: ast.Call, construct: str) -> None:
+        rules = {
+            name: catalogue.Rule(replacement, 3, note) for name, (replacement, note) in catalogue.MTS_ARGUMENTS.items()
+        }
+        self._add_arguments(call, construct, catalogue.MTS_ARGUMENT_ORDER, rules)
+
+    def _add_arguments(
+        self, call: ast.Call, construct: str, order: Sequence[str], rules: dict[str, catalogue.Rule]
+    ) -> None:
+        """One finding per argument of `call` that `rules` has, given by keyword or by position (`order`)."""
+        positional = itertools.takewhile(lambda arg: not isinstance(arg, ast.Starred), call.args)
+        given = list(zip(order, positional))
+        given += [(keyword.arg, keyword) for keyword in call.keywords if keyword.arg in rules]
+        for name, node in given:
+            if name in rules:
+                self._add(_position(node), f'{construct}({name}=...)', rules[name])
+
+    def _check_method_call(self, call: ast.Call) -> None:
+        method, receiver = call.func.attr, call.func.value
+        if method == 'run' and self._is_session(receiver):
+            self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', catalogue.RUN)
+            if len(call.args) > 1:
+                self._add_feed_dict(call.args[1], call.args[1])
+        elif not self.names.uses_tensorflow or self.names.resolve(receiver):
+            return
+        elif method == 'export_savedmodel':
+            self._add(_method_position(call), 'Estimator.export_savedmodel(...)', catalogue.EXPORT_SAVEDMODEL)
+        elif method == 'as_default' and self._is_graph(receiver):
+            self._add(_position(call), f'{ast.unparse(receiver)}.as_default()', catalogue.GRAPH_AS_DEFAULT)
+        elif method in ('minimize', 'apply_gradients'):
+            for keyword in call.keywords:
+                if keyword.arg == 'global_step':
+                    self._add(_position(keyword), f'Optimizer.{method}(global_step=...)', catalogue.MINIMIZE)
+        elif method in catalogue.V1_ITERATOR_METHODS:
+            self._add(_method_position(call), f'Dataset.{method}()', catalogue.ITERATOR_METHOD)
+        elif method == 'get_next' and (
+            ast.unparse(receiver) in self._bound['iterator']
+            or (isinstance(receiver, ast.Call) and self._makes_v1_iterator(receiver))
+        ):
+            self._add(_method_position(call), 'Iterator.get_next()', catalogue.GET_NEXT)
+
+    def _is_graph(self, receiver: ast.AST) -> bool:
+        if isinstance(receiver, ast.Call):
+            return self.names.resolve(receiver.func) in _GRAPH_CONSTRUCTORS
+        return ast.unparse(receiver) in self._bound['graph']
+
+    def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
+        # Keyword names ('x') feed a step callable; tensor names ('x:0') still feed a graph.
+        by_name = (
+            isinstance(value, ast.Dict)
+            and value.keys
+            and all(
+                isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()
+                for key in value.keys
+            )
+        )
+        self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside the block (as it was, after it).
+
+    A syntax tree holds no reference cycles (its nodes go when their count drops), but the collector still walks
+    every object it holds each time enough new ones were made: a fifth of the time to check a large file, and
+    as much again of `upgrade`'s edits, for nothing to collect.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def check_source(text: str | bytes, filename: str = '<string>') -> list[report.Finding]:
+    """The constructs to migrate in the Python source `text`, in line order. The source is parsed, never run.
+
+    Raises:
+      CheckError: `text` is not valid Python (the error's line and column say where), or nests deeper than
+        Python's parser or this checker can follow.
+    """
+    with collector_paused():
+        return _check_source(text, filename)
+
+
+def _check_source(text: str | bytes, filename: str) -> list[report.Finding]:
+    try:
+        tree = ast.parse(text, filename=filename)
+    except (SyntaxError, ValueError) as error:  # ValueError: null bytes in the source
+        line = getattr(error, 'lineno', None) or 0
+        col = getattr(error, 'offset', None) or 0
+        message = getattr(error, 'msg', None) or str(error)
+        raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
+    except (RecursionError, MemoryError):
+        raise report.CheckError(filename, _TOO_DEEP) from None
+    try:
+        checker = _Checker(filename, tree)
+        checker.visit(tree)
+    except RecursionError:
+        raise report.CheckError(filename, _TOO_DEEP) from None
+    return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
+
+
+_TOO_DEEP = 'nested too deeply to check (an expression of hundreds of levels, such as a very long chain of calls)'
+MAX_FILE_BYTES = 16 * 2**20
+_FILE_KINDS = {
+    stat.S_IFIFO: 'a FIFO (named pipe)',
+    stat.S_IFCHR: 'a character device',
+    stat.S_IFBLK: 'a block device',
+    stat.S_IFSOCK: 'a socket',
+    stat.S_IFDIR: 'a directory',
+}
+
+
+def read_source(path: str | pathlib.Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at `path`, at most `max_bytes` of them.
+
+    The file is opened without blocking and checked before anything is read, so a FIFO (which would wait for
+    a writer) or a device (`/dev/zero` never ends) is refused at once, as is a file over the cap.
+
+    Raises:
+      CheckError: `path` cannot be opened, is not a regular file, or holds more than `max_bytes` bytes.
+    """
+    filename = str(path)
+    try:
+        descriptor = os.open(filename, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
+    except OSError as error:
+        raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
+    with os.fdopen(descriptor, 'rb') as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _FILE_KINDS.get(stat.S_IFMT(mode), 'not a regular file')
+            raise report.CheckError(filename, f'not checked: {kind}, not a regular file; check reads Python files only')
+        try:
+            source = file.read(max_bytes + 1)
+        except OSError as error:
+            raise report.CheckError(filename, f'cannot read: {error.strerror or error}') from None
+    if len(source) > max_bytes:
+        cap = f'{max_bytes // 2**20} MiB ({max_bytes} bytes)' if max_bytes >= 2**20 else f'{max_bytes} bytes'
+        raise report.CheckError(
+            filename,
+            f'not checked: larger than the {cap} that check reads of a file; a training script is far '
+            'smaller, so this is likely generated code or data',
+        )
+    return source
+
+
+def check_file(path: str | pathlib.Path, max_bytes: int = MAX_FILE_BYTES) -> list[report.Finding]:
+    """The constructs to migrate in the Python file at `path` (see `check_source`).
+
+    Only a regular file of at most `max_bytes` bytes is read (see `read_source`).
+
+    Raises:
+      CheckError: the file cannot be read, is not a regular file, is over `max_bytes`, or is not valid Python.
+    """
+    return check_source(read_source(path, max_bytes), str(path))

@@ -1,0 +1,146 @@
+"""Name resolution for `compat-mts check`: what each name of a script stands for (`tf` → `tensorflow.compat.v1`).
+
+Standard library only, as the rest of the checker (`check.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Sequence
+
+if __package__:
+    from compat_mts.cli.check import catalogue
+else:  # `python compat_mts/cli/check FILE...`: the directory of this file is first on sys.path.
+    import catalogue as catalogue
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    """`a.b.c` as ['a', 'b', 'c']; None for anything but a chain of names."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+class Names:
+    """What each name of a script stands for: import aliases (`tf` → `tensorflow.compat.v1`), module aliases
+    (`tf1 = tf.compat.v1`), star imports, and whether a bare `tensorflow` is TF 1.x there.
+
+    Scopes are ignored: an alias made anywhere in the file counts everywhere, as it does in practice.
+    `nodes` is every node of `tree` (`list(ast.walk(tree))`), when the caller has walked it already: each
+    pass here is then a loop over a list, not another walk of the tree.
+    """
+
+    def __init__(self, tree: ast.Module, nodes: Sequence[ast.AST] | None = None):
+        nodes = list(ast.walk(tree)) if nodes is None else nodes
+        self._paths: dict[int, tuple[ast.AST, str | None]] | None = None  # None while the aliases are bound
+        self.aliases: dict[str, str] = {}
+        self.star_modules: list[str] = []
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self._bind(alias.asname, alias.name)
+                    else:
+                        self._bind(catalogue.root(alias.name), catalogue.root(alias.name))
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ''
+                if node.level:
+                    module = '.' * node.level + module  # a local module: never TensorFlow
+                for alias in node.names:
+                    if alias.name == '*':
+                        self.star_modules.append(module)
+                    else:
+                        self._bind(alias.asname or alias.name, f'{module}.{alias.name}')
+        self.uses_tensorflow = any(
+            catalogue.root(path) in ('tensorflow', 'compat_mts')
+            for path in (*self.aliases.values(), *self.star_modules)
+        )
+        self._bind_module_aliases(nodes)
+        # The names are all bound now: each node's path and rule are looked up once, however many passes ask.
+        self._paths = {}
+        self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(nodes)
+        self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
+
+    def _bind(self, name: str, path: str) -> None:
+        # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1
+        # binding is what the script means.
+        if self.aliases.get(name, '').startswith(catalogue.V1_ROOT[:-1]) and catalogue.root(path) == 'tensorflow':
+            return
+        self.aliases[name] = path
+
+    def _bind_module_aliases(self, nodes: Sequence[ast.AST]) -> None:
+        statements = sorted(
+            (node for node in nodes if isinstance(node, ast.Assign)),
+            key=lambda node: (node.lineno, node.col_offset),
+        )
+        for node in statements:
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                continue
+            path = self.resolve(node.value)
+            if (
+                path
+                and catalogue.root(path) in ('tensorflow', 'compat_mts')
+                and (catalogue.lookup(path, v1_style=True) is None or catalogue.gone_module(path))
+            ):
+                self.aliases[node.targets[0].id] = path
+
+    def _bare_tensorflow_is_v1(self, nodes: Sequence[ast.AST]) -> bool:
+        for node in nodes:
+            if isinstance(node, (ast.Attribute, ast.Name)):
+                path = self.resolve(node)
+                if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
+                    relative = path[len('tensorflow.') :]
+                    if (relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2) or any(
+                        relative == prefix or relative.startswith(prefix + '.')
+                        for prefix in catalogue.TF1_ONLY_PREFIXES
+                    ):
+                        return True
+        return False
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The full dotted path `node` names (`tensorflow.compat.v1.train.Saver`), or None."""
+        if self._paths is None:
+            return self._resolve(node)
+        cached = self._paths.get(id(node))
+        if cached is None:
+            cached = self._paths[id(node)] = (node, self._resolve(node))  # The node is kept: its id is not reused.
+        return cached[1]
+
+    def _resolve(self, node: ast.AST) -> str | None:
+        parts = _dotted(node)
+        if parts is None:
+            return None
+        head, rest = parts[0], parts[1:]
+        if head in self.aliases:
+            return '.'.join([self.aliases[head], *rest])
+        for module in self.star_modules:
+            candidate = '.'.join([module, head, *rest])
+            if catalogue.lookup(candidate, v1_style=True) is not None:
+                return candidate
+        return None
+
+    def rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
+        """(canonical construct, rule) when `node` names a catalogued construct."""
+        cached = self._rules.get(id(node))
+        if cached is not None:
+            return cached[1]
+        path = self.resolve(node)
+        found = catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        self._rules[id(node)] = (node, found)  # The node is kept, so its id is not reused meanwhile.
+        return found
+
+    def through_gone_module_alias(self, node: ast.AST, rule: catalogue.Rule) -> bool:
+        """Whether `node` is a use, through an alias of a module TensorFlow 2.21 no longer has, that the
+        finding at that alias (its import or assignment) already covers: the imported name itself, or a name
+        that the module's replacement also has (`slim.conv2d` once `import tf_slim as slim`)."""
+        parts = _dotted(node)
+        bound = self.aliases.get(parts[0]) if parts else None
+        gone = catalogue.gone_module(bound) if bound else None
+        if gone is None:
+            return False
+        return len(parts) == 1 or gone == rule.module

@@ -1,0 +1,594 @@
+"""`compat-mts upgrade`: makes the stage-1 edits of a v1 training script, and proves them with `--verify`.
+
+`compat-mts check` lists what a script's migration needs; `upgrade` makes the stage-1 part of it: the edits of
+migration_guide/legacy.md ("The stage-1 edits"), distributed.md ("Parameter-server clusters") and estimator.md,
+in the script's own formatting (`edits`). A script still written for TensorFlow 1.x (`import tensorflow as
+tf` with 1.x names) first gets TensorFlow's own `tf_upgrade_v2` renames. Then the script's blocking `check`
+findings that no edit removed are listed for a person, with their lines. `--verify N` runs the original in v1 graph
+mode and the upgraded script eagerly, N steps each, and compares them (`verify`).
+
+Without `--in-place` or `-o DIR` nothing is written: the command prints the diff and the report. With them, the
+files are written as `write` says: every output checked before the first write, each write atomic, the
+originals kept as `FILE.orig`, and a list of what was written when anything fails. A directory stands for its
+`*.py` files, and `-o DIR` keeps their paths below it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import dataclasses
+import difflib
+import io
+import multiprocessing
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from compat_mts import _tf_tools
+from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
+from compat_mts.cli.upgrade import write as upgrade_write
+
+if TYPE_CHECKING:
+    from compat_mts.cli.upgrade.edits import Note
+
+
+def _edits():
+    """The edits module, imported when a script is upgraded: libcst loads in a second or two, which `--help` and
+    the other subcommands do not wait for."""
+    from compat_mts.cli.upgrade import edits as upgrade_edits
+
+    return upgrade_edits
+
+
+@dataclasses.dataclass
+class Upgrade:
+    """One script's upgrade: its text before and after, and the report's notes (lines of the input)."""
+
+    path: str
+    original: str
+    upgraded: str
+    notes: list[Note]
+
+    @property
+    def changed(self) -> bool:
+        return self.upgraded != self.original
+
+    def diff(self) -> str:
+        return ''.join(
+            difflib.unified_diff(
+                self.original.splitlines(keepends=True),
+                self.upgraded.splitlines(keepends=True),
+                fromfile=f'a/{self.path}',
+                tofile=f'b/{self.path}',
+            )
+        )
+
+    def report(self) -> str:
+        lines = [f'{self.path}: ' + ('upgraded' if self.changed else 'nothing to change')]
+        for title, done in (('changed', True), ('left for you', False)):
+            notes = [note for note in self.notes if note.done is done]
+            if notes:
+                lines.append(f'  {title}:')
+                lines.extend(f'    {f"line {note.line}: " if note.line else ""}{note.text}' for note in notes)
+        return '\n'.join(lines) + '\n'
+
+
+def is_tf1_script(text: str) -> bool:
+    """Whether `text` is written for TensorFlow 1.x: a bare `tensorflow` used with names TF2 moved or removed."""
+    try:
+        return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
+    except SyntaxError:
+        return False
+
+
+class TfUpgradeV2:
+    """TensorFlow's `tf_upgrade_v2` renames of some texts (by name), in one run over a temporary tree.
+
+    The run starts at once, in a process of its own; `result()` waits for it. In between, the caller upgrades the
+    scripts that need no renames: the two take about as long, and a machine has two cores.
+    """
+
+    def __init__(self, texts: dict[str, str]):
+        self._names = list(texts)
+        self._scratch = tempfile.TemporaryDirectory(prefix='compat-mts-upgrade-')  # noqa: SIM115
+        source, self._target = os.path.join(self._scratch.name, 'in'), os.path.join(self._scratch.name, 'out')
+        os.makedirs(source)
+        for index, text in enumerate(texts.values()):
+            with open(os.path.join(source, f'script_{index}.py'), 'w', encoding='utf-8') as file:
+                file.write(text)
+        self._source, self._report = source, os.path.join(self._scratch.name, 'report.txt')
+        self._process = subprocess.Popen(
+            [sys.executable, '-m', 'tensorflow.tools.compatibility.tf_upgrade_v2_main']
+            + ['--intree', source, '--outtree', self._target, '--reportfile', self._report],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+        )
+
+    def result(self) -> dict[str, _tf_tools.Renamed] | None:
+        """The renamed texts and the messages of its report file, or None when `tf_upgrade_v2` could not run
+        (TensorFlow without it)."""
+        try:
+            if self._process.wait() != 0 or not os.path.isdir(self._target):
+                return None
+            with open(self._report, encoding='utf-8') as file:
+                report = file.read().splitlines()
+            renamed = {}
+            for index, name in enumerate(self._names):
+                with open(os.path.join(self._target, f'script_{index}.py'), encoding='utf-8') as file:
+                    text = file.read()
+                messages = _tf_tools.messages(report, os.path.join(self._source, f'script_{index}.py'))
+                renamed[name] = _tf_tools.Renamed(text, messages)
+            return renamed
+        finally:
+            self._scratch.cleanup()
+
+
+def upgrade_source(
+    text: str,
+    path: str = '<string>',
+    *,
+    renamed: str | None = None,
+    renamer_messages: Sequence[tuple[int, str]] = (),
+) -> Upgrade:
+    """The stage-1 upgrade of one script's `text`.
+
+    Args:
+      text: the script.
+      path: its name, for the diff and the report.
+      renamed: `text` after `tf_upgrade_v2`, for a TensorFlow 1.x script (see `upgrade_files`); the edits start
+        from it.
+      renamer_messages: `tf_upgrade_v2`'s errors and warnings on `text`, as (line, reason): each one the other
+        notes do not cover (at its line, or naming a name a line left for a person names) is a line left for a
+        person.
+
+    Returns:
+      The `Upgrade`.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    ast.parse(text, filename=path)
+    notes = []
+    start = text
+    if renamed is not None and renamed != text:
+        start = renamed
+        renames = "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)"
+        notes.append(_edits().Note(0, renames, True))
+    upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None)
+    notes.extend(edit_notes)
+    finding_notes = [
+        _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
+        for finding in check_checker.check_source(upgraded, path)
+        if finding.blocks
+    ]
+    notes.extend(_renamer_notes(renamer_messages, notes + finding_notes))
+    if finding_notes:
+        notes.extend(finding_notes)
+        notes.append(_edits().Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
+    return Upgrade(path, text, upgraded, notes)
+
+
+_TF_NAME = re.compile(r'\btf\.[\w.]*\w')
+
+
+def _renamer_notes(messages: Sequence[tuple[int, str]], notes: list[Note]) -> list[Note]:
+    """A note left for a person per reason of `tf_upgrade_v2`'s `messages` that `notes` do not cover, at the
+    first line it is given for (the others named)."""
+    lines = {note.line for note in notes if note.line}
+    left = '\n'.join(note.text for note in notes if not note.done)
+    reasons: dict[str, list[int]] = {}
+    for line, reason in messages:
+        name = _TF_NAME.search(reason)
+        names = (name[0], name[0].replace('tf.', 'tf.compat.v1.', 1)) if name else ()
+        if line in lines or any(re.search(re.escape(each) + r'(?![\w.])', left) for each in names):
+            continue
+        reasons.setdefault(reason, []).append(line)
+    result = []
+    for reason, at in reasons.items():
+        also = f' (also line{"s" if len(at) > 2 else ""} {", ".join(map(str, at[1:]))})' if len(at) > 1 else ''
+        result.append(_edits().Note(at[0], f'tf_upgrade_v2: {reason}{also}', False))
+    return result
+
+
+class SourceError(ValueError):
+    """Files that cannot be upgraded: `problems` holds one `(path, reason)` per file (`path:line` for a syntax
+    error), all of them."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]):
+        super().__init__('\n'.join(f'{path}: {reason}' for path, reason in problems))
+        self.problems = list(problems)
+
+
+def read_sources(paths: Sequence[str]) -> dict[str, str]:
+    """The text of each file (UTF-8), read as `compat-mts check` reads: regular files only, up to its cap.
+
+    Raises:
+      SourceError: one or more files cannot be read or are not UTF-8, each named with the reason.
+    """
+    texts, problems = {}, []
+    for path in paths:
+        try:
+            data = check_checker.read_source(path)
+        except check_report.CheckError as error:
+            problems.append((path, error.message))
+            continue
+        try:
+            texts[path] = data.decode('utf-8')
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b'\n') + 1
+            problems.append((path, f'not UTF-8 (byte {data[error.start]:#04x} on line {line}): upgrade reads UTF-8'))
+    if problems:
+        raise SourceError(problems)
+    return texts
+
+
+def find_sources(paths: Sequence[str], exclude: str | None = None) -> list[upgrade_write.Source]:
+    """The Python files of `paths`: a file as named, a directory as every `*.py` below it (in sorted order, not
+    through links to directories, and not below `exclude`, the output directory), each with its tree."""
+    sources = []
+    excluded = os.path.realpath(exclude) if exclude else None
+    for path in paths:
+        if not os.path.isdir(path):
+            sources.append(upgrade_write.Source(path, os.path.dirname(path) or os.curdir, os.path.basename(path)))
+            continue
+        for directory, subdirectories, files in os.walk(path):
+            subdirectories[:] = sorted(
+                name
+                for name in subdirectories
+                if os.path.realpath(os.path.join(directory, name)) != excluded and name != '__pycache__'
+            )
+            for name in sorted(files):
+                if name.endswith('.py'):
+                    file = os.path.join(directory, name)
+                    sources.append(upgrade_write.Source(file, path, os.path.relpath(file, path)))
+    return sources
+
+
+def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int | None = None) -> list[Upgrade]:
+    """The stage-1 upgrade of each file; TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames first.
+
+    The renames run in this process, TensorFlow's tools loaded without TensorFlow (`compat_mts._tf_tools`); where
+    they cannot be loaded, `tf_upgrade_v2` runs as a command, once for all the TensorFlow 1.x files. Many files
+    are upgraded by a pool of processes, one per core: each file's upgrade is its own, so the result is the same.
+
+    Args:
+      paths: the scripts.
+      renames: whether TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames (else the report says to run it).
+      processes: how many processes upgrade the files; None: one per core available, when there are enough
+        files to repay starting them and TensorFlow is not running in this process (it is not fork-safe).
+
+    Returns:
+      One `Upgrade` per path, in order.
+
+    Raises:
+      SourceError: files cannot be read (each named, all of them), or one is not valid Python.
+    """
+    texts = read_sources(paths)
+    tf1 = {path for path, text in texts.items() if is_tf1_script(text)}
+    _edits()  # Imported once, before any process is forked.
+    rename = _tf_tools.renamer() if tf1 and renames else None
+    if tf1 and renames and rename is None:
+        try:
+            return _upgrade_with_the_command(texts, tf1)
+        except SyntaxError as error:
+            raise SourceError([(f'{error.filename}:{error.lineno}', error.msg)]) from None
+    if processes is None:
+        processes = _default_processes(len(texts))
+    jobs = [(path, text, path in tf1, renames) for path, text in texts.items()]
+    if processes <= 1:
+        results = [_upgrade_one_job(job) for job in jobs]
+    else:
+        # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
+        order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
+        context = multiprocessing.get_context('fork')
+        with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
+            done = dict(zip(order, pool.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
+        results = [done[index] for index in range(len(jobs))]
+    problems = [result for result in results if not isinstance(result, Upgrade)]
+    if problems:
+        raise SourceError(problems)
+    return results
+
+
+_FILES_PER_PROCESS = 8  # Fewer files than this per process: starting the process costs more than it saves.
+
+
+def _default_processes(files: int) -> int:
+    if 'tensorflow' in sys.modules or 'fork' not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    return max(1, min(cores, files // _FILES_PER_PROCESS))
+
+
+def _upgrade_one_job(job: tuple[str, str, bool, bool]) -> Upgrade | tuple[str, str]:
+    """The file's `Upgrade`, or `('path:line', reason)` when it is not valid Python."""
+    try:
+        with check_checker.collector_paused():
+            return _upgrade_one(*job)
+    except SyntaxError as error:
+        return f'{job[0]}:{error.lineno}', error.msg
+
+
+def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
+    """One file's upgrade: a TensorFlow 1.x script's renames first (in this process), then the edits."""
+    if not tf1:
+        return upgrade_source(text, path)
+    if not renames:
+        return _without_renames(upgrade_source(text, path))
+    renamed, v1_module_notes = _edits().v1_modules(text)
+    renamed = renamed_in_pieces(renamed, _tf_tools.renamer())
+    if renamed is None:
+        return _without_renames(upgrade_source(text, path))
+    upgrade = upgrade_source(text, path, renamed=renamed.text, renamer_messages=renamed.messages)
+    upgrade.notes[:0] = v1_module_notes
+    return upgrade
+
+
+_LINES_PER_PIECE = 300
+
+
+def renamed_in_pieces(
+    text: str, rename: Callable[[str], _tf_tools.Renamed | None], lines_per_piece: int = _LINES_PER_PIECE
+) -> _tf_tools.Renamed | None:
+    """`rename(text)` (`tf_upgrade_v2`'s renames), made on pieces of about `lines_per_piece` lines cut between
+    top-level statements, and joined (the messages' lines those of `text`).
+
+    `tf_upgrade_v2` renames each name where it stands, whatever else the file holds, so the pieces give the text
+    the whole does (`tests/test_upgrade.py` compares them on every v1 script of the suite); but its formatting
+    library looks ahead through the rest of the file for each token it places, which costs time in the square of
+    the file's length: 37 s for 12,000 lines, against 7 s in pieces. None when a piece cannot be renamed.
+    """
+    if len(text.splitlines()) <= lines_per_piece:
+        return rename(text)
+    texts, messages, before = [], [], 0
+    for piece in _edits().top_level_pieces(text, lines_per_piece):
+        renamed = rename(piece)
+        if renamed is None:
+            return None
+        texts.append(renamed.text)
+        messages.extend((before + line, reason) for line, reason in renamed.messages)
+        before += len(io.StringIO(piece, newline='').readlines())  # The line ends top_level_pieces cuts at.
+    return _tf_tools.Renamed(''.join(texts), tuple(messages))
+
+
+def _without_renames(upgrade: Upgrade) -> Upgrade:
+    command = f'tf_upgrade_v2 --infile {upgrade.path} --inplace'
+    upgrade.notes.insert(0, _edits().Note(0, f'TensorFlow 1.x: run `{command}` first', False))
+    return upgrade
+
+
+def _upgrade_with_the_command(texts: dict[str, str], tf1: set[str]) -> list[Upgrade]:
+    """`upgrade_files` with `tf_upgrade_v2` run as a command over the TensorFlow 1.x files, beside the edits of
+    the others: where TensorFlow's tools cannot be loaded in this process."""
+    v1_module_notes, renaming = {}, {}
+    for path in tf1:
+        renaming[path], v1_module_notes[path] = _edits().v1_modules(texts[path])
+    renames_run = TfUpgradeV2(renaming)
+    upgrades = {path: upgrade_source(text, path) for path, text in texts.items() if path not in tf1}
+    renamed = renames_run.result()
+    for path in tf1:
+        if renamed:
+            upgrade = upgrade_source(
+                texts[path], path, renamed=renamed[path].text, renamer_messages=renamed[path].messages
+            )
+            upgrade.notes[:0] = v1_module_notes[path]
+        else:
+            upgrade = _without_renames(upgrade_source(texts[path], path))
+        upgrades[path] = upgrade
+    return [upgrades[path] for path in texts]
+
+
+def add_upgrade_command(subcommands: argparse._SubParsersAction) -> None:
+    """Adds `compat-mts upgrade` to the command line's subcommands."""
+    parser = subcommands.add_parser(
+        'upgrade',
+        help="make a v1 script's stage-1 edits (prints the diff); --verify N compares it with v1 graph mode",
+        description=(
+            'Make the stage-1 edits of migration_guide/legacy.md to each FILE, keeping its formatting and '
+            'comments, and print a unified diff and a report of what changed and what is left to do. Nothing is '
+            'written without --in-place or -o DIR. With --verify N, run the original in v1 graph mode and the '
+            'upgraded program (a directory: all its files upgraded; --main names the script to run), N steps '
+            'each in fresh processes, and compare their losses, checkpoints and summaries.'
+        ),
+    )
+    parser.add_argument(
+        'files', nargs='+', metavar='FILE', help='Python scripts to upgrade (a directory: every *.py file below it)'
+    )
+    parser.add_argument('--stage', type=int, choices=(1,), default=1, help='the stage to upgrade to (only 1)')
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        '--in-place', action='store_true', help='rewrite each FILE that changes, keeping its original as FILE.orig'
+    )
+    where.add_argument(
+        '-o',
+        '--output-dir',
+        metavar='DIR',
+        help="write the upgraded files to DIR: a directory's files at their paths below it, a FILE by base name",
+    )
+    parser.add_argument(
+        '--overwrite', action='store_true', help='with -o: replace files in DIR that hold other text (else refused)'
+    )
+    parser.add_argument(
+        '--no-backup', action='store_true', help='with --in-place: keep no FILE.orig (for a tree under version control)'
+    )
+    parser.add_argument('--diff', action='store_true', help='print the diff also when writing files')
+    parser.add_argument('--no-renames', action='store_true', help="do not run tf_upgrade_v2's renames first")
+    parser.add_argument(
+        '--verify',
+        type=_positive_int,
+        metavar='N',
+        help='run the original (v1 graph mode) and the upgraded script N steps each and compare them',
+    )
+    parser.add_argument(
+        '--args',
+        default='',
+        metavar='ARGS',
+        help='with --verify: the script\'s arguments, split as a shell would; "{dir}" stands for a fresh '
+        'directory per run (e.g. --args "{dir}/ckpt 100")',
+    )
+    parser.add_argument(
+        '--v1-python',
+        default=sys.executable,
+        metavar='PYTHON',
+        help='with --verify: the interpreter that runs the original (one with tf.estimator, TensorFlow <= 2.15, '
+        'for an Estimator script; default: this one)',
+    )
+    parser.add_argument(
+        '--main',
+        metavar='FILE',
+        help='with --verify of a directory or of several files: the script to run (one of them)',
+    )
+    parser.add_argument(
+        '--report-dir',
+        metavar='DIR',
+        help='with --verify: where the runs, the loss of every step (losses.txt) and loss.png go',
+    )
+    parser.set_defaults(run=run_upgrade)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be a positive integer, got {text!r}')
+    return value
+
+
+_SIGNAL_STATUS = 128  # A command stopped by signal N exits with 128 + N, as a shell reports it.
+
+
+def _print_failure(error: upgrade_write.WriteFailed) -> None:
+    lines = [f'compat-mts upgrade: stopped: {error.reason}']
+    lines.append(f'  written ({len(error.written)}, each whole):' + ''.join(f'\n    {path}' for path in error.written))
+    lines.append(
+        f'  not written ({len(error.not_written)}, each as it was):'
+        + ''.join(f'\n    {path}' for path in error.not_written)
+    )
+    if error.backups:
+        lines.append(f'  originals kept: {", ".join(error.backups)}')
+    print('\n'.join(lines), file=sys.stderr)
+
+
+def _write_all(upgrades: list[Upgrade], sources: list[upgrade_write.Source], args: argparse.Namespace) -> int | None:
+    """Writes the upgrades as asked; prints each file's report. None when done, else the exit status."""
+    outputs: dict[str, upgrade_write.Output] = {}
+    backups: dict[str, str] = {}
+    if args.in_place or args.output_dir:
+        try:
+            planned = upgrade_write.plan(
+                [(source, upgrade.upgraded, upgrade.changed) for source, upgrade in zip(sources, upgrades)],
+                in_place=args.in_place,
+                output_dir=args.output_dir,
+                overwrite=args.overwrite,
+            )
+        except upgrade_write.WriteRefused as error:
+            problems = ''.join(f'\n  {path}: {reason}' for path, reason in error.problems)
+            print(f'compat-mts upgrade: nothing written:{problems}', file=sys.stderr)
+            return 2
+        outputs = {output.source: output for output in planned}
+        try:
+            made = upgrade_write.write(planned, backup=args.in_place and not args.no_backup)
+        except upgrade_write.WriteFailed as error:
+            _print_failure(error)
+            cause = error.__cause__
+            return _SIGNAL_STATUS + cause.signal_number if isinstance(cause, upgrade_write.Interrupted) else 2
+        backups = dict(zip((output.shown for output in planned if output.needed and output.replaces), made))
+    try:
+        for upgrade in upgrades:
+            output = outputs.get(upgrade.path)
+            if output is None or args.diff:
+                sys.stdout.write(upgrade.diff())
+            sys.stdout.write(upgrade.report())
+            if output is not None:
+                kept = f' (original kept as {backups[output.shown]})' if output.shown in backups else ''
+                sys.stdout.write(f'  written to {output.shown}{kept}\n')
+    except KeyboardInterrupt:
+        done = f'all {len(outputs)} files were written' if outputs else 'nothing was to be written'
+        print(f'compat-mts upgrade: interrupted while reporting; {done}', file=sys.stderr)
+        return _SIGNAL_STATUS + signal.SIGINT
+    return None
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    """`compat-mts upgrade`: 0 when done (or nothing to do), 2 on a bad file or argument or a refused or failed
+    write (nothing written, or a list of what was), 128 + N when signal N stopped the writes.
+
+    Raises:
+      Nothing: every error is printed with the file it concerns, and the exit status says it.
+    """
+    if args.overwrite and not args.output_dir:
+        print(
+            'compat-mts upgrade: --overwrite goes with -o DIR (--in-place replaces its files anyway)', file=sys.stderr
+        )
+        return 2
+    if args.no_backup and not args.in_place:
+        print('compat-mts upgrade: --no-backup goes with --in-place (only it replaces files)', file=sys.stderr)
+        return 2
+    sources = find_sources(args.files, exclude=args.output_dir)
+    if not sources:
+        print(f'compat-mts upgrade: no *.py file in {", ".join(args.files)}', file=sys.stderr)
+        return 2
+    if args.main and not args.verify:
+        print('compat-mts upgrade: --main goes with --verify N (it names the script --verify runs)', file=sys.stderr)
+        return 2
+    if args.verify:
+        main, problem = _verify_main(sources, args.main)
+        if problem:
+            print(f'compat-mts upgrade: {problem}', file=sys.stderr)
+            return 2
+    try:
+        upgrades = upgrade_files([source.path for source in sources], renames=not args.no_renames)
+    except KeyboardInterrupt:
+        print('compat-mts upgrade: interrupted; nothing written', file=sys.stderr)
+        return _SIGNAL_STATUS + signal.SIGINT
+    except SourceError as error:
+        problems = ''.join(f'\n  {path}: {reason}' for path, reason in error.problems)
+        print(
+            f'compat-mts upgrade: nothing written, {len(error.problems)} file(s) not upgraded:{problems}',
+            file=sys.stderr,
+        )
+        return 2
+    status = _write_all(upgrades, sources, args)
+    if status is not None:
+        return status
+    if not args.verify:
+        return 0
+    from compat_mts.cli.upgrade import verify as upgrade_verify  # Starts TensorFlow processes: only when asked.
+
+    upgrade = upgrades[sources.index(main)]
+    tree = None
+    if len(sources) > 1 or os.path.isdir(args.files[0]):
+        texts = {source.relative: result.upgraded for source, result in zip(sources, upgrades)}
+        tree = upgrade_verify.Tree(main.tree, texts)
+    return upgrade_verify.verify_command(upgrade, args, tf1=is_tf1_script(upgrade.original), tree=tree)
+
+
+def _verify_main(
+    sources: list[upgrade_write.Source], main: str | None
+) -> tuple[upgrade_write.Source | None, str | None]:
+    """The source `--verify` runs (`--main`, or the one file), or the problem with `--main`."""
+    trees = {os.path.realpath(source.tree) for source in sources}
+    if len(trees) > 1:
+        return None, f'--verify takes one program: one directory, or files of one directory (got {len(trees)})'
+    if main is None:
+        if len(sources) == 1:
+            return sources[0], None
+        return None, '--verify of several files needs --main FILE, the script to run: one of ' + _listed(sources)
+    for source in sources:
+        if os.path.realpath(source.path) == os.path.realpath(main):
+            return source, None
+    return None, f'--main {main}: not one of the files upgraded; one of ' + _listed(sources)
+
+
+def _listed(sources: list[upgrade_write.Source], most: int = 10) -> str:
+    names = [source.path for source in sources[:most]]
+    return ', '.join(names) + (f' (and {len(sources) - most} more)' if len(sources) > most else '')

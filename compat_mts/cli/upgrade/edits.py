@@ -1,0 +1,984 @@
+"""The stage-1 edits of `compat-mts upgrade`, made on a script's concrete syntax tree (libcst).
+
+The edits are the ones migration_guide/legacy.md, distributed.md and estimator.md list, in the script's own
+spelling and formatting: comments, blank lines and quotes stay as they were. Which name is what comes from
+`compat-mts check`'s catalogue and name resolution (`check.catalogue`, `check.names`), so the two commands agree
+on what a construct is. Each edit is recorded with the line it was made at; what a person has to do is recorded
+the same way, as a note.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import dataclasses
+import functools
+import io
+import os
+import re
+import tokenize
+
+import libcst as cst
+from libcst import helpers
+from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
+
+from compat_mts.core import program as program_lib
+from compat_mts.cli.check import catalogue
+from compat_mts.cli.check import checker as check_checker
+from compat_mts.cli.check import names as check_names
+
+# `tf.compat.v1.train.<X>` names that become `compat_mts.<X>` at stage 1: the catalogue's, where its
+# replacement is the same name in compat_mts.
+SESSION_AND_HOOK_NAMES = frozenset(
+    key[len('train.') :]
+    for key, rule in catalogue.V1_RULES.items()
+    if key.startswith('train.') and rule.stage == 1 and rule.replacement == f'compat_mts.{key[len("train.") :]}'
+)
+_SESSIONS = frozenset({'MonitoredTrainingSession', 'MonitoredSession', 'SingularMonitoredSession'})
+_EAGER_SWITCHES = frozenset({'disable_eager_execution', 'disable_v2_behavior'})
+_SLIM_TRAIN = frozenset({'tf_slim.learning.train', 'tensorflow.contrib.slim.learning.train'})
+_ITERATOR_METHODS = frozenset({'make_one_shot_iterator', 'make_initializable_iterator'})
+_LEGACY_KERAS_LINE = (
+    "os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Before TensorFlow is imported: tf.layers are tf-keras's (Keras 2)."
+)
+# TensorFlow names that build nothing in a graph: a statement made of these alone stays outside the
+# `with tf.Graph().as_default():` block that the graph code goes into.
+_NOT_GRAPH = (
+    'logging',
+    'app',
+    'flags',
+    'gfile',
+    'io.gfile',
+    'train.ClusterSpec',
+    'train.Server',
+    'distribute.Server',
+    'distribute.cluster_resolver',
+    'disable_',
+    'enable_',
+    'config',
+)
+_V1_GRAPH_NAMES = re.compile(
+    r'\b(placeholder|get_variable|variable_scope|layers\.|Optimizer|get_or_create_global_step|'
+    r'make_one_shot_iterator|make_initializable_iterator|summary\.merge_all)\b'
+)
+
+
+_HOROVOD_MODULE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'legacy', 'horovod.py'
+)
+
+
+@functools.cache
+def horovod_names() -> frozenset:
+    """What compat_mts.legacy.horovod provides of horovod.tensorflow: its `__all__`, read from its source (importing
+    it would start TensorFlow, which an upgrade does not need)."""
+    with open(_HOROVOD_MODULE, encoding='utf-8') as source:
+        tree = ast.parse(source.read())
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == '__all__' for target in statement.targets
+        ):
+            return frozenset(ast.literal_eval(statement.value))
+    raise RuntimeError(f'{_HOROVOD_MODULE} has no __all__')
+
+
+program_lib.PROGRAM.register(
+    'upgrade_edits.horovod_names',
+    "compat_mts.legacy.horovod's names, read once from its source (the library's, not a program's)",
+    size=lambda: horovod_names.cache_info().currsize,
+    kind='process',
+)
+
+
+HOROVOD_RUN = (
+    'Horovod on MultiWorkerMirroredStrategy: start one process per worker with TF_CONFIG naming them all, in '
+    'place of horovodrun; without TF_CONFIG the program is one worker (migration_guide/horovod.md)'
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Note:
+    """One line of the report: an edit made (`done`) or a change left for a person, at a line of the input."""
+
+    line: int
+    text: str
+    done: bool
+
+
+def _relative(path: str) -> str | None:
+    """`train.X` for `tensorflow.compat.v1.train.X` or `tensorflow.train.X`; None outside TensorFlow."""
+    for prefix in (catalogue.V1_ROOT, 'tensorflow.'):
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return None
+
+
+def _call_name(call: cst.Call) -> str | None:
+    return helpers.get_full_name_for_node(call.func)
+
+
+def _string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value if isinstance(node.evaluated_value, str) else None
+    return None
+
+
+class _Resolver:
+    """What a dotted name of the script stands for, through its imports (`check_names.Names`)."""
+
+    def __init__(self, tree: ast.Module):
+        self.names = check_names.Names(tree)
+        horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
+        # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
+        self.horovod_uses = {
+            node.attr
+            for node in ast.walk(tree)
+            if horovod
+            and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in horovod
+        }
+
+    def path(self, node: cst.CSTNode) -> str | None:
+        dotted = helpers.get_full_name_for_node(node)
+        if not dotted:
+            return None
+        head, _, rest = dotted.partition('.')
+        bound = self.names.aliases.get(head)
+        if bound is None:
+            return None
+        return f'{bound}.{rest}' if rest else bound
+
+    def alias_of(self, *modules: str) -> str | None:
+        for name, path in self.names.aliases.items():
+            if path in modules:
+                return name
+        return None
+
+
+class _Positions:
+    """Where a module's nodes start, from libcst's byte spans.
+
+    libcst's line-and-column positions cost a third of an upgrade's time, for the few nodes the report names;
+    its byte spans cost a third less, and a node's line is then a search in the offsets of the lines.
+    """
+
+    def __init__(self, module: cst.Module, text: str):
+        self._source = text.encode(module.encoding)
+        self._encoding = module.encoding
+        self._line_starts = [0] + [match.end() for match in re.finditer(b'\n', self._source)]
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self._line_starts, offset)
+
+    def byte_column(self, offset: int) -> int:
+        """The column as `ast` counts it: in bytes of the line's UTF-8."""
+        return offset - self._line_starts[self.line(offset) - 1]
+
+    def column(self, offset: int) -> int:
+        """The column in characters."""
+        start = self._line_starts[self.line(offset) - 1]
+        return len(self._source[start:offset].decode(self._encoding))
+
+
+class _StageOneEdits(cst.CSTTransformer):
+    """The name edits, the eager-switch removal, the Estimator and ps-cluster edits, in one walk."""
+
+    METADATA_DEPENDENCIES = (ByteSpanPositionProvider,)
+
+    def __init__(
+        self,
+        positions: _Positions,
+        resolver: _Resolver,
+        mts: str,
+        keep_v1_shapes: bool,
+        ps_program: bool,
+        serving_placeholders: frozenset[tuple[int, int]] = frozenset(),
+        v1_script: bool = False,
+    ):
+        super().__init__()
+        self._v1_script = v1_script
+        self._positions = positions
+        self._serving_placeholders = serving_placeholders
+        self._resolver = resolver
+        self._mts = mts
+        self.keep_v1_shapes = keep_v1_shapes
+        self._ps_program = ps_program
+        self.notes: list[Note] = []
+        self.uses_mts = False
+        self.uses_legacy_layers = False
+        self.graph_program = False
+        self.kept_v1_shapes = False
+
+    def _offset(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(ByteSpanPositionProvider, node).start
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self._positions.line(self._offset(node))
+
+    def _done(self, node: cst.CSTNode, text: str) -> None:
+        self.notes.append(Note(self._line(node), text, True))
+
+    def _left(self, node: cst.CSTNode, text: str) -> None:
+        self.notes.append(Note(self._line(node), text, False))
+
+    # Names: sessions and hooks, Estimators, v1 layers.
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        path = self._resolver.path(original)
+        if path in _SLIM_TRAIN:
+            self.uses_mts = True
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.slim_learning.train')
+            return cst.parse_expression(f'{self._mts}.slim_learning.train')
+        relative = _relative(path) if path else None
+        if relative is None:
+            return updated
+        if relative.startswith(('layers.', 'nn.rnn_cell.')) and (
+            path.startswith(catalogue.V1_ROOT) or self._resolver.names.bare_tensorflow_is_v1
+        ):
+            self.uses_legacy_layers = True
+        if _V1_GRAPH_NAMES.search(relative) or relative in _EAGER_SWITCHES:
+            self.graph_program = True
+        module, _, name = relative.rpartition('.')
+        if module == 'train' and name in SESSION_AND_HOOK_NAMES:
+            self.uses_mts = True
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.{name}')
+            return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
+        if relative.startswith('estimator.'):
+            return self._estimator(original, updated, relative)
+        if module == 'contrib.tpu' and name in catalogue.TPU_NAMES:
+            self.uses_mts = True
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.estimator.tpu.{name}')
+            return cst.parse_expression(f'{self._mts}.estimator.tpu.{name}')
+        return updated
+
+    # Horovod: its graph API on the strategy's collectives, by one import (compat_mts.legacy.horovod).
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.ImportFrom:
+        if len(original.names) != 1 or original.names[0].asname is None:
+            return updated
+        alias = original.names[0]
+        if helpers.get_full_name_for_node(alias.name) != 'horovod.tensorflow':
+            return updated
+        name = alias.asname.name.value
+        self._done(original, f'import horovod.tensorflow as {name} -> from compat_mts.legacy import horovod as {name}')
+        missing = sorted(self._resolver.horovod_uses - horovod_names())
+        if missing:
+            self._left(
+                original,
+                f'{", ".join(f"{name}.{attribute}" for attribute in missing)}: not in compat_mts.legacy.horovod; '
+                'migration_guide/horovod.md has their strategy counterparts, where they have one',
+            )
+        self.notes.append(Note(0, HOROVOD_RUN, True))
+        return cst.ImportFrom(
+            module=cst.parse_expression('compat_mts.legacy'),
+            names=[cst.ImportAlias(name=cst.Name('horovod'), asname=alias.asname)],
+        )
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        module = helpers.get_full_name_for_node(original.module) if original.module else None
+        if module not in ('tensorflow.compat.v1.train', 'tensorflow.train') or isinstance(
+            original.names, cst.ImportStar
+        ):
+            return updated
+        names = [alias.name.value for alias in original.names if isinstance(alias.name, cst.Name)]
+        moved = [name for name in names if name in SESSION_AND_HOOK_NAMES]
+        if not moved:
+            return updated
+        if len(moved) < len(names):
+            kept = ', '.join(name for name in names if name not in moved)
+            self._left(original, f'split the import: {", ".join(moved)} from compat_mts, {kept} from {module}')
+            return updated
+        self._done(original, f'from {module} import ... -> from compat_mts import ...')
+        return updated.with_changes(module=cst.Name('compat_mts'))
+
+    def _estimator(self, original: cst.Attribute, updated: cst.Attribute, relative: str) -> cst.BaseExpression:
+        found = catalogue.lookup('tensorflow.' + relative, v1_style=True)
+        if found is None:
+            return updated
+        construct, rule = found
+        spelled = helpers.get_full_name_for_node(original)
+        if construct != 'tf.' + relative or relative == 'estimator.export':
+            return updated  # A part of a longer name (`tf.estimator` of `tf.estimator.Estimator`).
+        name = relative[len('estimator.') :]
+        if name in catalogue.ESTIMATOR_HOOK_ALIASES:
+            self.uses_mts = True
+            self._done(original, f"{spelled} -> {self._mts}.{name} (tf.estimator's name of the v1 hook class)")
+            return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
+        if rule.blocks:
+            self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
+            return updated
+        if not rule.replacement.startswith('compat_mts.estimator.'):
+            return updated
+        self.uses_mts = True
+        self._done(original, f'{spelled} -> {self._mts}.{relative}')
+        return cst.parse_expression(f'{self._mts}.{relative}')
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        result = self._edit_call(original, updated)
+        if not isinstance(result, cst.Call) or isinstance(result.whitespace_before_args, cst.ParenthesizedWhitespace):
+            return result
+        new_func = cst.Module([]).code_for_node(result.func)
+        if new_func == cst.Module([]).code_for_node(original.func):
+            return result  # A call whose name did not change keeps its lines as they are.
+        # Arguments after the opening parenthesis, on its line: the next lines align with it.
+        wrapped = [
+            index
+            for index, arg in enumerate(original.args[:-1])
+            if isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace)
+        ]
+        if not wrapped:
+            return result
+        current = self._positions.column(self._offset(original.args[wrapped[0] + 1]))
+        column = self._positions.column(self._offset(original))
+        shift = column + len(new_func) + 1 - current
+        if shift:
+            result = result.with_changes(args=[arg.visit(_Shift(shift)) for arg in result.args])
+        return result
+
+    def _edit_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func = updated.func
+        if isinstance(func, cst.Attribute) and func.attr.value == 'export_savedmodel':
+            # export_saved_model always strips default attributes: it has no strip_default_attrs argument.
+            args = [arg for arg in updated.args if not (arg.keyword and arg.keyword.value == 'strip_default_attrs')]
+            if len(args) < len(updated.args) and args:
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            dropped = ' (strip_default_attrs= dropped: it always strips them)' if len(args) < len(updated.args) else ''
+            self._done(original, f'export_savedmodel -> export_saved_model{dropped}')
+            return updated.with_changes(func=func.with_changes(attr=cst.Name('export_saved_model')), args=args)
+        if isinstance(func, cst.Attribute) and func.attr.value in _ITERATOR_METHODS and not updated.args:
+            return self._iterator_function(original, updated)
+        path = self._resolver.path(original.func)
+        if path and self._v1_canned(path):
+            updated = self._keep_v1_loss_reduction(original, updated)
+        if self._serving_placeholders:
+            offset = self._offset(original)
+            if (self._positions.line(offset), self._positions.byte_column(offset)) in self._serving_placeholders:
+                return self._tensor_spec(original, updated)
+        if path == 'tensorflow.device' and updated.args and _string_value(updated.args[0].value) is None:
+            # TF2's tf.device takes device strings only; a device function needs v1's.
+            tf_name = helpers.get_full_name_for_node(original.func).rsplit('.', 1)[0]
+            self._done(original, f'{tf_name}.device(<device function>) -> {tf_name}.compat.v1.device(...)')
+            return updated.with_changes(func=cst.parse_expression(f'{tf_name}.compat.v1.device'))
+        relative = _relative(path) if path else None
+        if self._ps_program and relative and relative.rpartition('.')[2] in _SESSIONS:
+            return self._drop_master(original, updated)
+        return updated
+
+    def _v1_canned(self, path: str) -> bool:
+        """Whether `path` is a canned Estimator whose v1 default of `loss_reduction` was SUM: any under
+        `tf.compat.v1.estimator`, and `tf.estimator`'s in a TensorFlow 1.x script."""
+        relative = _relative(path)
+        if not relative or relative.rpartition('.')[0] != 'estimator':
+            return False
+        if relative.rpartition('.')[2] not in catalogue.PREMADE_PROVIDED:
+            return False
+        return path.startswith(catalogue.V1_ROOT) or self._v1_script
+
+    def _keep_v1_loss_reduction(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        # What tf_upgrade_v2 (TensorFlow <= 2.15) added: TF2's canned Estimators average the loss over the batch
+        # (SUM_OVER_BATCH_SIZE) where v1's summed it, so a v1 program keeps its loss and its learning rate's
+        # meaning only with the old default spelled out.
+        if any(arg.star or (arg.keyword and arg.keyword.value == 'loss_reduction') for arg in updated.args):
+            return updated
+        tf_name = self._resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+        if tf_name is None:
+            return updated
+        value = f'{tf_name}.keras.losses.Reduction.SUM'
+        args = list(updated.args)
+        if args:
+            last = args[-1]
+            whitespace = cst.SimpleWhitespace(' ')
+            if isinstance(last.comma, cst.Comma):
+                whitespace = last.comma.whitespace_after
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=whitespace))
+        equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(''), whitespace_after=cst.SimpleWhitespace(''))
+        trailing = updated.args[-1].comma if updated.args else cst.MaybeSentinel.DEFAULT
+        args.append(
+            cst.Arg(cst.parse_expression(value), keyword=cst.Name('loss_reduction'), equal=equal, comma=trailing)
+        )
+        spelled = helpers.get_full_name_for_node(original.func)
+        self._done(
+            original,
+            f"{spelled}(..., loss_reduction={value}) added: v1's default (TensorFlow 2 averages the loss over the "
+            'batch), as tf_upgrade_v2 adds it; without it the loss is batch_size times smaller',
+        )
+        return updated.with_changes(args=args)
+
+    def _iterator_function(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        # `dataset.make_one_shot_iterator()`: TF2's Dataset has no such method; the v1 function takes the dataset.
+        if self._resolver.path(original.func) is not None:
+            return updated  # A module's function (`tf.compat.v1.data.make_one_shot_iterator`), not a method.
+        tf_name = self._resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+        if tf_name is None:
+            return updated
+        data = (
+            f'{tf_name}.compat.v1.data' if self._resolver.names.aliases[tf_name] == 'tensorflow' else f'{tf_name}.data'
+        )
+        func = updated.func
+        method = func.attr.value
+        self._done(original, f".{method}() -> {data}.{method}(dataset): TensorFlow 2's Dataset has no such method")
+        return updated.with_changes(func=cst.parse_expression(f'{data}.{method}'), args=[cst.Arg(func.value)])
+
+    def _tensor_spec(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        # `placeholder(dtype, shape=None, name=None)` -> `TensorSpec(shape, dtype, name)`: eager code has no
+        # placeholders, and the serving input receiver takes anything with a shape and a dtype.
+        spelled = helpers.get_full_name_for_node(original.func)
+        head = spelled.rsplit('.', 1)[0].removesuffix('.compat.v1')
+        named = {}
+        for index, arg in enumerate(updated.args):
+            key = arg.keyword.value if arg.keyword else ('dtype', 'shape', 'name')[index]
+            named[key] = arg.value
+        equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(''), whitespace_after=cst.SimpleWhitespace(''))
+        args = [cst.Arg(named.get('shape', cst.Name('None'))), cst.Arg(named['dtype'])]
+        if 'name' in named:
+            args.append(cst.Arg(named['name'], keyword=cst.Name('name'), equal=equal))
+        self._done(original, f'{spelled}(...) -> {head}.TensorSpec(...): the serving input, described, not fed')
+        return cst.Call(func=cst.parse_expression(f'{head}.TensorSpec'), args=args)
+
+    def _drop_master(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        args = [arg for arg in updated.args if not (arg.keyword and arg.keyword.value == 'master')]
+        if len(args) == len(updated.args):
+            return updated
+        if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT and updated.args[-1].keyword.value == 'master':
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        self._done(original, 'master= dropped: on the chief of a parameter-server strategy the strategy runs the steps')
+        return updated.with_changes(args=args)
+
+    # disable_eager_execution() / disable_v2_behavior(): eager execution stays on.
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
+            return updated
+        call = updated.body[0].value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return updated
+        path = self._resolver.path(original.body[0].value.func)
+        relative = _relative(path) if path else None
+        if relative not in _EAGER_SWITCHES:
+            return updated
+        self.graph_program = True
+        spelled = helpers.get_full_name_for_node(call.func)
+        if relative == 'disable_v2_behavior' and self.keep_v1_shapes:
+            self._done(original, f'{spelled}() -> disable_v2_tensorshape(): the graph code reads Dimension.value')
+            self.kept_v1_shapes = True
+            func = call.func.with_changes(attr=cst.Name('disable_v2_tensorshape'))
+            return updated.with_changes(body=[updated.body[0].with_changes(value=call.with_changes(func=func))])
+        self._done(original, f'{spelled}() removed: compat_mts runs the graph eagerly')
+        return cst.RemovalSentinel.REMOVE
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        body = list(updated.body)
+        body = self._ps_servers(body)
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        return updated.with_changes(body=body)
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        return updated.with_changes(body=self._ps_servers(list(updated.body)))
+
+    # ps clusters: `server = Server(cluster, ...)` + `if job == 'ps': server.join()`.
+    def _ps_servers(self, body: list) -> list:
+        if not self._ps_program:
+            return body
+        for index, statement in enumerate(body):
+            server = _server_assignment(statement)
+            if server is None:
+                continue
+            name, call = server
+            for later in range(index + 1, len(body)):
+                job = _joins_on_ps(body[later], name)
+                if job is None:
+                    continue
+                branch = body[later]
+                serve = branch.body.with_changes(body=[statement, *branch.body.body])
+                test = cst.parse_expression(f"{job} in ('ps', 'worker')")
+                cluster = cst.Module([]).code_for_node(call.args[0].value) if call.args else 'cluster'
+                strategy = cst.parse_statement(f'{self._mts}.parameter_server_strategy({cluster})\n')
+                self.uses_mts = True
+                self.notes.append(
+                    Note(0, 'the ps and worker tasks serve and join(); the chief calls parameter_server_strategy', True)
+                )
+                self.notes.append(
+                    Note(
+                        0,
+                        f"the cluster ({cluster}) needs a 'chief' job: the task that runs the session loop. Add it "
+                        'where the cluster is described, and start that task (migration_guide/distributed.md, '
+                        '"Parameter-server clusters")',
+                        False,
+                    )
+                )
+                return [
+                    *body[:index],
+                    *body[index + 1 : later],
+                    branch.with_changes(test=test, body=serve),
+                    strategy,
+                    *body[later + 1 :],
+                ]
+        return body
+
+
+class _Shift(cst.CSTTransformer):
+    """Moves every continuation line of a node right (or left) by `columns`."""
+
+    def __init__(self, columns: int):
+        super().__init__()
+        self._columns = columns
+
+    def leave_ParenthesizedWhitespace(
+        self, original: cst.ParenthesizedWhitespace, updated: cst.ParenthesizedWhitespace
+    ) -> cst.ParenthesizedWhitespace:
+        width = max(0, len(updated.last_line.value) + self._columns)
+        return updated.with_changes(last_line=cst.SimpleWhitespace(' ' * width))
+
+
+def _server_assignment(statement: cst.CSTNode) -> tuple[str, cst.Call] | None:
+    """(`server`, the call) for `server = tf.train.Server(...)` / `tf.distribute.Server(...)`."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target, call = assign.targets[0].target, assign.value
+    if not isinstance(target, cst.Name) or not isinstance(call, cst.Call):
+        return None
+    name = _call_name(call) or ''
+    return (target.value, call) if name.endswith('.Server') else None
+
+
+def _joins_on_ps(statement: cst.CSTNode, server: str) -> str | None:
+    """The job expression's code for `if <job> == 'ps': <server>.join()` (no elif/else); None otherwise."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None:
+        return None
+    test = statement.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and _string_value(test.comparisons[0].comparator) == 'ps'
+    ):
+        return None
+    code = cst.Module([]).code_for_node(statement.body)
+    if f'{server}.join()' not in code:
+        return None
+    return cst.Module([]).code_for_node(test.left)
+
+
+def _is_ps_program(tree: ast.Module) -> bool:
+    """Whether the script describes a cluster with a 'ps' job, or places variables with a replica_device_setter."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps' for key in node.keys):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == 'replica_device_setter':
+            return True
+    return False
+
+
+def sets_legacy_keras(text: str) -> bool:
+    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it)."""
+    return any(check_checker._sets_legacy_keras(node) for node in ast.walk(ast.parse(text)))  # noqa: SLF001
+
+
+def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tuple[int, int]]:
+    """(line, column) of each `placeholder(...)` call whose value goes to `build_raw_serving_input_receiver_fn`
+    (directly, or through a name assigned in the same function)."""
+    found = set()
+    if not any(
+        isinstance(node, ast.Attribute) and node.attr == 'build_raw_serving_input_receiver_fn'
+        for node in ast.walk(tree)
+    ):
+        return frozenset()
+    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:
+        fed = set()
+        placeholders = []
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == 'build_raw_serving_input_receiver_fn':
+                    for argument in ast.walk(node):
+                        if isinstance(argument, ast.Name):
+                            fed.add(argument.id)
+                        if argument is not node and _is_placeholder(argument, resolver):
+                            found.add((argument.lineno, argument.col_offset))
+            if isinstance(node, ast.Assign) and _is_placeholder(node.value, resolver):
+                placeholders.extend((target.id, node.value) for target in node.targets if isinstance(target, ast.Name))
+        found.update((call.lineno, call.col_offset) for name, call in placeholders if name in fed)
+    return frozenset(found)
+
+
+def _is_placeholder(node: ast.AST, resolver: _Resolver) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    path = resolver.names.resolve(node.func) or ''
+    return path in ('tensorflow.compat.v1.placeholder', 'tensorflow.placeholder')
+
+
+def _reads_dimension_values(text: str) -> bool:
+    """Whether the script reads `x.shape[i].value` (check's blocking shape finding)."""
+    if '.value' not in text:
+        return False
+    return any(
+        finding.replacement.startswith('tf.compat.v1.dimension_value(') for finding in check_checker.check_source(text)
+    )
+
+
+def _add_after_imports(module: cst.Module, code: str) -> cst.Module:
+    """`code` as a statement after the last top-level TensorFlow import (else after the last import)."""
+    body = list(module.body)
+    imports = [
+        index
+        for index, statement in enumerate(body)
+        if isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))
+    ]
+    tensorflow = [index for index in imports if 'tensorflow' in module.code_for_node(body[index])]
+    position = (tensorflow or imports or [-1])[-1]
+    body.insert(position + 1, cst.parse_statement(code + '\n'))
+    return module.with_changes(body=body)
+
+
+def _add_before_tensorflow(module: cst.Module, code: str) -> cst.Module:
+    """`code` as a statement before the first top-level TensorFlow import (else after the last import): compat_mts
+    imported first keeps TensorFlow's start-up lines off stderr (`compat_mts._quiet_start`)."""
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        if (
+            isinstance(statement, cst.SimpleStatementLine)
+            and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))
+            and 'tensorflow' in module.code_for_node(statement)
+        ):
+            line = cst.parse_statement(code + '\n')
+            body[index:index] = [line.with_changes(leading_lines=statement.leading_lines)]
+            body[index + 1] = statement.with_changes(leading_lines=[])
+            return module.with_changes(body=body)
+    return _add_after_imports(module, code)
+
+
+def _add_legacy_keras(module: cst.Module) -> cst.Module:
+    """`os.environ['TF_USE_LEGACY_KERAS'] = '1'` before the first import (after `__future__` ones)."""
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(
+            statement.body[0], (cst.Import, cst.ImportFrom)
+        ):
+            continue
+        first = statement.body[0]
+        if isinstance(first, cst.ImportFrom) and helpers.get_full_name_for_node(first.module) == '__future__':
+            continue
+        imports_os = isinstance(first, cst.Import) and [a.name.value for a in first.names] == ['os']
+        line = cst.parse_statement(_LEGACY_KERAS_LINE + '\n')
+        if imports_os:
+            body.insert(index + 1, line)
+        else:
+            body[index:index] = [cst.parse_statement('import os\n'), line]
+        return module.with_changes(body=body)
+    return module
+
+
+def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
+    """The script `text` after the stage-1 edits, and the report's notes (line numbers of `text`).
+
+    `v1_script`: `text` was written for TensorFlow 1.x (and may since have had `tf_upgrade_v2`'s renames), so its
+    `tf.estimator` names are v1's, with v1's defaults.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    tree = ast.parse(text)
+    resolver = _Resolver(tree)
+    notes: list[Note] = []
+    if not resolver.names.uses_tensorflow:
+        return text, notes
+    mts = resolver.alias_of('compat_mts') or 'mts'
+    module = cst.parse_module(text)
+    edits = _StageOneEdits(
+        _Positions(module, text),
+        resolver,
+        mts,
+        keep_v1_shapes=_reads_dimension_values(text),
+        ps_program=_is_ps_program(tree),
+        serving_placeholders=_serving_placeholders(tree, resolver),
+        v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
+    )
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # The module is ours: no copy.
+    edited = wrapper.visit(edits)
+    notes.extend(edits.notes)
+    tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+    if edits.keep_v1_shapes and not edits.kept_v1_shapes and tf_name and 'disable_v2_tensorshape' not in text:
+        v1 = tf_name if resolver.names.aliases[tf_name] == 'tensorflow.compat.v1' else f'{tf_name}.compat.v1'
+        edited = _add_after_imports(edited, f'{v1}.disable_v2_tensorshape()')
+        notes.append(Note(0, f'{v1}.disable_v2_tensorshape() added: the graph code reads Dimension.value', True))
+    if edits.uses_mts and resolver.alias_of('compat_mts') is None:
+        edited = _add_before_tensorflow(edited, f'import compat_mts as {mts}')
+        notes.append(Note(0, f'import compat_mts as {mts} added', True))
+    if edits.uses_legacy_layers and not sets_legacy_keras(text):
+        edited = _add_legacy_keras(edited)
+        notes.append(
+            Note(0, "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (tf.layers are tf-keras's)", True)
+        )
+    result = edited.code
+    if edits.graph_program:
+        result, wrapped = wrap_top_level_graphs(result)
+        notes.extend(
+            Note(0, f'the graph built at the top level of {where} goes under tf.Graph().as_default()', True)
+            for where in wrapped
+        )
+    return result, notes
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The graph built at the top level: its code goes under `with tf.Graph().as_default():`, as text, so that
+# continuation lines move with the statements they belong to.
+
+
+def _string_interiors(text: str) -> set[int]:
+    """Line numbers (1-based) inside a multi-line string after its first line: never re-indented."""
+    lines: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+            lines.update(range(token.start[0] + 1, token.end[0] + 1))
+    return lines
+
+
+class _GraphScan:
+    """Where a function (or the module) makes a session over graph code it built outside any graph block."""
+
+    def __init__(self, tree: ast.Module):
+        self.names = check_names.Names(tree)
+        self.graph_blocks = [
+            (node.lineno, node.end_lineno)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.With) and any(_is_as_default(item.context_expr) for item in node.items)
+        ]
+        self.tf_functions = self._tensorflow_functions(tree)
+        self.uses_wrap_graph = any(
+            isinstance(node, ast.Attribute) and node.attr == 'wrap_graph' for node in ast.walk(tree)
+        )
+
+    def _tensorflow_functions(self, tree: ast.Module) -> set[str]:
+        """The module's functions that build graph ops, themselves or through the module's other functions."""
+        functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        direct, calls = set(), {}
+        for name, function in functions.items():
+            calls[name] = set()
+            for child in ast.walk(function):
+                if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in functions:
+                    calls[name].add(child.func.id)
+                elif isinstance(child, ast.Attribute) and name not in direct and self._is_graph_name(child):
+                    direct.add(name)
+        found = set(direct)
+        changed = True
+        while changed:  # Through calls: at most one round per function.
+            more = {name for name in functions if name not in found and calls[name] & found}
+            found |= more
+            changed = bool(more)
+        return found
+
+    def _is_graph_name(self, node: ast.AST) -> bool:
+        path = self.names.resolve(node)
+        relative = _relative(path) if path else None
+        return bool(relative) and not relative.startswith(_NOT_GRAPH)
+
+    def is_session(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        path = self.names.resolve(node.func) or ''
+        return path.startswith('compat_mts.') and path.rpartition('.')[2] in _SESSIONS
+
+    def in_graph_block(self, line: int) -> bool:
+        return any(start <= line <= end for start, end in self.graph_blocks)
+
+
+def _is_as_default(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == 'as_default'
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Attribute)
+        and node.func.value.func.attr == 'Graph'
+    )
+
+
+def _own_nodes(statement: ast.stmt):
+    """The nodes of `statement` outside the functions and classes it defines; of a dotted name (`tf.train.X`),
+    only the whole name."""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.Attribute):
+            inner = node
+            while isinstance(inner.value, ast.Attribute):
+                inner = inner.value
+            if isinstance(inner.value, ast.Name):
+                continue
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
+
+
+def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
+    """`text` with each graph built outside a graph block (and its session) under `with tf.Graph().as_default():`.
+
+    Returns:
+      The new text and where blocks were added (`main()`, `the module`).
+    """
+    tree = ast.parse(text)
+    scan = _GraphScan(tree)
+    tf_name = next(
+        (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
+    )
+    if scan.uses_wrap_graph or not tf_name:
+        return text, []
+    bodies = [('the module', tree.body)] + [
+        (f'{node.name}()', node.body)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    regions = []
+    for where, body in bodies:
+        sessions = [
+            statement
+            for statement in body
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and any(scan.is_session(node) and not scan.in_graph_block(node.lineno) for node in _own_nodes(statement))
+        ]
+        if not sessions:
+            continue
+        first = next(
+            (
+                statement
+                for statement in body
+                if not isinstance(statement, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))
+                and not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+                and _graph_statement(statement, scan)
+            ),
+            None,
+        )
+        if first is None or first.lineno > sessions[0].lineno:
+            continue
+        last = body[-1] if where != 'the module' else sessions[-1]
+        regions.append((where, first.lineno, last.end_lineno, first.col_offset))
+    # A region inside another (a function's in the module's) goes with the outer one.
+    regions = [
+        region
+        for region in regions
+        if not any(other[1] <= region[1] and region[2] <= other[2] and other != region for other in regions)
+    ]
+    if not regions:
+        return text, []
+    lines = text.splitlines(keepends=True)
+    interiors = _string_interiors(text)
+    for where, start, end, column in sorted(regions, key=lambda region: -region[1]):
+        for number in range(start, end + 1):
+            if number not in interiors and lines[number - 1].strip():
+                lines[number - 1] = '    ' + lines[number - 1]
+        lines.insert(start - 1, ' ' * column + f'with {tf_name}.Graph().as_default():\n')
+    return ''.join(lines), [region[0] for region in regions]
+
+
+def _graph_statement(statement: ast.stmt, scan: _GraphScan) -> bool:
+    if isinstance(statement, ast.If) and any(
+        isinstance(node, ast.Attribute) and node.attr == 'join' for node in ast.walk(statement)
+    ):
+        return False  # The ps and worker tasks' serving branch.
+    for node in _own_nodes(statement):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in scan.tf_functions:
+            return True
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            path = scan.names.resolve(node)
+            relative = _relative(path) if path else None
+            if relative and not relative.startswith(_NOT_GRAPH):
+                return True
+    return False
+
+
+# TensorFlow 1.x modules that `tf_upgrade_v2` leaves under their 1.x names, which TensorFlow 2 gave to other code:
+# `tf.summary.scalar` becomes TF2's summary (no default writer: nothing recorded, nothing for `merge_all()`),
+# `tf.layers.dense` is gone (a manual edit, its report says), and `tf.flags` is gone (`tf.compat.v1.flags` is
+# absl's flags, as `tf.flags` was).
+_KEPT_BY_TF_UPGRADE_V2 = ('summary', 'layers', 'nn.rnn_cell', 'flags')
+
+
+class _V1Modules(cst.CSTTransformer):
+    """`tf.summary.<X>`, `tf.layers.<X>`, `tf.nn.rnn_cell.<X>`, `tf.flags` of a TensorFlow 1.x script ->
+    `tf.compat.v1.*`."""
+
+    METADATA_DEPENDENCIES = (ByteSpanPositionProvider,)
+
+    def __init__(self, positions: _Positions, resolver: _Resolver):
+        super().__init__()
+        self._positions = positions
+        self._resolver = resolver
+        self.notes: list[Note] = []
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self._positions.line(self.get_metadata(ByteSpanPositionProvider, node).start)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        path = self._resolver.path(original) or ''
+        module = next((m for m in _KEPT_BY_TF_UPGRADE_V2 if path == f'tensorflow.{m}.{original.attr.value}'), None)
+        if module is None:
+            return updated
+        spelled = helpers.get_full_name_for_node(original)
+        if not spelled.endswith(f'.{module}.{original.attr.value}'):
+            return updated  # Through a name of the module (`layers.dense` after `layers = tf.layers`): renamed there.
+        head = spelled[: -len(f'.{module}.{original.attr.value}')]
+        replacement = f'{head}.compat.v1.{module}.{original.attr.value}'
+        self.notes.append(Note(self._line(original), f'{spelled} -> {replacement}', True))
+        return cst.parse_expression(replacement)
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        # `layers = tf.layers` (Horovod's MNIST example): the module itself, under a name of the script's.
+        path = self._resolver.path(original.value) if isinstance(original.value, cst.Attribute) else None
+        module = next((m for m in _KEPT_BY_TF_UPGRADE_V2 if path == f'tensorflow.{m}'), None)
+        spelled = helpers.get_full_name_for_node(original.value) if module else None
+        if not spelled or not spelled.endswith(f'.{module}'):
+            return updated
+        replacement = f'{spelled[: -len(module)]}compat.v1.{module}'
+        self.notes.append(Note(self._line(original.value), f'{spelled} -> {replacement}', True))
+        return updated.with_changes(value=cst.parse_expression(replacement))
+
+
+def v1_modules(text: str) -> tuple[str, list[Note]]:
+    """A TensorFlow 1.x script's `tf.summary.*`, `tf.layers.*`, `tf.nn.rnn_cell.*` and `tf.flags` as `tf.compat.v1.*`.
+
+    Runs before `tf_upgrade_v2`, which leaves those names as they are (see `_KEPT_BY_TF_UPGRADE_V2`).
+
+    Returns:
+      The new text and the notes of the edits.
+    """
+    if not any(f'.{module}' in text for module in _KEPT_BY_TF_UPGRADE_V2):
+        return text, []  # Nothing to rename: no tree to build.
+    # The names are resolved through the whole script's imports; the edits, each within one statement, are
+    # made only on the top-level statements that spell a module's name (the rest of the text is kept as it is).
+    resolver = _Resolver(ast.parse(text))
+    pieces, notes, lines_before = [], [], 0
+    for piece in top_level_pieces(text):
+        edited = piece
+        if any(module in piece for module in _KEPT_BY_TF_UPGRADE_V2):
+            module = cst.parse_module(piece)
+            edits = _V1Modules(_Positions(module, piece), resolver)
+            edited = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
+            notes.extend(dataclasses.replace(note, line=note.line + lines_before) for note in edits.notes)
+        lines_before += piece.count('\n')
+        pieces.append(edited)
+    return ''.join(pieces), notes
+
+
+def top_level_pieces(text: str, lines_per_piece: int = 1) -> list[str]:
+    """`text` cut into pieces of at least `lines_per_piece` lines (but the last), each cut before a top-level
+    statement that starts on a line of its own.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    lines = io.StringIO(text, newline='').readlines()  # Python's line ends only (not str.splitlines' \f, ...)
+    cuts, end = [0], 0
+    for statement in ast.parse(text).body:
+        first = min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+        if first > end and first - 1 - cuts[-1] >= lines_per_piece:
+            cuts.append(first - 1)  # A statement that starts on a line of its own: the piece before it ends.
+        end = max(end, statement.end_lineno)
+    cuts.append(len(lines))
+    return [''.join(lines[start:stop]) for start, stop in zip(cuts, cuts[1:]) if stop > start]
