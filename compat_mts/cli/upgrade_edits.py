@@ -39,7 +39,6 @@ _SESSIONS = frozenset({'MonitoredTrainingSession', 'MonitoredSession', 'Singular
 _EAGER_SWITCHES = frozenset({'disable_eager_execution', 'disable_v2_behavior'})
 _SLIM_TRAIN = frozenset({'tf_slim.learning.train', 'tensorflow.contrib.slim.learning.train'})
 _ITERATOR_METHODS = frozenset({'make_one_shot_iterator', 'make_initializable_iterator'})
-_EDITED_METHODS = _ITERATOR_METHODS | {'export_savedmodel'}  # Edited whatever object they are called on.
 _LEGACY_KERAS_LINE = (
     "os.environ['TF_USE_LEGACY_KERAS'] = '1'  # Before TensorFlow is imported: tf.layers are tf-keras's (Keras 2)."
 )
@@ -246,9 +245,11 @@ class _StageOneEdits(cst.CSTTransformer):
         graph = legacy = False
         for node in nodes:
             if isinstance(node, ast.Attribute):
-                if node.attr in _EDITED_METHODS:
-                    return True
                 dotted = _syntax_name(node)
+                if node.attr == 'export_savedmodel' or (
+                    node.attr in _ITERATOR_METHODS and self._resolver.dotted_path(dotted) is None
+                ):
+                    return True
             elif isinstance(node, ast.Name):
                 if self._may_edit(self._resolver.dotted_path(node.id)):
                     return True
@@ -289,7 +290,8 @@ class _StageOneEdits(cst.CSTTransformer):
         module, _, name = relative.rpartition('.')
         return (
             (module == 'train' and name in SESSION_AND_HOOK_NAMES)
-            or relative.startswith('estimator.')
+            or (relative.startswith('estimator.') and _estimator_rule(relative) is not None)
+            or (module == 'estimator' and name in catalogue.PREMADE_PROVIDED)
             or module == 'contrib.tpu'
             or relative in ('device', *_EAGER_SWITCHES)
         )
@@ -388,13 +390,10 @@ class _StageOneEdits(cst.CSTTransformer):
         return updated.with_changes(module=cst.Name('compat_mts'))
 
     def _estimator(self, original: cst.Attribute, updated: cst.Attribute, relative: str) -> cst.BaseExpression:
-        found = catalogue.lookup('tensorflow.' + relative, v1_style=True)
-        if found is None:
+        rule = _estimator_rule(relative)
+        if rule is None:
             return updated
-        construct, rule = found
         spelled = helpers.get_full_name_for_node(original)
-        if construct != 'tf.' + relative or relative == 'estimator.export':
-            return updated  # A part of a longer name (`tf.estimator` of `tf.estimator.Estimator`).
         name = relative[len('estimator.') :]
         if name in catalogue.ESTIMATOR_HOOK_ALIASES:
             self.uses_mts = True
@@ -402,8 +401,6 @@ class _StageOneEdits(cst.CSTTransformer):
             return cst.Attribute(value=cst.Name(self.mts), attr=cst.Name(name))
         if rule.blocks:
             self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
-            return updated
-        if not rule.replacement.startswith('compat_mts.estimator.'):
             return updated
         self.uses_mts = True
         self._done(original, f'{spelled} -> {self.mts}.{relative}')
@@ -614,6 +611,22 @@ class _StageOneEdits(cst.CSTTransformer):
         return body
 
 
+def _estimator_rule(relative: str) -> catalogue.Rule | None:
+    """The catalogue's rule for `tf.<relative>` (`estimator.X`) when `_StageOneEdits._estimator` edits or notes it:
+    a hook's alias, a blocking construct, or a name compat_mts.estimator has; None for the rest (a part of a
+    longer name, `tf.estimator` of `tf.estimator.Estimator`, and the names that stay as they are)."""
+    found = catalogue.lookup('tensorflow.' + relative, v1_style=True)
+    if found is None:
+        return None
+    construct, rule = found
+    if construct != 'tf.' + relative or relative == 'estimator.export':
+        return None
+    name = relative[len('estimator.') :]
+    if name in catalogue.ESTIMATOR_HOOK_ALIASES or rule.blocks or rule.replacement.startswith('compat_mts.estimator.'):
+        return rule
+    return None
+
+
 class _Shift(cst.CSTTransformer):
     """Moves every continuation line of a node right (or left) by `columns`."""
 
@@ -670,9 +683,11 @@ def _is_ps_program(tree: ast.Module) -> bool:
     return False
 
 
-def sets_legacy_keras(text: str) -> bool:
-    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it)."""
-    return any(check_checker._sets_legacy_keras(node) for node in ast.walk(ast.parse(text)))  # noqa: SLF001
+def sets_legacy_keras(text: str, tree: ast.Module | None = None) -> bool:
+    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it); `tree`: its
+    syntax tree, when the caller has it."""
+    nodes = ast.walk(ast.parse(text) if tree is None else tree)
+    return any(check_checker._sets_legacy_keras(node) for node in nodes)  # noqa: SLF001
 
 
 def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tuple[int, int]]:
@@ -771,15 +786,16 @@ def _add_legacy_keras(module: cst.Module) -> cst.Module:
     return module
 
 
-def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
+def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: bool = True) -> tuple[str, list[Note]]:
     """The script `text` after the stage-1 edits, and the report's notes (line numbers of `text`).
 
     `v1_script`: `text` was written for TensorFlow 1.x (and may since have had `tf_upgrade_v2`'s renames), so its
     `tf.estimator` names are v1's, with v1's defaults.
 
-    The edits are made statement by statement (`_StatementEdits`): libcst parses only the statements that hold
-    an edit, so the time is linear in the script's length. A parameter-server program (whose edits move
-    statements between blocks), a file with a coding declaration or carriage returns is edited as one module.
+    `statement_by_statement`: the edits are made statement by statement (`StatementEdits`): libcst parses only
+    the statements that hold an edit, so the time is linear in the script's length. Else, and always for a
+    parameter-server program (whose edits move statements between blocks), a file with a coding declaration or
+    carriage returns, libcst parses the whole script as one module; the text and the notes are the same.
 
     Raises:
       SyntaxError: `text` is not valid Python.
@@ -798,17 +814,22 @@ def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
         serving_placeholders=_serving_placeholders(tree, resolver),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
     )
-    if edits.ps_program or '\r' in text or _CODING.match(text):
+    if not statement_by_statement or edits.ps_program or '\r' in text or _CODING.match(text):
         edited = edits.edit(cst.parse_module(text), text)
         notes.extend(edits.notes)
-        for addition, note in _additions(edits, resolver, text):
+        for addition, note in _additions(edits, resolver, text, tree):
             edited = addition.add(edited)
             notes.append(note)
         result = edited.code
     else:
-        units = _StatementEdits(edits, text).top_level(tree.body)
+        units = StatementEdits(
+            text,
+            edits.needs_edits,
+            lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
+            removable=functools.partial(_removable, edits.resolver),
+        ).top_level(tree.body)
         notes.extend(edits.notes)
-        result = _with_additions(units, _additions(edits, resolver, text), notes)
+        result = _with_additions(units, _additions(edits, resolver, text, tree), notes)
     if edits.graph_program:
         result, wrapped = wrap_top_level_graphs(result)
         notes.extend(
@@ -830,7 +851,7 @@ class _Addition:
     where: str  # 'after imports', 'before tensorflow' or 'first import'
 
 
-def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str) -> list[tuple[_Addition, Note]]:
+def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str, tree: ast.Module) -> list[tuple[_Addition, Note]]:
     """The statements the edits add at the top level, in order, each with its note."""
     additions = []
     tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
@@ -838,7 +859,9 @@ def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str) -> list[tu
         v1 = tf_name if resolver.names.aliases[tf_name] == 'tensorflow.compat.v1' else f'{tf_name}.compat.v1'
         additions.append(
             (
-                _Addition(functools.partial(_add_after_imports, code=f'{v1}.disable_v2_tensorshape()'), 'after imports'),
+                _Addition(
+                    functools.partial(_add_after_imports, code=f'{v1}.disable_v2_tensorshape()'), 'after imports'
+                ),
                 Note(0, f'{v1}.disable_v2_tensorshape() added: the graph code reads Dimension.value', True),
             )
         )
@@ -852,7 +875,7 @@ def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str) -> list[tu
                 Note(0, f'import compat_mts as {edits.mts} added', True),
             )
         )
-    if edits.uses_legacy_layers and not sets_legacy_keras(text):
+    if edits.uses_legacy_layers and not sets_legacy_keras(text, tree):
         additions.append(
             (
                 _Addition(_add_legacy_keras, 'first import'),
@@ -904,23 +927,36 @@ class _Unit:
 _WRAPPER = 'if True:\n'  # Before a statement of an indented block, so that it parses on its own.
 
 
-class _StatementEdits:
-    """The stage-1 edits made on the statements that hold one, each parsed by libcst on its own.
+class StatementEdits:
+    """Edits made on the statements that hold one, each statement parsed on its own, so that the time is linear
+    in the script's length however costly the edit's parser is.
 
-    A statement in which `_StageOneEdits.needs_edits` finds nothing is kept as it is. One that holds an edit is
-    parsed on its own (an indented one under `if True:`); a function, class, `with`, `for`, `while` or `if`
-    (without `else`) whose body starts on a line of its own is not parsed whole: its header is (with `pass` for
-    a body), if it holds an edit, and its body's statements are taken one by one. A statement the edits may
-    remove (`disable_eager_execution()`) is parsed with what libcst gives it: at the top level with the
-    statement before it (whose lines after it, comments above the removed one, libcst may give to either), in a
-    block with the whole block's statement.
+    A statement in which `needs(nodes)` (its `ast` nodes) finds nothing is kept as it is. One that holds an edit
+    goes to `edit(source, lines_before)` on its own (an indented one under `if True:`), which gives the edited
+    source (`lines_before`: the script's lines before `source`'s first). A function, class, `with`, `for`,
+    `while` or `if` (without `else`) whose body starts on a line of its own is not edited whole: its header is
+    (with `pass` for a body), if it holds an edit, and its body's statements are taken one by one. With
+    `header_after_body`, a header whose decorators or return annotation hold an edit is edited with its body
+    (`ast`'s order: an editor that visits the body before them reports them after it). A statement for which
+    `removable(statements)` is true may vanish with the lines libcst gives it: at the top level it is edited with
+    the statement before it (whose lines after it, comments above the removed one, libcst may give to either),
+    in a block with the whole block's statement.
     """
 
-    def __init__(self, edits: _StageOneEdits, text: str):
-        self._edits = edits
+    def __init__(
+        self,
+        text: str,
+        needs: Callable[[Iterable[ast.AST]], bool],
+        edit: Callable[[str, int], str],
+        removable: Callable[[list[ast.stmt]], bool] = lambda statements: False,
+        header_after_body: bool = False,
+    ):
         self._lines = io.StringIO(text, newline='').readlines()
+        self._needs, self._edit, self._removable = needs, edit, removable
+        self._header_after_body = header_after_body
 
     def top_level(self, body: list[ast.stmt]) -> list[_Unit]:
+        """The script's text as units, their statements edited; `body` the script's top-level statements."""
         units: list[_Unit] = []
         groups: list[list[ast.stmt]] = []
         merged: list[bool] = []
@@ -965,26 +1001,33 @@ class _StatementEdits:
     def _statements(self, group: list[ast.stmt], depth: int) -> str:
         """The text of statements that share their lines, edited."""
         first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
-        if not self._edits.needs_edits(node for statement in group for node in ast.walk(statement)):
+        if not self._needs(node for statement in group for node in ast.walk(statement)):
             return ''.join(self._lines[first:last])
         statement = group[0]
         if len(group) > 1 or not self._descends(statement):
             return self._parse(first, last, depth)
+        after_body = ('decorator_list', 'returns') if self._header_after_body else ()
+        if after_body and self._needs(self._header(statement, lambda field: field in after_body)):
+            return self._parse(first, last, depth)
         body_first = _first_line(statement.body[0]) - 1
-        header = [
-            node
-            for field, value in ast.iter_fields(statement)
-            if field != 'body'
-            for child in (value if isinstance(value, list) else [value])
-            if isinstance(child, ast.AST)
-            for node in ast.walk(child)
-        ]
-        if self._edits.needs_edits(header):
+        if self._needs(self._header(statement, lambda field: field != 'body')):
             body_line = self._lines[body_first]
             head = self._parse(first, body_first, depth, dummy=body_line[: len(body_line) - len(body_line.lstrip())])
         else:
             head = ''.join(self._lines[first:body_first])
         return head + self._block(statement.body, body_first, last, depth + 1)
+
+    @staticmethod
+    def _header(statement: ast.stmt, fields: Callable[[str], bool]) -> list[ast.AST]:
+        """The nodes of the statement's fields that `fields` selects (all but `body`: its header)."""
+        return [
+            node
+            for field, value in ast.iter_fields(statement)
+            if fields(field)
+            for child in (value if isinstance(value, list) else [value])
+            if isinstance(child, ast.AST)
+            for node in ast.walk(child)
+        ]
 
     def _descends(self, statement: ast.stmt) -> bool:
         """Whether the statement's header and its body's statements can be edited apart."""
@@ -1001,29 +1044,26 @@ class _StatementEdits:
             return line.lstrip().startswith('@')
         return not line.encode('utf-8')[: first.col_offset].strip()  # ast's columns count UTF-8 bytes.
 
-    def _removable(self, group: list[ast.stmt]) -> bool:
-        """Whether the edits may remove a statement of `group` (an eager switch)."""
-        return any(
-            isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Call)
-            and isinstance(statement.value.func, ast.Attribute)
-            and _relative(self._edits.resolver.syntax_path(statement.value.func) or '') in _EAGER_SWITCHES
-            for statement in group
-        )
-
     def _parse(self, first: int, last: int, depth: int, dummy: str | None = None) -> str:
-        """Lines `first` to `last` (0-based, `last` excluded) parsed by libcst and edited; `dummy`: the
-        indentation of a `pass` that stands for the body of the header they hold."""
+        """Lines `first` to `last` (0-based, `last` excluded) edited; `dummy`: the indentation of a `pass` that
+        stands for the body of the header they hold."""
         text = ''.join(self._lines[first:last])
         wrapper = _WRAPPER if depth else ''
-        source = wrapper + text + (f'{dummy}pass\n' if dummy is not None else '')
-        code = self._edits.edit(cst.parse_module(source), source, first - (1 if depth else 0)).code
-        assert code.startswith(wrapper), 'the wrapper of an indented statement is kept'
-        code = code[len(wrapper) :]
-        if dummy is not None:
-            assert code.endswith(f'{dummy}pass\n'), "the header's stand-in body is kept"
-            code = code[: -len(f'{dummy}pass\n')]
-        return code
+        tail = f'{dummy}pass\n' if dummy is not None else ''
+        code = self._edit(wrapper + text + tail, first - (1 if depth else 0))
+        assert code.startswith(wrapper) and code.endswith(tail), 'the stand-ins around a statement are kept'
+        return code[len(wrapper) : len(code) - len(tail)]
+
+
+def _removable(resolver: _Resolver, group: list[ast.stmt]) -> bool:
+    """Whether the edits may remove a statement of `group` (an eager switch)."""
+    return any(
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and _relative(resolver.syntax_path(statement.value.func) or '') in _EAGER_SWITCHES
+        for statement in group
+    )
 
 
 def _first_line(statement: ast.stmt) -> int:
@@ -1270,19 +1310,27 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
     if not any(f'.{module}' in text for module in _KEPT_BY_TF_UPGRADE_V2):
         return text, []  # Nothing to rename: no tree to build.
     # The names are resolved through the whole script's imports; the edits, each within one statement, are
-    # made only on the top-level statements that spell a module's name (the rest of the text is kept as it is).
-    resolver = _Resolver(ast.parse(text))
-    pieces, notes, lines_before = [], [], 0
-    for piece in top_level_pieces(text):
-        edited = piece
-        if any(module in piece for module in _KEPT_BY_TF_UPGRADE_V2):
-            module = cst.parse_module(piece)
-            edits = _V1Modules(_Positions(module, piece), resolver)
-            edited = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
-            notes.extend(dataclasses.replace(note, line=note.line + lines_before) for note in edits.notes)
-        lines_before += piece.count('\n')
-        pieces.append(edited)
-    return ''.join(pieces), notes
+    # made only on the statements that name a module's name (the rest of the text is kept as it is).
+    tree = ast.parse(text)
+    resolver = _Resolver(tree)
+    notes: list[Note] = []
+    prefixes = tuple(f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2)
+
+    def needs(nodes: Iterable[ast.AST]) -> bool:
+        return any(
+            isinstance(node, ast.Attribute) and (resolver.syntax_path(node) or '').startswith(prefixes)
+            for node in nodes
+        )
+
+    def edit(source: str, lines_before: int) -> str:
+        module = cst.parse_module(source)
+        edits = _V1Modules(_Positions(module, source, lines_before), resolver)
+        edited = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
+        notes.extend(edits.notes)
+        return edited
+
+    units = StatementEdits(text, needs, edit).top_level(tree.body)
+    return ''.join(unit.text for unit in units), notes
 
 
 def top_level_pieces(text: str, lines_per_piece: int = 1) -> list[str]:
