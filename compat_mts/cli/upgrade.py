@@ -82,7 +82,8 @@ class Upgrade:
 def is_tf1_script(text: str) -> bool:
     """Whether `text` is written for TensorFlow 1.x: a bare `tensorflow` used with names TF2 moved or removed."""
     try:
-        return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
+        with check_checker.collector_paused():  # A large file's tree: see collector_paused.
+            return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
     except SyntaxError:
         return False
 
@@ -183,11 +184,17 @@ def _renamer_notes(messages: Sequence[tuple[int, str]], notes: list[Note]) -> li
     first line it is given for (the others named)."""
     lines = {note.line for note in notes if note.line}
     left = '\n'.join(note.text for note in notes if not note.done)
+    named: dict[str, bool] = {}  # Whether `left` names a name: looked up once per name, not once per message.
     reasons: dict[str, list[int]] = {}
     for line, reason in messages:
+        if line in lines:
+            continue
         name = _TF_NAME.search(reason)
         names = (name[0], name[0].replace('tf.', 'tf.compat.v1.', 1)) if name else ()
-        if line in lines or any(re.search(re.escape(each) + r'(?![\w.])', left) for each in names):
+        for each in names:
+            if each not in named:
+                named[each] = re.search(re.escape(each) + r'(?![\w.])', left) is not None
+        if any(named[each] for each in names):
             continue
         reasons.setdefault(reason, []).append(line)
     result = []
