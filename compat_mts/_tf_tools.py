@@ -108,9 +108,61 @@ def renamer() -> Callable[[str], Renamed | None] | None:
     return rename
 
 
+class RenameTriggers(NamedTuple):
+    """What in a statement makes `tf_upgrade_v2` change it or say something of it (its change spec's keys)."""
+
+    names: frozenset[str]
+    """Dotted names (`tf.train.AdamOptimizer`) that it renames, reorders, transforms or warns about."""
+    methods: frozenset[str]
+    """Names of functions or methods it changes or warns about on any object (its `*.minimize` keys)."""
+    every_call: bool
+    """Whether it looks at every call (a `*` key)."""
+    imports: frozenset[tuple[str, str | None]]
+    """(module, alias) of the imports after which it changes nothing but deprecated modules in the file."""
+
+
+@functools.cache
+def rename_triggers() -> RenameTriggers | None:
+    """The `RenameTriggers` of `renamer()`'s renames; None when TensorFlow's tools cannot be loaded."""
+    if not PRIVATE_TF:
+        return None
+    try:
+        tf_upgrade_v2, _ = _import_tools()
+        spec = tf_upgrade_v2.TFAPIChangeSpec(import_rename=False, upgrade_compat_v1_import=True)
+        detected = tf_upgrade_v2.TFAPIImportAnalysisSpec().imports_to_detect
+    except (ImportError, AttributeError, TypeError):
+        return None
+    tables = [
+        getattr(spec, name, {})
+        for name in (
+            'function_warnings',
+            'symbol_renames',
+            'change_to_function',
+            'module_deprecations',
+            'function_reorders',
+            'function_keyword_renames',
+            'function_transformers',
+            'function_arg_warnings',
+        )
+    ]
+    keys = {key for table in tables for key in table}
+    return RenameTriggers(
+        names=frozenset(key for key in keys if not key.startswith('*')),
+        methods=frozenset(key[2:] for key in keys if key.startswith('*.')),
+        every_call='*' in keys,
+        imports=frozenset(detected),
+    )
+
+
 program_lib.PROGRAM.register(
     '_tf_tools.renamer',
     "tf_upgrade_v2's rename tables, built once (TensorFlow's tools, not a program's)",
     size=lambda: renamer.cache_info().currsize,
+    kind='process',
+)
+program_lib.PROGRAM.register(
+    '_tf_tools.rename_triggers',
+    "what tf_upgrade_v2's rename tables hold, read once (TensorFlow's tools, not a program's)",
+    size=lambda: rename_triggers.cache_info().currsize,
     kind='process',
 )

@@ -480,6 +480,9 @@ def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_fi
         text, _ = upgrade_edits.v1_modules(_read(path))
         whole = rename(text)
         assert upgrade.renamed_in_pieces(text, rename, lines_per_piece=10) == whole, path
+        triggers = _tf_tools.rename_triggers()
+        for lines in (10, 300):  # Statement by statement: the statements that hold a name it changes.
+            assert upgrade.renamed_in_pieces(text, rename, lines, triggers=triggers) == whole, path
 
 
 def test_what_tf_upgrade_v2_says_of_a_line_the_report_leaves_unsaid_is_a_line_left_for_a_person(tmp_path):
@@ -500,3 +503,107 @@ def test_what_tf_upgrade_v2_says_of_a_line_the_report_leaves_unsaid_is_a_line_le
     ) in report
     assert report.count('tf.contrib.copy_graph.copy_op_to_graph') == 2  # compat_mts's own line, once.
     assert 'cannot be converted automatically' not in report
+
+
+_EDGES = '''\
+"""Edits next to comments, blocks and lines of their own."""
+import compat_mts as mts
+import tensorflow.compat.v1 as tf
+
+
+def helper():
+    return 1
+# A comment above the eager switch, after a function: libcst gives it to one of the two.
+tf.disable_eager_execution()
+
+
+@tf.estimator.experimental.make_early_stopping_hook if False else (lambda f: f)
+def model_fn(features, labels, mode):
+    """A model function."""
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions=features)
+    else:
+        x = 1; spec = tf.estimator.EstimatorSpec(mode, loss=tf.constant(0.0))
+    return spec
+
+
+def only_the_switch():
+    tf.disable_v2_behavior()
+
+
+class Hook(tf.train.SessionRunHook):  # A class whose body holds no edit.
+    def begin(self):
+        self.x = [1,
+                  2]
+
+
+def train(directory):
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=directory,
+                                           hooks=[tf.train.StopAtStepHook(last_step=3),
+                                                  Hook()]) as session:
+        while not session.should_stop():
+            session.run(tf.train.get_or_create_global_step())
+'''
+
+
+def test_the_edits_made_statement_by_statement_are_those_made_on_the_whole_module():
+    """`apply_edits` parses only the statements that hold an edit; its text and notes are those of the edits of
+    the whole module, on every script of the suite (as written, and after `tf_upgrade_v2`'s renames) and on one
+    with the edits next to comments, decorators, one-line blocks and removed statements."""
+    scripts = sorted({*ALL_SCRIPTS, *glob.glob(os.path.join(V1_PROGRAMS, '*.py'))})
+    scripts += glob.glob(os.path.join(support.TESTS_DIR, 'check_samples', '*.py'))
+    rename = _tf_tools.renamer()
+    texts = [_EDGES] + [_read(path) for path in scripts if not path.endswith('__init__.py')]
+    if rename is not None:
+        texts += [rename(upgrade_edits.v1_modules(text)[0]).text for text in texts if upgrade.is_tf1_script(text)]
+    for text in texts:
+        for v1_script in (False, True):
+            whole = upgrade_edits.apply_edits(text, v1_script, statement_by_statement=False)
+            assert upgrade_edits.apply_edits(text, v1_script) == whole, text[:200]
+    edited, notes = upgrade_edits.apply_edits(_EDGES)
+    assert 'tf.disable_eager_execution()' not in edited and 'def only_the_switch():\n    pass\n' in edited
+    assert '# A comment above the eager switch' not in edited  # libcst gives it to the removed statement.
+    assert 'x = 1; spec = mts.estimator.EstimatorSpec(' in edited and len(notes) == 10
+
+
+_PROGRAM = """\
+import compat_mts as mts
+import tensorflow.compat.v1 as tf
+
+
+def train_{n}(directory, steps):
+    step = tf.train.get_or_create_global_step()
+    hooks = [tf.train.StopAtStepHook(last_step=steps)]
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=directory, hooks=hooks) as session:
+        while not session.should_stop():
+            session.run(step)
+
+
+def summary_{n}(results):
+    lines = []
+    for key in sorted(results):
+        lines.append('%s: %s' % (key, results[key]))
+    return '\\n'.join(lines)
+"""
+
+
+def test_the_edits_parse_each_statement_that_holds_one_once_and_no_other(monkeypatch):
+    """Linear time, shown by what libcst is given: the script of N copies of a program gets N times the parses of
+    one copy, each the statements of an edit alone (never the plain Python), and its text is N copies' text."""
+    parsed = []
+    parse_module = upgrade_edits.cst.parse_module
+
+    def counted(source, *args, **kwargs):
+        parsed.append(source)
+        return parse_module(source, *args, **kwargs)
+
+    monkeypatch.setattr(upgrade_edits.cst, 'parse_module', counted)
+    one, _ = upgrade_edits.apply_edits(_PROGRAM.format(n=0))
+    once = list(parsed)
+    assert once and all('summary_' not in source and 'def train_' not in source for source in once)
+    assert sum(len(source) for source in once) < len(_PROGRAM) / 2
+    parsed.clear()
+    many, _ = upgrade_edits.apply_edits(''.join(_PROGRAM.format(n=0) for _ in range(5)))
+    assert parsed == once * 5
+    assert many == one * 5
+    assert 'mts.MonitoredTrainingSession(' in one and 'mts.StopAtStepHook(' in one

@@ -19,6 +19,7 @@ import argparse
 import ast
 import concurrent.futures
 import dataclasses
+import functools
 import difflib
 import io
 import multiprocessing
@@ -28,7 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from compat_mts import _tf_tools
 from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
@@ -82,7 +83,8 @@ class Upgrade:
 def is_tf1_script(text: str) -> bool:
     """Whether `text` is written for TensorFlow 1.x: a bare `tensorflow` used with names TF2 moved or removed."""
     try:
-        return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
+        with check_checker.collector_paused():  # A large file's tree: see collector_paused.
+            return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
     except SyntaxError:
         return False
 
@@ -183,11 +185,17 @@ def _renamer_notes(messages: Sequence[tuple[int, str]], notes: list[Note]) -> li
     first line it is given for (the others named)."""
     lines = {note.line for note in notes if note.line}
     left = '\n'.join(note.text for note in notes if not note.done)
+    named: dict[str, bool] = {}  # Whether `left` names a name: looked up once per name, not once per message.
     reasons: dict[str, list[int]] = {}
     for line, reason in messages:
+        if line in lines:
+            continue
         name = _TF_NAME.search(reason)
         names = (name[0], name[0].replace('tf.', 'tf.compat.v1.', 1)) if name else ()
-        if line in lines or any(re.search(re.escape(each) + r'(?![\w.])', left) for each in names):
+        for each in names:
+            if each not in named:
+                named[each] = re.search(re.escape(each) + r'(?![\w.])', left) is not None
+        if any(named[each] for each in names):
             continue
         reasons.setdefault(reason, []).append(line)
     result = []
@@ -323,7 +331,7 @@ def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
     if not renames:
         return _without_renames(upgrade_source(text, path))
     renamed, v1_module_notes = _edits().v1_modules(text)
-    renamed = renamed_in_pieces(renamed, _tf_tools.renamer())
+    renamed = renamed_in_pieces(renamed, _tf_tools.renamer(), triggers=_tf_tools.rename_triggers())
     if renamed is None:
         return _without_renames(upgrade_source(text, path))
     upgrade = upgrade_source(text, path, renamed=renamed.text, renamer_messages=renamed.messages)
@@ -335,7 +343,10 @@ _LINES_PER_PIECE = 300
 
 
 def renamed_in_pieces(
-    text: str, rename: Callable[[str], _tf_tools.Renamed | None], lines_per_piece: int = _LINES_PER_PIECE
+    text: str,
+    rename: Callable[[str], _tf_tools.Renamed | None],
+    lines_per_piece: int = _LINES_PER_PIECE,
+    triggers: _tf_tools.RenameTriggers | None = None,
 ) -> _tf_tools.Renamed | None:
     """`rename(text)` (`tf_upgrade_v2`'s renames), made on pieces of about `lines_per_piece` lines cut between
     top-level statements, and joined (the messages' lines those of `text`).
@@ -343,19 +354,84 @@ def renamed_in_pieces(
     `tf_upgrade_v2` renames each name where it stands, whatever else the file holds, so the pieces give the text
     the whole does (`tests/test_upgrade.py` compares them on every v1 script of the suite); but its formatting
     library looks ahead through the rest of the file for each token it places, which costs time in the square of
-    the file's length: 37 s for 12,000 lines, against 7 s in pieces. None when a piece cannot be renamed.
+    the file's length: 37 s for 12,000 lines, against 7 s in pieces. With `triggers` (`_tf_tools.rename_triggers`),
+    a piece is renamed statement by statement (`upgrade_edits.StatementEdits`): only the statements that hold a
+    name it changes or warns about, unless an import of the piece (`triggers.imports`) changes what it does in the
+    whole piece. None when a piece cannot be renamed.
     """
-    if len(text.splitlines()) <= lines_per_piece:
-        return rename(text)
+    pieces = [text] if len(text.splitlines()) <= lines_per_piece else _edits().top_level_pieces(text, lines_per_piece)
     texts, messages, before = [], [], 0
-    for piece in _edits().top_level_pieces(text, lines_per_piece):
-        renamed = rename(piece)
+    for piece in pieces:
+        renamed = _renamed_piece(piece, rename, triggers)
         if renamed is None:
             return None
         texts.append(renamed.text)
         messages.extend((before + line, reason) for line, reason in renamed.messages)
         before += len(io.StringIO(piece, newline='').readlines())  # The line ends top_level_pieces cuts at.
     return _tf_tools.Renamed(''.join(texts), tuple(messages))
+
+
+class _NotRenamed(Exception):
+    """`tf_upgrade_v2` could not parse a statement."""
+
+
+def _renamed_piece(
+    piece: str, rename: Callable[[str], _tf_tools.Renamed | None], triggers: _tf_tools.RenameTriggers | None
+) -> _tf_tools.Renamed | None:
+    if triggers is None:
+        return rename(piece)
+    tree = ast.parse(piece)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any((alias.name, alias.asname) in triggers.imports for alias in node.names):
+            return rename(piece)
+        if isinstance(node, ast.ImportFrom) and any(
+            (f'{node.module}.{alias.name}', alias.asname) in triggers.imports for alias in node.names
+        ):
+            return rename(piece)
+    messages: list[tuple[int, str]] = []
+
+    def edit(source: str, lines_before: int) -> str:
+        renamed = rename(source)
+        if renamed is None:
+            raise _NotRenamed
+        messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
+        return renamed.text
+
+    statements = _edits().StatementEdits(piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True)
+    try:
+        units = statements.top_level(tree.body)
+    except _NotRenamed:
+        return None
+    return _tf_tools.Renamed(''.join(unit.text for unit in units), tuple(messages))
+
+
+def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) -> bool:
+    """Whether `tf_upgrade_v2` may change or warn about a statement of these `ast` nodes (every node of it)."""
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        if isinstance(node, ast.Call):
+            if triggers.every_call:
+                return True
+            full = _full_name(node.func)
+            if full is not None:
+                name = full.rpartition('.')[2]
+            else:
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if full in triggers.names or name in triggers.methods:
+                return True
+        elif isinstance(node, ast.Attribute) and _full_name(node) in triggers.names:
+            return True
+    return False
+
+
+def _full_name(node: ast.AST) -> str | None:
+    """`tf.foo.bar` for a chain of attributes on a name, as `tf_upgrade_v2` names a node; else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return '.'.join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _without_renames(upgrade: Upgrade) -> Upgrade:

@@ -17,6 +17,7 @@ import io
 import os
 import re
 import tokenize
+from typing import Callable, Iterable
 
 import libcst as cst
 from libcst import helpers
@@ -140,7 +141,14 @@ class _Resolver:
         }
 
     def path(self, node: cst.CSTNode) -> str | None:
-        dotted = helpers.get_full_name_for_node(node)
+        return self.dotted_path(helpers.get_full_name_for_node(node))
+
+    def syntax_path(self, node: ast.AST) -> str | None:
+        """`path` of the `ast` node that stands where a libcst node stands (`_syntax_name`)."""
+        return self.dotted_path(_syntax_name(node))
+
+    def dotted_path(self, dotted: str | None) -> str | None:
+        """What the dotted name (`tf.train.Saver`) stands for, through the script's imports."""
         if not dotted:
             return None
         head, _, rest = dotted.partition('.')
@@ -156,29 +164,46 @@ class _Resolver:
         return None
 
 
+def _syntax_name(node: ast.AST) -> str | None:
+    """`helpers.get_full_name_for_node` of the libcst node that stands where the `ast` node does."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f'{_syntax_name(node.value)}.{node.attr}'
+    if isinstance(node, ast.Call):
+        return _syntax_name(node.func)
+    if isinstance(node, ast.Subscript):
+        return _syntax_name(node.value)
+    return None
+
+
 class _Positions:
     """Where a module's nodes start, from libcst's byte spans.
 
     libcst's line-and-column positions cost a third of an upgrade's time, for the few nodes the report names;
     its byte spans cost a third less, and a node's line is then a search in the offsets of the lines.
+    `lines_before`: the lines of the script before the module's text (a statement parsed on its own).
     """
 
-    def __init__(self, module: cst.Module, text: str):
+    def __init__(self, module: cst.Module, text: str, lines_before: int = 0):
         self._source = text.encode(module.encoding)
         self._encoding = module.encoding
+        self._lines_before = lines_before
         self._line_starts = [0] + [match.end() for match in re.finditer(b'\n', self._source)]
 
     def line(self, offset: int) -> int:
-        return bisect.bisect_right(self._line_starts, offset)
+        return bisect.bisect_right(self._line_starts, offset) + self._lines_before
+
+    def _line_start(self, offset: int) -> int:
+        return self._line_starts[bisect.bisect_right(self._line_starts, offset) - 1]
 
     def byte_column(self, offset: int) -> int:
         """The column as `ast` counts it: in bytes of the line's UTF-8."""
-        return offset - self._line_starts[self.line(offset) - 1]
+        return offset - self._line_start(offset)
 
     def column(self, offset: int) -> int:
         """The column in characters."""
-        start = self._line_starts[self.line(offset) - 1]
-        return len(self._source[start:offset].decode(self._encoding))
+        return len(self._source[self._line_start(offset) : offset].decode(self._encoding))
 
 
 class _StageOneEdits(cst.CSTTransformer):
@@ -188,7 +213,6 @@ class _StageOneEdits(cst.CSTTransformer):
 
     def __init__(
         self,
-        positions: _Positions,
         resolver: _Resolver,
         mts: str,
         keep_v1_shapes: bool,
@@ -198,17 +222,97 @@ class _StageOneEdits(cst.CSTTransformer):
     ):
         super().__init__()
         self._v1_script = v1_script
-        self._positions = positions
+        self._positions: _Positions | None = None
         self._serving_placeholders = serving_placeholders
-        self._resolver = resolver
-        self._mts = mts
+        self.resolver = self._resolver = resolver
+        self.mts = mts
         self.keep_v1_shapes = keep_v1_shapes
-        self._ps_program = ps_program
+        self.ps_program = ps_program
         self.notes: list[Note] = []
         self.uses_mts = False
         self.uses_legacy_layers = False
         self.graph_program = False
         self.kept_v1_shapes = False
+
+    def edit(self, module: cst.Module, text: str, lines_before: int = 0) -> cst.Module:
+        """`module` (of `text`, the script's lines after the first `lines_before`) after the edits; the notes and
+        what the edits found (`uses_mts`, ...) added to this object's."""
+        self._positions = _Positions(module, text, lines_before)
+        return MetadataWrapper(module, unsafe_skip_copy=True).visit(self)  # The module is ours: no copy.
+
+    def needs_edits(self, nodes: Iterable[ast.AST]) -> bool:
+        """Whether an edit or a note may come of the `ast` nodes of a statement (every node of it, from
+        `ast.walk`). When none can, what the edits would have found in them is recorded as `edit` records it,
+        so the statement's text can be kept without its libcst pass."""
+        graph = legacy = False
+        for node in nodes:
+            if isinstance(node, ast.Attribute):
+                dotted = _syntax_name(node)
+                if node.attr == 'export_savedmodel' or (
+                    node.attr in _ITERATOR_METHODS and self._resolver.dotted_path(dotted) is None
+                ):
+                    return True
+            elif isinstance(node, ast.Name):
+                if self._may_edit(self._resolver.dotted_path(node.id)):
+                    return True
+                continue
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                if self._import_edited(node):
+                    return True
+                for module in [node.module or ''] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]:
+                    # libcst's nodes of a dotted module name: `a.b.c` is the attribute `a.b.c` of `a.b`.
+                    parts = module.split('.')
+                    for end in range(len(parts), 1, -1):
+                        legacy_here, graph_here = self._name_flags(self._resolver.dotted_path('.'.join(parts[:end])))
+                        legacy, graph = legacy or legacy_here, graph or graph_here
+                continue
+            elif isinstance(node, ast.Call) and (node.lineno, node.col_offset) in self._serving_placeholders:
+                return True
+            else:
+                continue
+            path = self._resolver.dotted_path(dotted)
+            if self._may_edit(path):
+                return True
+            legacy_here, graph_here = self._name_flags(path)
+            legacy, graph = legacy or legacy_here, graph or graph_here
+        self.uses_legacy_layers = self.uses_legacy_layers or legacy
+        self.graph_program = self.graph_program or graph
+        return False
+
+    def _may_edit(self, path: str | None) -> bool:
+        """Whether a name of this path may be edited or noted (by `leave_Attribute`, `_edit_call` or
+        `leave_SimpleStatementLine`)."""
+        if not path:
+            return False
+        if path in _SLIM_TRAIN:
+            return True
+        relative = _relative(path)
+        if relative is None:
+            return False
+        module, _, name = relative.rpartition('.')
+        return (
+            (module == 'train' and name in SESSION_AND_HOOK_NAMES)
+            or (relative.startswith('estimator.') and _estimator_rule(relative) is not None)
+            or (module == 'estimator' and name in catalogue.PREMADE_PROVIDED)
+            or module == 'contrib.tpu'
+            or relative in ('device', *_EAGER_SWITCHES)
+        )
+
+    @staticmethod
+    def _import_edited(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.Import):
+            return any(alias.name == 'horovod.tensorflow' for alias in node.names)
+        return not node.level and node.module in ('tensorflow.compat.v1.train', 'tensorflow.train')
+
+    def _name_flags(self, path: str | None) -> tuple[bool, bool]:
+        """(a v1 layer, a graph-building name) for a name of this path, as `leave_Attribute` finds them."""
+        relative = _relative(path) if path else None
+        if relative is None:
+            return False, False
+        legacy = relative.startswith(('layers.', 'nn.rnn_cell.')) and (
+            path.startswith(catalogue.V1_ROOT) or self._resolver.names.bare_tensorflow_is_v1
+        )
+        return legacy, bool(_V1_GRAPH_NAMES.search(relative)) or relative in _EAGER_SWITCHES
 
     def _offset(self, node: cst.CSTNode) -> int:
         return self.get_metadata(ByteSpanPositionProvider, node).start
@@ -227,28 +331,25 @@ class _StageOneEdits(cst.CSTTransformer):
         path = self._resolver.path(original)
         if path in _SLIM_TRAIN:
             self.uses_mts = True
-            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.slim_learning.train')
-            return cst.parse_expression(f'{self._mts}.slim_learning.train')
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self.mts}.slim_learning.train')
+            return cst.parse_expression(f'{self.mts}.slim_learning.train')
         relative = _relative(path) if path else None
         if relative is None:
             return updated
-        if relative.startswith(('layers.', 'nn.rnn_cell.')) and (
-            path.startswith(catalogue.V1_ROOT) or self._resolver.names.bare_tensorflow_is_v1
-        ):
-            self.uses_legacy_layers = True
-        if _V1_GRAPH_NAMES.search(relative) or relative in _EAGER_SWITCHES:
-            self.graph_program = True
+        legacy, graph = self._name_flags(path)
+        self.uses_legacy_layers = self.uses_legacy_layers or legacy
+        self.graph_program = self.graph_program or graph
         module, _, name = relative.rpartition('.')
         if module == 'train' and name in SESSION_AND_HOOK_NAMES:
             self.uses_mts = True
-            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.{name}')
-            return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self.mts}.{name}')
+            return cst.Attribute(value=cst.Name(self.mts), attr=cst.Name(name))
         if relative.startswith('estimator.'):
             return self._estimator(original, updated, relative)
         if module == 'contrib.tpu' and name in catalogue.TPU_NAMES:
             self.uses_mts = True
-            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self._mts}.estimator.tpu.{name}')
-            return cst.parse_expression(f'{self._mts}.estimator.tpu.{name}')
+            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self.mts}.estimator.tpu.{name}')
+            return cst.parse_expression(f'{self.mts}.estimator.tpu.{name}')
         return updated
 
     # Horovod: its graph API on the strategy's collectives, by one import (compat_mts.legacy.horovod).
@@ -291,26 +392,21 @@ class _StageOneEdits(cst.CSTTransformer):
         return updated.with_changes(module=cst.Name('compat_mts'))
 
     def _estimator(self, original: cst.Attribute, updated: cst.Attribute, relative: str) -> cst.BaseExpression:
-        found = catalogue.lookup('tensorflow.' + relative, v1_style=True)
-        if found is None:
+        rule = _estimator_rule(relative)
+        if rule is None:
             return updated
-        construct, rule = found
         spelled = helpers.get_full_name_for_node(original)
-        if construct != 'tf.' + relative or relative == 'estimator.export':
-            return updated  # A part of a longer name (`tf.estimator` of `tf.estimator.Estimator`).
         name = relative[len('estimator.') :]
         if name in catalogue.ESTIMATOR_HOOK_ALIASES:
             self.uses_mts = True
-            self._done(original, f"{spelled} -> {self._mts}.{name} (tf.estimator's name of the v1 hook class)")
-            return cst.Attribute(value=cst.Name(self._mts), attr=cst.Name(name))
+            self._done(original, f"{spelled} -> {self.mts}.{name} (tf.estimator's name of the v1 hook class)")
+            return cst.Attribute(value=cst.Name(self.mts), attr=cst.Name(name))
         if rule.blocks:
             self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
             return updated
-        if not rule.replacement.startswith('compat_mts.estimator.'):
-            return updated
         self.uses_mts = True
-        self._done(original, f'{spelled} -> {self._mts}.{relative}')
-        return cst.parse_expression(f'{self._mts}.{relative}')
+        self._done(original, f'{spelled} -> {self.mts}.{relative}')
+        return cst.parse_expression(f'{self.mts}.{relative}')
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         result = self._edit_call(original, updated)
@@ -359,7 +455,7 @@ class _StageOneEdits(cst.CSTTransformer):
             self._done(original, f'{tf_name}.device(<device function>) -> {tf_name}.compat.v1.device(...)')
             return updated.with_changes(func=cst.parse_expression(f'{tf_name}.compat.v1.device'))
         relative = _relative(path) if path else None
-        if self._ps_program and relative and relative.rpartition('.')[2] in _SESSIONS:
+        if self.ps_program and relative and relative.rpartition('.')[2] in _SESSIONS:
             return self._drop_master(original, updated)
         return updated
 
@@ -478,7 +574,7 @@ class _StageOneEdits(cst.CSTTransformer):
 
     # ps clusters: `server = Server(cluster, ...)` + `if job == 'ps': server.join()`.
     def _ps_servers(self, body: list) -> list:
-        if not self._ps_program:
+        if not self.ps_program:
             return body
         for index, statement in enumerate(body):
             server = _server_assignment(statement)
@@ -493,7 +589,7 @@ class _StageOneEdits(cst.CSTTransformer):
                 serve = branch.body.with_changes(body=[statement, *branch.body.body])
                 test = cst.parse_expression(f"{job} in ('ps', 'worker')")
                 cluster = cst.Module([]).code_for_node(call.args[0].value) if call.args else 'cluster'
-                strategy = cst.parse_statement(f'{self._mts}.parameter_server_strategy({cluster})\n')
+                strategy = cst.parse_statement(f'{self.mts}.parameter_server_strategy({cluster})\n')
                 self.uses_mts = True
                 self.notes.append(
                     Note(0, 'the ps and worker tasks serve and join(); the chief calls parameter_server_strategy', True)
@@ -515,6 +611,22 @@ class _StageOneEdits(cst.CSTTransformer):
                     *body[later + 1 :],
                 ]
         return body
+
+
+def _estimator_rule(relative: str) -> catalogue.Rule | None:
+    """The catalogue's rule for `tf.<relative>` (`estimator.X`) when `_StageOneEdits._estimator` edits or notes it:
+    a hook's alias, a blocking construct, or a name compat_mts.estimator has; None for the rest (a part of a
+    longer name, `tf.estimator` of `tf.estimator.Estimator`, and the names that stay as they are)."""
+    found = catalogue.lookup('tensorflow.' + relative, v1_style=True)
+    if found is None:
+        return None
+    construct, rule = found
+    if construct != 'tf.' + relative or relative == 'estimator.export':
+        return None
+    name = relative[len('estimator.') :]
+    if name in catalogue.ESTIMATOR_HOOK_ALIASES or rule.blocks or rule.replacement.startswith('compat_mts.estimator.'):
+        return rule
+    return None
 
 
 class _Shift(cst.CSTTransformer):
@@ -573,9 +685,11 @@ def _is_ps_program(tree: ast.Module) -> bool:
     return False
 
 
-def sets_legacy_keras(text: str) -> bool:
-    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it)."""
-    return any(check_checker._sets_legacy_keras(node) for node in ast.walk(ast.parse(text)))  # noqa: SLF001
+def sets_legacy_keras(text: str, tree: ast.Module | None = None) -> bool:
+    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it); `tree`: its
+    syntax tree, when the caller has it."""
+    nodes = ast.walk(ast.parse(text) if tree is None else tree)
+    return any(check_checker._sets_legacy_keras(node) for node in nodes)  # noqa: SLF001
 
 
 def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tuple[int, int]]:
@@ -674,11 +788,16 @@ def _add_legacy_keras(module: cst.Module) -> cst.Module:
     return module
 
 
-def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
+def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: bool = True) -> tuple[str, list[Note]]:
     """The script `text` after the stage-1 edits, and the report's notes (line numbers of `text`).
 
     `v1_script`: `text` was written for TensorFlow 1.x (and may since have had `tf_upgrade_v2`'s renames), so its
     `tf.estimator` names are v1's, with v1's defaults.
+
+    `statement_by_statement`: the edits are made statement by statement (`StatementEdits`): libcst parses only
+    the statements that hold an edit, so the time is linear in the script's length. Else, and always for a
+    parameter-server program (whose edits move statements between blocks), a file with a coding declaration or
+    carriage returns, libcst parses the whole script as one module; the text and the notes are the same.
 
     Raises:
       SyntaxError: `text` is not valid Python.
@@ -689,9 +808,7 @@ def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
     if not resolver.names.uses_tensorflow:
         return text, notes
     mts = resolver.alias_of('compat_mts') or 'mts'
-    module = cst.parse_module(text)
     edits = _StageOneEdits(
-        _Positions(module, text),
         resolver,
         mts,
         keep_v1_shapes=_reads_dimension_values(text),
@@ -699,23 +816,22 @@ def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
         serving_placeholders=_serving_placeholders(tree, resolver),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
     )
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # The module is ours: no copy.
-    edited = wrapper.visit(edits)
-    notes.extend(edits.notes)
-    tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
-    if edits.keep_v1_shapes and not edits.kept_v1_shapes and tf_name and 'disable_v2_tensorshape' not in text:
-        v1 = tf_name if resolver.names.aliases[tf_name] == 'tensorflow.compat.v1' else f'{tf_name}.compat.v1'
-        edited = _add_after_imports(edited, f'{v1}.disable_v2_tensorshape()')
-        notes.append(Note(0, f'{v1}.disable_v2_tensorshape() added: the graph code reads Dimension.value', True))
-    if edits.uses_mts and resolver.alias_of('compat_mts') is None:
-        edited = _add_before_tensorflow(edited, f'import compat_mts as {mts}')
-        notes.append(Note(0, f'import compat_mts as {mts} added', True))
-    if edits.uses_legacy_layers and not sets_legacy_keras(text):
-        edited = _add_legacy_keras(edited)
-        notes.append(
-            Note(0, "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (tf.layers are tf-keras's)", True)
-        )
-    result = edited.code
+    if not statement_by_statement or edits.ps_program or '\r' in text or _CODING.match(text):
+        edited = edits.edit(cst.parse_module(text), text)
+        notes.extend(edits.notes)
+        for addition, note in _additions(edits, resolver, text, tree):
+            edited = addition.add(edited)
+            notes.append(note)
+        result = edited.code
+    else:
+        units = StatementEdits(
+            text,
+            edits.needs_edits,
+            lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
+            removable=functools.partial(_removable, edits.resolver),
+        ).top_level(tree.body)
+        notes.extend(edits.notes)
+        result = _with_additions(units, _additions(edits, resolver, text, tree), notes)
     if edits.graph_program:
         result, wrapped = wrap_top_level_graphs(result)
         notes.extend(
@@ -723,6 +839,251 @@ def apply_edits(text: str, v1_script: bool = False) -> tuple[str, list[Note]]:
             for where in wrapped
         )
     return result, notes
+
+
+_CODING = re.compile(r'(.*\n)?[ \t\f]*#.*?coding[:=]')  # A coding declaration, on one of the first two lines.
+
+
+@dataclasses.dataclass
+class _Addition:
+    """A statement added at the top level: `add` makes it on the module; `where` it goes (after the last import,
+    before the first TensorFlow import, before the first import)."""
+
+    add: Callable[[cst.Module], cst.Module]
+    where: str  # 'after imports', 'before tensorflow' or 'first import'
+
+
+def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str, tree: ast.Module) -> list[tuple[_Addition, Note]]:
+    """The statements the edits add at the top level, in order, each with its note."""
+    additions = []
+    tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+    if edits.keep_v1_shapes and not edits.kept_v1_shapes and tf_name and 'disable_v2_tensorshape' not in text:
+        v1 = tf_name if resolver.names.aliases[tf_name] == 'tensorflow.compat.v1' else f'{tf_name}.compat.v1'
+        additions.append(
+            (
+                _Addition(
+                    functools.partial(_add_after_imports, code=f'{v1}.disable_v2_tensorshape()'), 'after imports'
+                ),
+                Note(0, f'{v1}.disable_v2_tensorshape() added: the graph code reads Dimension.value', True),
+            )
+        )
+    if edits.uses_mts and resolver.alias_of('compat_mts') is None:
+        additions.append(
+            (
+                _Addition(
+                    functools.partial(_add_before_tensorflow, code=f'import compat_mts as {edits.mts}'),
+                    'before tensorflow',
+                ),
+                Note(0, f'import compat_mts as {edits.mts} added', True),
+            )
+        )
+    if edits.uses_legacy_layers and not sets_legacy_keras(text, tree):
+        additions.append(
+            (
+                _Addition(_add_legacy_keras, 'first import'),
+                Note(0, "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (tf.layers are tf-keras's)", True),
+            )
+        )
+    return additions
+
+
+def _with_additions(units: list[_Unit], additions: list[tuple[_Addition, Note]], notes: list[Note]) -> str:
+    """The text of `units` with the `additions` made, and their notes added to `notes`.
+
+    The additions go among the top-level imports: they are made on a module parsed from the units up to the one
+    that holds where each goes (the last import, the first TensorFlow import, the first import), so a long script
+    is not parsed whole; the rest of the text follows as it is.
+    """
+    if not additions:
+        return ''.join(unit.text for unit in units)
+    imports = [index for index, unit in enumerate(units) if unit.imports]
+    ends = []
+    for addition, _ in additions:
+        if addition.where == 'first import':
+            found = [index for index in imports if not units[index].future_import]
+        elif addition.where == 'before tensorflow':
+            # An import whose own lines name tensorflow: the first one with it (comments above included) is no later.
+            found = [index for index in imports if not units[index].merged and 'tensorflow' in units[index].text]
+        else:
+            found = []
+        ends.append(found[0] if found else (imports[-1] if imports else len(units) - 1))
+    end = max(ends) + 1
+    module = cst.parse_module(''.join(unit.text for unit in units[:end]))
+    for addition, note in additions:
+        module = addition.add(module)
+        notes.append(note)
+    return module.code + ''.join(unit.text for unit in units[end:])
+
+
+@dataclasses.dataclass
+class _Unit:
+    """A part of the edited text: a top-level statement (or two: a removed one with the one before it), or the
+    lines between statements. `imports`: its first statement is an import (`future_import`: of `__future__`)."""
+
+    text: str
+    imports: bool = False
+    future_import: bool = False
+    merged: bool = False
+
+
+_WRAPPER = 'if True:\n'  # Before a statement of an indented block, so that it parses on its own.
+
+
+class StatementEdits:
+    """Edits made on the statements that hold one, each statement parsed on its own, so that the time is linear
+    in the script's length however costly the edit's parser is.
+
+    A statement in which `needs(nodes)` (its `ast` nodes) finds nothing is kept as it is. One that holds an edit
+    goes to `edit(source, lines_before)` on its own (an indented one under `if True:`), which gives the edited
+    source (`lines_before`: the script's lines before `source`'s first). A function, class, `with`, `for`,
+    `while` or `if` (without `else`) whose body starts on a line of its own is not edited whole: its header is
+    (with `pass` for a body), if it holds an edit, and its body's statements are taken one by one. With
+    `header_after_body`, a header whose decorators or return annotation hold an edit is edited with its body
+    (`ast`'s order: an editor that visits the body before them reports them after it). A statement for which
+    `removable(statements)` is true may vanish with the lines libcst gives it: at the top level it is edited with
+    the statement before it (whose lines after it, comments above the removed one, libcst may give to either),
+    in a block with the whole block's statement.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        needs: Callable[[Iterable[ast.AST]], bool],
+        edit: Callable[[str, int], str],
+        removable: Callable[[list[ast.stmt]], bool] = lambda statements: False,
+        header_after_body: bool = False,
+    ):
+        self._lines = io.StringIO(text, newline='').readlines()
+        self._needs, self._edit, self._removable = needs, edit, removable
+        self._header_after_body = header_after_body
+
+    def top_level(self, body: list[ast.stmt]) -> list[_Unit]:
+        """The script's text as units, their statements edited; `body` the script's top-level statements."""
+        units: list[_Unit] = []
+        groups: list[list[ast.stmt]] = []
+        merged: list[bool] = []
+        for group in _groups(body):
+            if self._removable(group) and groups:
+                groups[-1].extend(group)
+                merged[-1] = True
+            else:
+                groups.append(list(group))
+                merged.append(False)
+        cursor = 0
+        for group, joined in zip(groups, merged):
+            first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+            if first > cursor:
+                units.append(_Unit(''.join(self._lines[cursor:first])))
+            text = self._parse(first, last, 0) if joined else self._statements(group, 0)
+            head = group[0]
+            units.append(
+                _Unit(
+                    text,
+                    imports=isinstance(head, (ast.Import, ast.ImportFrom)),
+                    future_import=isinstance(head, ast.ImportFrom) and head.module == '__future__' and not head.level,
+                    merged=joined,
+                )
+            )
+            cursor = last
+        if cursor < len(self._lines):
+            units.append(_Unit(''.join(self._lines[cursor:])))
+        return units
+
+    def _block(self, body: list[ast.stmt], start: int, stop: int, depth: int) -> str:
+        """The text of lines `start` to `stop` (0-based, `stop` excluded), the statements of `body` in them edited."""
+        parts, cursor = [], start
+        for group in _groups(body):
+            first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+            parts.append(''.join(self._lines[cursor:first]))
+            parts.append(self._statements(group, depth))
+            cursor = last
+        parts.append(''.join(self._lines[cursor:stop]))
+        return ''.join(parts)
+
+    def _statements(self, group: list[ast.stmt], depth: int) -> str:
+        """The text of statements that share their lines, edited."""
+        first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+        if not self._needs(node for statement in group for node in ast.walk(statement)):
+            return ''.join(self._lines[first:last])
+        statement = group[0]
+        if len(group) > 1 or not self._descends(statement):
+            return self._parse(first, last, depth)
+        after_body = ('decorator_list', 'returns') if self._header_after_body else ()
+        if after_body and self._needs(self._header(statement, lambda field: field in after_body)):
+            return self._parse(first, last, depth)
+        body_first = _first_line(statement.body[0]) - 1
+        if self._needs(self._header(statement, lambda field: field != 'body')):
+            body_line = self._lines[body_first]
+            head = self._parse(first, body_first, depth, dummy=body_line[: len(body_line) - len(body_line.lstrip())])
+        else:
+            head = ''.join(self._lines[first:body_first])
+        return head + self._block(statement.body, body_first, last, depth + 1)
+
+    @staticmethod
+    def _header(statement: ast.stmt, fields: Callable[[str], bool]) -> list[ast.AST]:
+        """The nodes of the statement's fields that `fields` selects (all but `body`: its header)."""
+        return [
+            node
+            for field, value in ast.iter_fields(statement)
+            if fields(field)
+            for child in (value if isinstance(value, list) else [value])
+            if isinstance(child, ast.AST)
+            for node in ast.walk(child)
+        ]
+
+    def _descends(self, statement: ast.stmt) -> bool:
+        """Whether the statement's header and its body's statements can be edited apart."""
+        if isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.If)):
+            if statement.orelse:
+                return False
+        elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith)):
+            return False
+        if any(self._removable([child]) for child in statement.body):
+            return False
+        first = statement.body[0]
+        line = self._lines[_first_line(first) - 1]
+        if getattr(first, 'decorator_list', None):
+            return line.lstrip().startswith('@')
+        return not line.encode('utf-8')[: first.col_offset].strip()  # ast's columns count UTF-8 bytes.
+
+    def _parse(self, first: int, last: int, depth: int, dummy: str | None = None) -> str:
+        """Lines `first` to `last` (0-based, `last` excluded) edited; `dummy`: the indentation of a `pass` that
+        stands for the body of the header they hold."""
+        text = ''.join(self._lines[first:last])
+        wrapper = _WRAPPER if depth else ''
+        tail = f'{dummy}pass\n' if dummy is not None else ''
+        code = self._edit(wrapper + text + tail, first - (1 if depth else 0))
+        assert code.startswith(wrapper) and code.endswith(tail), 'the stand-ins around a statement are kept'
+        return code[len(wrapper) : len(code) - len(tail)]
+
+
+def _removable(resolver: _Resolver, group: list[ast.stmt]) -> bool:
+    """Whether the edits may remove a statement of `group` (an eager switch)."""
+    return any(
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and _relative(resolver.syntax_path(statement.value.func) or '') in _EAGER_SWITCHES
+        for statement in group
+    )
+
+
+def _first_line(statement: ast.stmt) -> int:
+    """The statement's first line: its first decorator's, if it has any."""
+    return min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+
+
+def _groups(body: list[ast.stmt]) -> list[list[ast.stmt]]:
+    """The statements of a block, those that share a line (`a = 1; b = 2`) together."""
+    groups: list[list[ast.stmt]] = []
+    end = 0
+    for statement in body:
+        if groups and _first_line(statement) <= end:
+            groups[-1].append(statement)
+        else:
+            groups.append([statement])
+        end = max(end, statement.end_lineno)
+    return groups
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -951,19 +1312,27 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
     if not any(f'.{module}' in text for module in _KEPT_BY_TF_UPGRADE_V2):
         return text, []  # Nothing to rename: no tree to build.
     # The names are resolved through the whole script's imports; the edits, each within one statement, are
-    # made only on the top-level statements that spell a module's name (the rest of the text is kept as it is).
-    resolver = _Resolver(ast.parse(text))
-    pieces, notes, lines_before = [], [], 0
-    for piece in top_level_pieces(text):
-        edited = piece
-        if any(module in piece for module in _KEPT_BY_TF_UPGRADE_V2):
-            module = cst.parse_module(piece)
-            edits = _V1Modules(_Positions(module, piece), resolver)
-            edited = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
-            notes.extend(dataclasses.replace(note, line=note.line + lines_before) for note in edits.notes)
-        lines_before += piece.count('\n')
-        pieces.append(edited)
-    return ''.join(pieces), notes
+    # made only on the statements that name a module's name (the rest of the text is kept as it is).
+    tree = ast.parse(text)
+    resolver = _Resolver(tree)
+    notes: list[Note] = []
+    prefixes = tuple(f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2)
+
+    def needs(nodes: Iterable[ast.AST]) -> bool:
+        return any(
+            isinstance(node, ast.Attribute) and (resolver.syntax_path(node) or '').startswith(prefixes)
+            for node in nodes
+        )
+
+    def edit(source: str, lines_before: int) -> str:
+        module = cst.parse_module(source)
+        edits = _V1Modules(_Positions(module, source, lines_before), resolver)
+        edited = MetadataWrapper(module, unsafe_skip_copy=True).visit(edits).code
+        notes.extend(edits.notes)
+        return edited
+
+    units = StatementEdits(text, needs, edit).top_level(tree.body)
+    return ''.join(unit.text for unit in units), notes
 
 
 def top_level_pieces(text: str, lines_per_piece: int = 1) -> list[str]:
