@@ -15,7 +15,7 @@ import logging
 import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
-from compat_mts.session_run_hook import SessionRunArgs, SessionRunHook
+from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
 
 _LOSS_TYPES = ('logistic_loss', 'squared_loss')
 _TABLE_NAME = 'ShardedMutableHashTable'
