@@ -5,6 +5,9 @@ new path, `compat_mts.core.fetch`, the same object under both names (so patching
 patches the one module), and warns once, with a `DeprecationWarning` that names the new path. No file is left at
 an old path: a finder on `sys.meta_path`, consulted after the package's own directories, answers for the names of
 `MOVED`. The package's `__init__.py` installs it.
+
+`compat_mts.distribute` is a public name of the package (the module of `mts.distribute`), so its path is not
+deprecated: `import compat_mts.distribute` gives `compat_mts.deploy.distribute` without a warning (`PUBLIC`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ MOVED = {
     'compat_mts.checkpoints': 'compat_mts.checkpoint_dir.checkpoints',
     'compat_mts.directory_lock': 'compat_mts.checkpoint_dir.directory_lock',
     'compat_mts.deployment': 'compat_mts.deploy.deployment',
-    'compat_mts.distribute': 'compat_mts.deploy.distribute',
     'compat_mts.parameter_server': 'compat_mts.deploy.parameter_server',
     'compat_mts.preemption': 'compat_mts.deploy.preemption',
     'compat_mts.estimator.exporter': 'compat_mts.estimator.export.exporter',
@@ -48,6 +50,9 @@ MOVED = {
     'compat_mts.cli.upgrade_write': 'compat_mts.cli.upgrade.write',
 }
 
+# Public path -> the module's path: the same module under both, without a warning.
+PUBLIC = {'compat_mts.distribute': 'compat_mts.deploy.distribute'}
+
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old path of `MOVED` and loads it as the module at its new path."""
@@ -58,19 +63,21 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        """A spec for an old path of `MOVED`, None for every other name."""
-        if fullname not in MOVED:
+        """A spec for an old path of `MOVED` or a path of `PUBLIC`, None for every other name."""
+        if fullname not in MOVED and fullname not in PUBLIC:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        """The module at the new path, imported if it was not; warns that the old path is deprecated."""
-        new = MOVED[spec.name]
-        warnings.warn(
-            f'{spec.name} moved to {new}; import it from there ({spec.name} goes in a future release)',
-            DeprecationWarning,
-            stacklevel=2,  # The importing line: `warnings` skips the import machinery's frames.
-        )
+        """The module at the new path, imported if it was not; warns that an old path of `MOVED` is deprecated."""
+        new = PUBLIC.get(spec.name)
+        if new is None:
+            new = MOVED[spec.name]
+            warnings.warn(
+                f'{spec.name} moved to {new}; import it from there ({spec.name} goes in a future release)',
+                DeprecationWarning,
+                stacklevel=2,  # The importing line: `warnings` skips the import machinery's frames.
+            )
         module = importlib.import_module(new)
         self._specs[spec.name] = module.__spec__
         return module

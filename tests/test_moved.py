@@ -29,6 +29,18 @@ def test_an_old_path_is_the_module_at_its_new_path_and_warns_once(old, monkeypat
         assert importlib.import_module(old) is module
 
 
+def test_compat_mts_distribute_is_public_and_does_not_warn(monkeypatch):
+    monkeypatch.delitem(sys.modules, 'compat_mts.distribute', raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        module = importlib.import_module('compat_mts.distribute')
+        from compat_mts.distribute import ClusterError
+    import compat_mts
+
+    assert module is importlib.import_module('compat_mts.deploy.distribute') is compat_mts.distribute
+    assert ClusterError is module.ClusterError
+
+
 def test_patching_through_an_old_path_patches_the_module(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', DeprecationWarning)
