@@ -112,11 +112,28 @@ def test_bad_head_arguments_get_tf215s_messages():
         estimator.MultiClassHead(3, label_vocabulary=['a', 'b'])
 
 
+def test_a_head_refuses_what_is_no_keras_optimizer_and_logits_and_labels_of_two_shapes_as_tf215():
+    """TF 2.15's heads took only Keras optimizers (a v1 optimizer is a premade Estimator's, not a head's), and
+    its binary head's loss in a graph raised tf.nn's message of TF 2.15 for two static shapes."""
+    head = estimator.BinaryClassHead()
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match='The given optimizer is not a tf.keras.optimizers.Optimizer instance'):
+            head.create_estimator_spec(
+                {'x': np.array([[1.0]])},
+                estimator.ModeKeys.TRAIN,
+                np.array([[1.0], [2.0]], np.float32),
+                np.array([[1.0], [0.0]]),
+                optimizer=tf.compat.v1.train.AdamOptimizer(),
+            )
+        with pytest.raises(ValueError, match=r'^logits and labels must have the same shape \(\(2, 1\) vs \(3, 1\)\)$'):
+            head.loss(np.array([[0.0], [1.0], [0.0]]), np.array([[0.0], [1.0]], np.float32))
+
+
 def test_an_optimizer_defining_get_updates_is_asked_for_the_train_op():
     """As TF 2.15's heads took `optimizer.get_updates(loss, trainable_variables)[0]`."""
     calls = []
 
-    class Optimizer:
+    class Optimizer(tf.keras.optimizers.SGD):
         def get_updates(self, loss, params):
             calls.append((loss, params))
             return [tf.no_op(name='my_train_op')]
@@ -128,7 +145,7 @@ def test_an_optimizer_defining_get_updates_is_asked_for_the_train_op():
             estimator.ModeKeys.TRAIN,
             np.array([[1.0]]),
             np.array([[3.0]]),
-            optimizer=Optimizer(),
+            optimizer=Optimizer(0.1),
             trainable_variables=[variable],
         )
         with tf.compat.v1.Session() as session:

@@ -63,6 +63,16 @@ def is_keras2_optimizer(optimizer) -> bool:
     return bool(bases) and isinstance(optimizer, bases)
 
 
+def is_keras_optimizer(optimizer) -> bool:
+    """Whether `optimizer` is a Keras optimizer (Keras 3's, tf-keras's, or a Keras 2 `OptimizerV2`): what TF
+    2.15's heads took as `optimizer`."""
+    if is_keras2_optimizer(optimizer):
+        return True
+    bases = [getattr(getattr(sys.modules.get(name), 'optimizers', None), 'Optimizer', None) for name in _KERAS_MODULES]
+    bases = tuple(base for base in bases if isinstance(base, type))
+    return bool(bases) and isinstance(optimizer, bases)
+
+
 def _keras_kind(optimizer) -> str | None:
     """The Keras 2 name of the update rule of a Keras 3 (or new-style tf-keras) optimizer, or None.
 

@@ -684,6 +684,11 @@ def train_op_of(loss, loss_reduction: str, optimizer, trainable_variables, train
         if optimizer is not None:
             if train_op_fn is not None:
                 raise ValueError('train_op_fn and optimizer cannot both be set.')
+            if not _optimizers.is_keras_optimizer(optimizer):
+                raise ValueError(
+                    'The given optimizer is not a tf.keras.optimizers.Optimizer instance. Received optimizer of '
+                    f'type {type(optimizer)}'
+                )
             if trainable_variables is None:
                 raise ValueError('trainable_variables cannot be None. Given {}'.format(trainable_variables))
             if not isinstance(trainable_variables, (list, tuple)):

@@ -94,7 +94,10 @@ class BinaryClassHead(base_head.Head):
     def _unweighted_loss(self, logits, labels, features):
         if self._loss_fn:
             return base_head.call_loss_fn(self._loss_fn, labels, logits, features, 1)
-        return tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(labels, logits.dtype), logits=logits)
+        labels = tf.cast(labels, logits.dtype)
+        if not logits.shape.is_compatible_with(labels.shape):  # TF 2.15's tf.nn message (TF 2.21 words it anew).
+            raise ValueError(f'logits and labels must have the same shape ({logits.shape} vs {labels.shape})')
+        return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
     def predictions(self, logits, keys=None) -> dict:
         """TF 2.15's predictions (those of `keys`, if given): `logits`, `logistic`, `probabilities`, ...
