@@ -125,7 +125,11 @@ def _concatenate_context(context_input, sequence_input):
 
 
 def _optimizer(keras, optimizer):
-    """TF 2.15's optimizer of the RNN: a name is Keras 2's optimizer at 0.05 with clip norm 5; counts the step."""
+    """TF 2.15's optimizer of the RNN: a name is Keras 2's optimizer at 0.05 with clip norm 5; counts the step.
+
+    Raises:
+      ValueError: an unknown name, or what is (or a callable returns) no Keras optimizer: TF 2.15's messages.
+    """
     if isinstance(optimizer, str):
         if optimizer not in _KERAS2_OPTIMIZERS:
             raise ValueError(
@@ -139,6 +143,8 @@ def _optimizer(keras, optimizer):
         optimizer.clipnorm = _DEFAULT_CLIP_NORM
     elif callable(optimizer) and not _optimizers.is_keras2_optimizer(optimizer):
         optimizer = optimizer()
+    if not _optimizers.is_keras_optimizer(optimizer):
+        raise ValueError('The given object is not a tf.keras.optimizers.Optimizer instance. Given: {}'.format(optimizer))
     if _optimizers.is_keras2_optimizer(optimizer):
         optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
     return optimizer
@@ -148,9 +154,9 @@ def _model_fn(head, sequence_feature_columns, context_feature_columns, units, ce
     def rnn_model_fn(features, labels, mode, config):
         del config  # Unused, as in TF 2.15.
         keras = _tf_keras()
+        train_optimizer = _optimizer(keras, optimizer) if mode == ModeKeys.TRAIN else None
         layer = _rnn_layer(keras, rnn_cell_fn, units, cell_type, return_sequences=False)
         model = _rnn_model(keras, layer, head.logits_dimension, sequence_feature_columns, context_feature_columns)
-        train_optimizer = _optimizer(keras, optimizer) if mode == ModeKeys.TRAIN else None
         logits = model(features, mode == ModeKeys.TRAIN)
         return head.create_estimator_spec(
             features=features,

@@ -109,6 +109,11 @@ def _rnn(tf, estimator, root, reference_root):
                 _rnn_input_fn(tf, class_labels), steps=1
             )
         ),
+        error_of(
+            lambda: experimental.RNNClassifier(sequence_columns, units=[3], optimizer=3.0).train(
+                _rnn_input_fn(tf, class_labels), steps=1
+            )
+        ),
     ]
     return plain(results)
 
