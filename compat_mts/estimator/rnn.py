@@ -144,7 +144,9 @@ def _optimizer(keras, optimizer):
     elif callable(optimizer) and not _optimizers.is_keras2_optimizer(optimizer):
         optimizer = optimizer()
     if not _optimizers.is_keras_optimizer(optimizer):
-        raise ValueError('The given object is not a tf.keras.optimizers.Optimizer instance. Given: {}'.format(optimizer))
+        raise ValueError(
+            'The given object is not a tf.keras.optimizers.Optimizer instance. Given: {}'.format(optimizer)
+        )
     if _optimizers.is_keras2_optimizer(optimizer):
         optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
     return optimizer
