@@ -30,9 +30,9 @@ _ALL = ('parsing', 'raw', 'alternatives')
 
 # name: (constructor, n_classes or None for a regressor, label_vocabulary?, receivers)
 CASES = {
-    'dnn_binary': ('DNNClassifier', 2, False, _ALL),
+    'dnn_binary': ('DNNClassifier', 2, False, (*_ALL, 'supervised')),
     'dnn_multiclass_vocabulary': ('DNNClassifier', 3, True, _ALL),
-    'dnn_regressor': ('DNNRegressor', None, False, _ALL),
+    'dnn_regressor': ('DNNRegressor', None, False, (*_ALL, 'supervised')),
     'linear_binary_vocabulary': ('LinearClassifier', 2, True, ('parsing',)),
     'linear_multiclass': ('LinearClassifier', 3, False, ('parsing',)),
     'linear_regressor': ('LinearRegressor', None, False, ('parsing',)),
@@ -144,12 +144,16 @@ def predict(model) -> list:
 
 
 def receiver_fn(estimator, kind: str):
-    """The serving input receiver function of `kind` (`parsing`, `raw` or `alternatives`)."""
+    """The serving input receiver function of `kind` (`parsing`, `raw`, `alternatives` or `supervised`)."""
     spec = tf.feature_column.make_parse_example_spec(_columns())
     if kind == 'parsing':
         return estimator.export.build_parsing_serving_input_receiver_fn(spec)
     if kind == 'raw':
         return estimator.export.build_raw_serving_input_receiver_fn({key: tf.constant([0.0]) for key in 'ab'})
+    if kind == 'supervised':  # Its `label` is a receiver tensor too, unused in PREDICT mode.
+        return estimator.experimental.build_raw_supervised_input_receiver_fn(
+            {key: tf.constant([0.0]) for key in 'ab'}, tf.constant([[0.0]])
+        )
 
     def with_alternatives():
         serialized = tf.compat.v1.placeholder(tf.string, [None], name='serialized')
@@ -206,12 +210,14 @@ def _plain(value):
 
 def signature_arguments(inputs: dict) -> dict:
     """What a client sends to a signature whose SignatureDef has `inputs`: serialized examples to a string input
-    (`inputs`, `examples`...), and the feature columns by name (a lone float `input` is `a`), shaped as the
-    SignatureDef says (`[-1]` raw, `[-1, 1]` parsed)."""
+    (`inputs`, `examples`...), and the feature columns by name (a lone float `input` is `a`; a supervised
+    receiver's `label`, zeros), shaped as the SignatureDef says (`[-1]` raw, `[-1, 1]` parsed)."""
     values, arguments = features(), {}
     for key, info in inputs.items():
         if info['dtype'] == 'string':
             arguments[key] = tf.constant(serialized_examples())
+        elif key == 'label':
+            arguments[key] = tf.zeros([len(values['a'])] + [1] * (len(info['shape']) - 1), info['dtype'])
         else:
             arguments[key] = tf.reshape(values['a' if key == 'input' else key], [-1] + [1] * (len(info['shape']) - 1))
     return arguments

@@ -105,7 +105,7 @@ def _signature_defs(receiver, export_outputs: dict) -> dict:
     signatures each method got and why the others were left out, in v1's words.
     """
     graph = next(iter(receiver.receiver_tensors.values())).graph
-    groups = [(None, receiver.receiver_tensors), *(receiver.receiver_tensors_alternatives or {}).items()]
+    groups = [(None, receiver.receiver_tensors), *(getattr(receiver, 'receiver_tensors_alternatives', None) or {}).items()]
     included, excluded = {}, {}
     for group, receiver_tensors in groups:
         for key, export_output in export_outputs.items():
