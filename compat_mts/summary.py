@@ -54,16 +54,11 @@ _files_with_graph: 'weakref.WeakSet[tf.summary.SummaryWriter]' = program_lib.PRO
 _MAX_QUEUE, _FLUSH_MILLIS, _FILENAME_SUFFIX = 10, 120000, '.v2'  # `tf.summary.create_file_writer`'s defaults.
 
 
-# The longest name TensorFlow writes in a summary or checkpoint directory, beyond the directory's own path: an
-# events file (`events.out.tfevents.<time>.<host>.<pid>.<n>.v2`) or a checkpoint's temporary data file.
+# The longest name TensorFlow writes in a summary directory, beyond the directory's own path: an events file
+# (`events.out.tfevents.<time>.<host>.<pid>.<n>.v2`). A checkpoint directory's saves write longer ones
+# (`compat_mts.checkpoint_dir.directory.checkpoint_name_bytes`).
 EVENTS_NAME_BYTES = len('events.out.tfevents.1234567890..4194304.18446744073709551615.v2') + len(socket.gethostname())
 _DEFAULT_PATH_MAX = 4096
-
-
-def checkpoint_name_bytes(basename: str) -> int:
-    """The length of the longest path a checkpoint save of `basename` writes under its directory: the
-    temporary data file of its shard, before the save renames it."""
-    return len(os.fsencode(f'{basename}-9223372036854775807_temp/part-00000-of-00001.data-00000-of-00001'))
 
 
 def check_utf8_path(directory: str, argument: str) -> None:
