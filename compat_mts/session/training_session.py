@@ -6,10 +6,10 @@ import os
 from typing import Any
 
 from compat_mts.checkpoint_dir import checkpoints
-from compat_mts.checkpoint_dir.directory import CheckpointDirectory, checkpoint_name_bytes
+from compat_mts.checkpoint_dir import directory as directory_lib
+from compat_mts.checkpoint_dir.directory import CheckpointDirectory
 from compat_mts.deploy import deployment as deployment_lib
 from compat_mts.deploy import distribute
-from compat_mts import summary as summary_lib
 from compat_mts.core import validation
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.hooks.step_counter import StepCounterHook
@@ -228,12 +228,12 @@ def MonitoredTrainingSession(
     if saves_checkpoints:
         directory.make_writable()
     elif directory:
-        summary_lib.check_utf8_path(directory.path, directory.argument)
+        directory_lib.check_utf8_path(directory.path, directory.argument)
     if counts_steps or saves_summaries:
-        reserve = max(summary_lib.EVENTS_NAME_BYTES, checkpoint_name_bytes('model.ckpt'))
-        summary_lib.ensure_writable_directory(summary_dir, 'summary_dir', reserve=reserve)
+        reserve = max(directory_lib.EVENTS_NAME_BYTES, directory_lib.checkpoint_name_bytes('model.ckpt'))
+        directory_lib.ensure_writable_directory(summary_dir, 'summary_dir', reserve=reserve)
     elif summary_dir:
-        summary_lib.check_utf8_path(summary_dir, 'summary_dir')
+        directory_lib.check_utf8_path(summary_dir, 'summary_dir')
     all_hooks = list(chief_only_hooks)
     if summary_dir:
         if counts_steps:
