@@ -1,8 +1,8 @@
 """`CheckpointDirectory`: one checkpoint directory, checked where the user gave it and handed down as it is.
 
 A session's `checkpoint_dir`, or an Estimator's `model_dir`, is validated once, where it is given (its type, NUL
-bytes, what `''` means; `compat_mts.core.validation`'s messages), and its path expanded, so that relative, `~`
-and symlinked directories resume as absolute ones do. `MonitoredTrainingSession` and the Estimator hand the
+bytes, what `''` means; `compat_mts.core.validation`'s messages) and its `~` expanded. `MonitoredTrainingSession`
+and the Estimator hand the
 object to the session creators and the `CheckpointSaverHook`, which use the one they are given. It knows the
 argument it was given as and who was given it, for the messages (a `CheckpointMismatchError` of an Estimator
 says `model_dir`), and does what the directory is for: making it writable before the first save
@@ -188,27 +188,27 @@ class CheckpointDirectory:
         self._owner = owner
 
     @classmethod
-    def of(cls, value: Any, argument: str = 'checkpoint_dir') -> CheckpointDirectory:
-        """`value` if it is a `CheckpointDirectory`, else one made of the path `value` (`''`: the working
-        directory, as in v1)."""
-        return value if isinstance(value, cls) else cls(value, argument=argument)
+    def of(cls, value: Any) -> CheckpointDirectory:
+        """`value` if it is a `CheckpointDirectory`, else one made of the `checkpoint_dir` path `value` (`''`: the
+        working directory, as in v1)."""
+        return value if isinstance(value, cls) else cls(value)
 
     @classmethod
-    def optional(cls, value: Any, argument: str = 'checkpoint_dir') -> CheckpointDirectory | None:
+    def optional(cls, value: Any) -> CheckpointDirectory | None:
         """v1's `if checkpoint_dir:`: None for None and `''`, `value` if it is a `CheckpointDirectory`, else one
-        made of the path `value`.
+        made of the `checkpoint_dir` path `value`.
 
         Raises:
           TypeError: not None, a str, bytes or an os.PathLike (`compat_mts.core.validation.optional_directory`).
         """
         if value is None or isinstance(value, cls):
             return value
-        path = validation.optional_directory(value, argument)
-        return None if path is None else cls(path, argument=argument)
+        path = validation.optional_directory(value, 'checkpoint_dir')
+        return None if path is None else cls(path)
 
     @property
     def path(self) -> str:
-        """The directory's path, expanded (`~`, relative and symlinked paths made absolute)."""
+        """The directory's path, `~` expanded; a relative path stays relative, as v1 kept it."""
         return self._path
 
     @property
