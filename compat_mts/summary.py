@@ -20,10 +20,7 @@ Writing `simple_value` scalars (v1's `global_step/sec`) goes through `write_raw_
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import socket
-import stat
 import threading
 import weakref
 from typing import Any
@@ -32,6 +29,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
+from compat_mts.checkpoint_dir.directory import ensure_writable_directory
 from compat_mts.core import fetch as fetches_lib
 from compat_mts.core import global_step as global_step_lib
 from compat_mts.core import program as program_lib
@@ -52,134 +50,6 @@ _files_with_graph: 'weakref.WeakSet[tf.summary.SummaryWriter]' = program_lib.PRO
     'summary.files_with_graph', weakref.WeakSet(), 'the writers whose current events file has a graph', kind='process'
 )
 _MAX_QUEUE, _FLUSH_MILLIS, _FILENAME_SUFFIX = 10, 120000, '.v2'  # `tf.summary.create_file_writer`'s defaults.
-
-
-# The longest name TensorFlow writes in a summary or checkpoint directory, beyond the directory's own path: an
-# events file (`events.out.tfevents.<time>.<host>.<pid>.<n>.v2`) or a checkpoint's temporary data file.
-EVENTS_NAME_BYTES = len('events.out.tfevents.1234567890..4194304.18446744073709551615.v2') + len(socket.gethostname())
-_DEFAULT_PATH_MAX = 4096
-
-
-def checkpoint_name_bytes(basename: str) -> int:
-    """The length of the longest path a checkpoint save of `basename` writes under its directory: the
-    temporary data file of its shard, before the save renames it."""
-    return len(os.fsencode(f'{basename}-9223372036854775807_temp/part-00000-of-00001.data-00000-of-00001'))
-
-
-def check_utf8_path(directory: str, argument: str) -> None:
-    """Raises a ValueError naming `argument` if `directory` is not valid UTF-8, which TensorFlow's file
-    functions cannot take (Python gives such a name from the command line or `os.listdir` as surrogates)."""
-    try:
-        directory.encode('utf-8')
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"`{argument}` {directory!r} is not a valid UTF-8 path: TensorFlow's file functions take UTF-8 paths "
-            'only. Rename the directory, or give another one.'
-        ) from None
-
-
-def check_directory_path(directory: str, argument: str, *, reserve: int = EVENTS_NAME_BYTES) -> None:
-    """Raises a ValueError naming `argument` for a path where files cannot be written.
-
-    That is a path that is not UTF-8, a file, a symlink to nothing or a symlink loop, one with a file
-    for a parent, or one so long that the files written in it (`reserve` bytes more: an events file by
-    default) would pass the file system's path limit: TensorFlow would fail only at the first save, with
-    a raw error and a temporary folder left behind.
-    """
-    if '://' in directory:
-        return
-    check_utf8_path(directory, argument)
-    try:
-        status = os.stat(directory)
-    except FileNotFoundError:
-        # Created by the caller; unless it is a symlink to nothing, which creating would not mend.
-        problem = ''
-        if os.path.islink(directory):
-            problem = f'is a symlink to {os.readlink(directory)!r}, which does not exist'
-    except NotADirectoryError:
-        problem = 'has a file where a parent directory should be'
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            problem = 'is a symlink loop (or passes through one)'
-        elif error.errno == errno.ENAMETOOLONG:
-            problem = 'is longer than this file system allows'
-        else:
-            raise
-    else:
-        problem = '' if stat.S_ISDIR(status.st_mode) else 'is a file, not a directory'
-    if problem:
-        raise ValueError(f'`{argument}` {directory!r} {problem}. Give a directory path.')
-    length = len(os.fsencode(os.path.abspath(directory)))
-    limit = _path_max(directory)
-    if length + 1 + reserve >= limit:
-        raise ValueError(
-            f'`{argument}` {directory[:40]!r}... is {length} bytes long: the files written in it would have paths '
-            f'of up to {length + 1 + reserve} bytes, over the limit of {limit - 1} of this file system, and the '
-            'first save would fail. Give a shorter path.'
-        )
-
-
-def _path_max(directory: str) -> int:
-    """The file system's PATH_MAX (with its terminating NUL) at the nearest existing parent of `directory`."""
-    existing = os.path.abspath(directory)
-    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
-        existing = os.path.dirname(existing)
-    try:
-        return os.pathconf(existing, 'PC_PATH_MAX')
-    except (OSError, ValueError):
-        return _DEFAULT_PATH_MAX
-
-
-def ensure_writable_directory(directory: str, argument: str, *, reserve: int = EVENTS_NAME_BYTES) -> None:
-    """Creates `directory`; raises an error naming it when it cannot be created or written.
-
-    Args:
-      directory: the directory.
-      argument: its argument's name, for the messages.
-      reserve: how much longer than the directory's path the paths of the files written in it get.
-
-    Raises:
-      ValueError: the path cannot hold files (see `check_directory_path`).
-      PermissionError: the directory cannot be created or written.
-    """
-    directory = os.path.expanduser(directory)
-    check_directory_path(directory, argument, reserve=reserve)
-    try:
-        if '://' in directory:
-            tf.io.gfile.makedirs(directory)
-        else:  # The OSError names the part of the path that failed, and why.
-            os.makedirs(directory, exist_ok=True)
-    except tf.errors.OpError as error:
-        raise PermissionError(f'`{argument}` {directory!r} cannot be created: {error}') from error
-    except OSError as error:
-        raise PermissionError(_cannot_create(directory, argument, error)) from error
-    if '://' not in directory and not os.access(directory, os.W_OK):
-        raise PermissionError(f'`{argument}` {directory!r} is not writable.')
-
-
-# Why making a directory in an existing one fails, by errno, in words.
-_CREATE_PROBLEMS = {
-    errno.EACCES: 'this user may not write in {parent!r}',
-    errno.EPERM: '{parent!r} does not allow new directories',
-    errno.EROFS: '{parent!r} is on a read-only file system',
-    errno.ENOSPC: 'the file system of {parent!r} is full',
-    errno.EDQUOT: "this user's disk quota on {parent!r} is used up",
-    # mkdir in a virtual file system (/proc) that has no such entry: the directory is not missing, the
-    # file system makes none.
-    errno.ENOENT: '{parent!r} does not allow new directories (a virtual file system, such as /proc)',
-}
-
-
-def _cannot_create(directory: str, argument: str, error: OSError) -> str:
-    """The message for `directory` that `os.makedirs` could not create: which part failed, and why."""
-    failed = error.filename if isinstance(error.filename, str) else directory
-    parent = os.path.dirname(os.path.abspath(failed))
-    problem = _CREATE_PROBLEMS.get(error.errno, '{parent!r} refused it').format(parent=parent)
-    where = '' if os.path.abspath(failed) == os.path.abspath(directory) else f' (at {failed!r})'
-    return (
-        f'`{argument}` {directory!r} cannot be created{where}: {problem} ({error.strerror}). Give a directory '
-        'that can be created and written, or create this one with write permission first.'
-    )
 
 
 def summary_writer_for(directory: str) -> tf.summary.SummaryWriter:

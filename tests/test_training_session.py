@@ -245,6 +245,25 @@ def test_unwritable_checkpoint_dir_names_the_path(tmp_path):
         mts.MonitoredTrainingSession(checkpoint_dir=bad)
 
 
+def test_checkpoint_dir_is_validated_once_and_its_one_directory_is_what_the_hook_and_creator_use(tmp_path):
+    from compat_mts.checkpoint_dir.directory import CheckpointDirectory
+
+    model = Regression()
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / 'run'), scaffold=model.scaffold()) as session:
+        (hook,) = [hook for hook in session._hooks if isinstance(hook, mts.CheckpointSaverHook)]
+        assert isinstance(hook._directory, CheckpointDirectory)
+        assert hook._directory is session._creator._directory
+        assert hook.checkpoint_dir == str(tmp_path / 'run')
+    with pytest.raises(ValueError) as error:
+        mts.MonitoredTrainingSession(checkpoint_dir='run\0')
+    assert str(error.value).startswith('`checkpoint_dir` must be None or a path')
+    assert str(error.value).count('checkpoint_dir') == 1
+    with pytest.raises(ValueError) as error:
+        mts.estimator.Estimator(lambda features, labels, mode: None, model_dir='model\0')
+    assert str(error.value).startswith('`model_dir` must be a directory path')
+    assert 'checkpoint_dir' not in str(error.value) and str(error.value).count('model_dir') == 1
+
+
 @pytest.mark.parametrize(
     'kwargs, error, message',
     [

@@ -21,7 +21,7 @@ import tensorflow as tf
 import compat_mts as mts
 from compat_mts.checkpoint_dir import checkpoints as checkpoints_lib
 from compat_mts.core import progress
-from compat_mts import summary
+from compat_mts.checkpoint_dir import directory as directory_lib
 
 _FEATURES = 8
 _BATCH_SIZE = 64
@@ -74,7 +74,7 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
     logdir = os.path.abspath(directory)
-    summary.ensure_writable_directory(logdir, 'directory')
+    directory_lib.ensure_writable_directory(logdir, 'directory')
     directory = os.path.join(logdir, RUN_NAME)  # TensorBoard names the run after it (else `.`).
     out(f'Writing checkpoints and TensorBoard events to {directory}')
     previous_checkpoint = checkpoints_lib.latest_checkpoint(directory)

@@ -41,11 +41,11 @@ def _run_demo(args: argparse.Namespace) -> int:
         import tensorflow as tf
 
         from compat_mts.checkpoint_dir import checkpoints  # Import TensorFlow, which only this subcommand needs.
-        from compat_mts import summary
+        from compat_mts.checkpoint_dir import directory
         from compat_mts.cli import demo
 
     try:
-        summary.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
+        directory.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
     except (PermissionError, ValueError) as error:
         print(f'{args.usage()}compat-mts demo: error: {error}', file=sys.stderr, end='\n')
         return 2

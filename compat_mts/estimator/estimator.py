@@ -24,6 +24,7 @@ from tensorflow.compat.v1 import logging
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.checkpoint_dir.directory import CheckpointDirectory
 from compat_mts.core import global_step as global_step_lib
 from compat_mts import legacy
 from compat_mts.session import monitored_session
@@ -188,6 +189,10 @@ class Estimator:
         self._user_session_config = getattr(config, 'session_config', None) if given else None
         self._config = _config_with_model_dir(config, model_dir)
         self._model_dir = self._config.model_dir
+        # Validated by `_config_with_model_dir` or `RunConfig`; the training session and its hooks get this one.
+        self._checkpoint_directory = CheckpointDirectory(
+            self._model_dir, argument='model_dir', owner='the Estimator', empty=None
+        )
         self._session_config = self._config.session_config
         logging.info('Using config: %s', str(vars(self._config)))
         if model_fn is None:
@@ -386,7 +391,7 @@ class Estimator:
                 MonitoredTrainingSession(
                     master=self._config.master,
                     is_chief=self._config.is_chief,
-                    checkpoint_dir=self._model_dir,
+                    checkpoint_dir=self._checkpoint_directory,
                     scaffold=spec.scaffold,
                     hooks=worker_hooks,
                     chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks),
@@ -415,20 +420,15 @@ class Estimator:
         chief_hooks = []
         saver_hooks = [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]
         if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) and not saver_hooks:
-            # The manager reads the state file at once: an unreadable one is rebuilt first, as the session does
-            # (by the chief: in a cluster the other workers' saves go to directories of their own).
-            if _distributed.writes_model_dir(self._config.train_distribute):
-                checkpoints.prepare_directory_state(self._model_dir)
-            manager = tf.train.CheckpointManager(
+            manager = self._checkpoint_directory.manager(
                 wrapped.checkpoint,
-                self._model_dir,
                 max_to_keep=self._config.keep_checkpoint_max or None,
                 keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
-                checkpoint_name='model.ckpt',
+                writes_files=_distributed.writes_model_dir(self._config.train_distribute),
             )
             chief_hooks = [
                 CheckpointSaverHook(
-                    self._model_dir,
+                    self._checkpoint_directory,
                     save_secs=self._config.save_checkpoints_secs,
                     save_steps=self._config.save_checkpoints_steps,
                     saver=manager,
@@ -787,7 +787,9 @@ class Estimator:
             try:
                 with monitored_session.hooks_begin_in(wrapped):  # The hooks' begin() in the open graph, as in v1.
                     yield wrapped
-            except checkpoints.CheckpointMismatchError as error:  # The user gave the directory as `model_dir`.
+            # A checkpoint of `evaluate`, `predict` or an export, read as a file: it came from `model_dir` (the
+            # training session's is named so by its `CheckpointDirectory`).
+            except checkpoints.CheckpointMismatchError as error:
                 raise error.naming('the Estimator', 'model_dir') from None
             finally:
                 legacy.forget_graph(wrapped)

@@ -8,6 +8,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.checkpoint_dir.directory import CheckpointDirectory
 from compat_mts.deploy import deployment as deployment_lib
 from compat_mts.core import fetch as fetches_lib
 from compat_mts.core import global_step as global_step_lib
@@ -63,7 +64,8 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
 
     Args:
       checkpoint_dir: The directory to save into (and that the session restores from); `''` is the
-        working directory, as in v1.
+        working directory, as in v1. A `CheckpointDirectory` (what `MonitoredTrainingSession` and the
+        Estimator pass) is used as it is.
       save_secs: Save every `save_secs` seconds, or None.
       save_steps: Save every `save_steps` global steps, or None. Exactly one of the two is given.
       saver: What to save: a `tf.train.Checkpoint`, a `tf.train.CheckpointManager` (its own `max_to_keep`
@@ -94,7 +96,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
 
     def __init__(
         self,
-        checkpoint_dir: str,
+        checkpoint_dir: str | os.PathLike | CheckpointDirectory,
         save_secs: float | None = None,
         save_steps: int | None = None,
         saver=None,
@@ -108,7 +110,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         logging.info('Create CheckpointSaverHook.')
         if saver is not None and scaffold is not None:
             raise ValueError('You cannot provide both saver and scaffold.')
-        checkpoint_dir = validation.path(checkpoint_dir, 'checkpoint_dir', empty='the working directory, as in v1')
+        self._directory = CheckpointDirectory.of(checkpoint_dir)
         check_saver(saver)
         check_scaffold(scaffold)
         validation.check_integer(save_steps, 'save_steps')
@@ -120,7 +122,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         self._listeners = validation.check_listeners(listeners)
         if isinstance(saver, tf.compat.v1.train.Saver):  # Built in the graph code: saved as a scaffold saves it.
             scaffold, saver = Scaffold(saver=saver), None
-        self._checkpoint_dir = checkpoints.expand_directory(checkpoint_dir or os.curdir)
+        self._checkpoint_dir = self._directory.path
         self._saver = saver
         self._scaffold = scaffold
         self._checkpoint_basename = checkpoint_basename
@@ -165,14 +167,11 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         self._settle = deployment.settle
         self._writes_files = deployment.is_chief
         if self._writes_files:
-            longest_name = summary_lib.checkpoint_name_bytes(self._checkpoint_basename)
-            summary_lib.ensure_writable_directory(
-                self._checkpoint_dir, 'checkpoint_dir', reserve=max(summary_lib.EVENTS_NAME_BYTES, longest_name)
-            )
+            self._directory.make_writable(self._checkpoint_basename)
             # Before the session restores: the other writer may be mid-save. Once no one else saves there, a
             # save's `_temp` folder is a killed one's.
-            if not self._allow_other_writers and checkpoints.lock_directory(self._checkpoint_dir):
-                checkpoints.remove_leftover_saves(self._checkpoint_dir)
+            if not self._allow_other_writers:
+                self._directory.lock()
             self._summary_writer = summary_lib.summary_writer_for(self._checkpoint_dir)
         self._global_step = global_step_lib.require_global_step('CheckpointSaverHook')
         for listener in self._listeners:
@@ -233,7 +232,7 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
         for listener in self._listeners:
             listener.end(session, last_step)
         if self._writes_files and not self._allow_other_writers:
-            checkpoints.unlock_directory(self._checkpoint_dir)
+            self._directory.unlock()
 
     def _write_graph(self, session) -> bool:
         """Writes the session's step graph; False while this session has run no step yet."""
@@ -259,14 +258,12 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
                     log_if_step_only(scaffold)
                 elif getattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, None) is None:
                     setattr(checkpoint, global_step_lib.GLOBAL_STEP_NAME, self._global_step)
-                if self._writes_files:
-                    checkpoints.prepare_directory_state(self._checkpoint_dir)
-                self._manager = tf.train.CheckpointManager(
+                self._manager = self._directory.manager(
                     checkpoint,
-                    self._checkpoint_dir,
                     max_to_keep=scaffold.max_to_keep,
                     keep_checkpoint_every_n_hours=scaffold.keep_checkpoint_every_n_hours,
-                    checkpoint_name=self._checkpoint_basename,
+                    basename=self._checkpoint_basename,
+                    writes_files=self._writes_files,
                 )
         return self._manager
 

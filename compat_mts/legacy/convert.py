@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from compat_mts import _tf_internals as tf_internals
 from compat_mts.checkpoint_dir import checkpoints
-from compat_mts import summary
+from compat_mts.checkpoint_dir import directory as directory_lib
 from compat_mts.legacy.checkpoints import FORMATS, CheckpointNames, _Entry, write_name_based
 
 
@@ -124,8 +124,8 @@ def convert_checkpoint(
     if to not in FORMATS:
         raise ValueError(f'`to` must be one of {FORMATS}, got {to!r}.')
     src_dir, dst_dir = os.fsdecode(src_dir), os.fsdecode(dst_dir)
-    summary.check_utf8_path(src_dir, 'src_dir')
-    summary.check_utf8_path(dst_dir, 'dst_dir')
+    directory_lib.check_utf8_path(src_dir, 'src_dir')
+    directory_lib.check_utf8_path(dst_dir, 'dst_dir')
     sources = list(reversed(checkpoints.checkpoint_paths(src_dir)))
     if not sources:
         raise ValueError(
@@ -142,7 +142,7 @@ def convert_checkpoint(
         except _READ_ERRORS as error:
             raise _unreadable(f'{source}.index', error) from None
     created = not tf.io.gfile.isdir(dst_dir)
-    summary.ensure_writable_directory(dst_dir, 'dst_dir')
+    directory_lib.ensure_writable_directory(dst_dir, 'dst_dir')
     total_bytes = sum(_tensor_bytes(names[source], name) for source in sources for name in names[source].keys)
     done_bytes = 0
     written = []

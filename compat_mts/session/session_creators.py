@@ -8,6 +8,7 @@ without hooks: what hooks, `run_step_fn` and `raw_session()` get as "the session
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
 from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.checkpoint_dir.directory import CheckpointDirectory
 from compat_mts.deploy import deployment as deployment_lib
 from compat_mts.deploy import distribute
 from compat_mts.core import fetch as fetches_lib
@@ -95,7 +97,8 @@ class ChiefSessionCreator(SessionCreator):
     """Creates the chief's session: restore the latest checkpoint, else initialize (`init_op`, `init_fn`).
 
     Arguments are v1's. `master` and `config` are applied process-wide (see `compat_mts.deploy.distribute`).
-    As in v1, `checkpoint_dir=''` and `checkpoint_filename_with_path=''` mean None.
+    As in v1, `checkpoint_dir=''` and `checkpoint_filename_with_path=''` mean None. A `checkpoint_dir` that is a
+    `CheckpointDirectory` (what `MonitoredTrainingSession` passes) is used as it is.
     """
 
     def __init__(
@@ -103,23 +106,23 @@ class ChiefSessionCreator(SessionCreator):
         scaffold: Scaffold | None = None,
         master: str = '',
         config=None,
-        checkpoint_dir: str | None = None,
+        checkpoint_dir: str | os.PathLike | CheckpointDirectory | None = None,
         checkpoint_filename_with_path: str | None = None,
     ):
         check_scaffold(scaffold)
         distribute.check_master(master)
         distribute.check_config(config)
         distribute.check_not_between_graph(master)
-        checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
+        directory = CheckpointDirectory.optional(checkpoint_dir)
         checkpoint_filename_with_path = validation.optional_directory(
             checkpoint_filename_with_path, 'checkpoint_filename_with_path'
         )
-        if checkpoint_dir and checkpoint_filename_with_path:
+        if directory and checkpoint_filename_with_path:
             raise ValueError('Can not provide both checkpoint_dir and checkpoint_filename_with_path.')
         self._scaffold = scaffold or Scaffold()
         self._master = master
         self._config = config
-        self._checkpoint_dir = checkpoint_dir
+        self._directory = directory
         self._checkpoint_filename_with_path = checkpoint_filename_with_path
         self._snapshot: checkpoints.Snapshot | None = None
 
@@ -130,7 +133,7 @@ class ChiefSessionCreator(SessionCreator):
         cluster = deployment_lib.current().cluster  # The session's, when it creates this one.
         if cluster is not None:
             cluster.prepare(scaffold.checkpoint)
-        session = RawSession(scaffold, self._checkpoint_dir)
+        session = RawSession(scaffold, self._directory.path if self._directory else None)
         session.device = device
         session.restored_path = self._restore(scaffold)
         if session.restored_path is None:
@@ -155,14 +158,14 @@ class ChiefSessionCreator(SessionCreator):
 
     def _restore(self, scaffold: Scaffold) -> str | None:
         partial = scaffold.allow_partial_restore
-        if self._checkpoint_filename_with_path or self._checkpoint_dir:
+        if self._checkpoint_filename_with_path or self._directory:
             log_if_step_only(scaffold)
         if self._checkpoint_filename_with_path:
             path = checkpoints.expand_directory(self._checkpoint_filename_with_path)
             checkpoints.restore(scaffold.checkpoint, path, allow_partial=partial)
             return path
-        if self._checkpoint_dir:
-            return checkpoints.restore_latest(scaffold.checkpoint, self._checkpoint_dir, allow_partial=partial)
+        if self._directory:
+            return self._directory.restore_latest(scaffold.checkpoint, allow_partial=partial)
         return None
 
     @staticmethod
@@ -179,7 +182,8 @@ class WorkerSessionCreator(SessionCreator):
     variables, so the wait is for what makes workers agree: with `checkpoint_dir` (an eager-only,
     keyword-only argument that `MonitoredTrainingSession` passes), the worker polls until the chief's
     first checkpoint is there and restores it, and raises v1's `DeadlineExceededError` after
-    `max_wait_secs`. Without `checkpoint_dir` there is nothing to wait for.
+    `max_wait_secs`; a `CheckpointDirectory` is used as it is. Without `checkpoint_dir` there is nothing to wait
+    for.
 
     Under a multi-worker `MultiWorkerMirroredStrategy` the worker waits (up to `max_wait_secs`) until the
     chief has initialized or restored, then restores the checkpoint the chief restored, or initializes as
@@ -194,7 +198,7 @@ class WorkerSessionCreator(SessionCreator):
         config=None,
         max_wait_secs: float | None = 30 * 60,
         *,
-        checkpoint_dir: str | None = None,
+        checkpoint_dir: str | os.PathLike | CheckpointDirectory | None = None,
     ):
         check_scaffold(scaffold)
         distribute.check_master(master)
@@ -205,7 +209,7 @@ class WorkerSessionCreator(SessionCreator):
         self._master = master
         self._config = config
         self._max_wait_secs = validation.seconds_or_forever(max_wait_secs)
-        self._checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
+        self._directory = CheckpointDirectory.optional(checkpoint_dir)
 
     def create_session(self) -> RawSession:
         distribute.apply_config(self._config)
@@ -223,12 +227,12 @@ class WorkerSessionCreator(SessionCreator):
                 )
             else:
                 ChiefSessionCreator._initialize(scaffold, session)
-        elif self._checkpoint_dir:
+        elif self._directory:
             deadline = time.time() + self._max_wait_secs
             while True:
                 try:
-                    session.restored_path = checkpoints.restore_latest(
-                        scaffold.checkpoint, self._checkpoint_dir, allow_partial=scaffold.allow_partial_restore
+                    session.restored_path = self._directory.restore_latest(
+                        scaffold.checkpoint, allow_partial=scaffold.allow_partial_restore
                     )
                 except checkpoints.DamagedCheckpointsError as error:  # The chief may be writing its first one.
                     logging.info('%s', error)
@@ -238,7 +242,7 @@ class WorkerSessionCreator(SessionCreator):
                     raise tf.errors.DeadlineExceededError(
                         None, None, 'Session was not ready after waiting %d secs.' % self._max_wait_secs
                     )
-                logging.info("Waiting for the chief's first checkpoint in %s.", self._checkpoint_dir)
+                logging.info("Waiting for the chief's first checkpoint in %s.", self._directory.path)
                 time.sleep(min(_WORKER_POLL_SECS, max(0.0, deadline - time.time())))
         _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
         return session

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from compat_mts.checkpoint_dir import checkpoints
+from compat_mts.checkpoint_dir import directory as directory_lib
+from compat_mts.checkpoint_dir.directory import CheckpointDirectory
 from compat_mts.deploy import deployment as deployment_lib
 from compat_mts.deploy import distribute
-from compat_mts import summary as summary_lib
 from compat_mts.core import validation
 from compat_mts.hooks.checkpoint import CheckpointSaverHook
 from compat_mts.hooks.step_counter import StepCounterHook
@@ -74,7 +76,7 @@ def _check_pair(steps, secs, steps_argument: str, secs_argument: str) -> None:
 def MonitoredTrainingSession(
     master: str = '',
     is_chief: bool = True,
-    checkpoint_dir: str | None = None,
+    checkpoint_dir: str | os.PathLike | CheckpointDirectory | None = None,
     scaffold: Scaffold | None = None,
     hooks=None,
     chief_only_hooks=None,
@@ -130,7 +132,9 @@ def MonitoredTrainingSession(
       master: `''` runs in this process; `grpc://host:port` runs on that TensorFlow server.
       is_chief: whether this task restores, saves and summarizes (the chief) or waits for the chief's
         checkpoint; in a multi-worker strategy's scope it comes from the cluster.
-      checkpoint_dir: where checkpoints are restored from and saved to, and summaries written by default.
+      checkpoint_dir: where checkpoints are restored from and saved to, and summaries written by default. It
+        is validated here once, and the `CheckpointDirectory` made of it is what the session creator and the
+        default `CheckpointSaverHook` get (one given is used as it is).
       scaffold: a `Scaffold`: what is checkpointed, and how to initialize when nothing is restored.
       hooks: `SessionRunHook`s of every task, called after the chief's default ones.
       chief_only_hooks: `SessionRunHook`s of the chief only, called first.
@@ -160,7 +164,7 @@ def MonitoredTrainingSession(
     validation.read_tf_config()  # A task index past its job's end would otherwise train alone, silently.
     distribute.check_master(master)
     validation.check_bool(is_chief, 'is_chief')
-    checkpoint_dir = validation.optional_directory(checkpoint_dir, 'checkpoint_dir')
+    directory = CheckpointDirectory.optional(checkpoint_dir)
     summary_dir = validation.optional_directory(summary_dir, 'summary_dir')
     check_scaffold(scaffold)
     hooks = validation.check_hooks(hooks, 'hooks')
@@ -181,7 +185,6 @@ def MonitoredTrainingSession(
     save_checkpoint_steps, save_checkpoint_secs = _resolve_pair(
         save_checkpoint_steps, save_checkpoint_secs, default_steps=None, default_secs=600
     )
-    checkpoint_dir = checkpoints.expand_directory(checkpoint_dir) if checkpoint_dir else None
     summary_dir = checkpoints.expand_directory(summary_dir) if summary_dir else None
     scaffold = scaffold or Scaffold()
 
@@ -189,12 +192,12 @@ def MonitoredTrainingSession(
     cluster = deployment.cluster
     if cluster is not None:
         is_chief = distribute.resolve_is_chief(is_chief, cluster)
-    saves_checkpoints = bool(checkpoint_dir and _enabled(save_checkpoint_steps, save_checkpoint_secs))
+    saves_checkpoints = bool(directory and _enabled(save_checkpoint_steps, save_checkpoint_secs))
     checkpoint_hook = None
     if saves_checkpoints and (is_chief or cluster is not None):  # The one default CheckpointSaverHook.
         _check_pair(save_checkpoint_steps, save_checkpoint_secs, 'save_checkpoint_steps', 'save_checkpoint_secs')
         checkpoint_hook = CheckpointSaverHook(
-            checkpoint_dir,
+            directory,
             save_steps=save_checkpoint_steps,
             save_secs=save_checkpoint_secs,
             scaffold=scaffold,
@@ -208,29 +211,29 @@ def MonitoredTrainingSession(
                 worker_hooks.append(checkpoint_hook)
             worker_hooks.extend(hooks)
         creator = WorkerSessionCreator(
-            scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs, checkpoint_dir=checkpoint_dir
+            scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs, checkpoint_dir=directory
         )
         with deployment.in_effect():
             return MonitoredSession(
                 session_creator=creator, hooks=worker_hooks, stop_grace_period_secs=stop_grace_period_secs
             )
 
-    summary_dir = summary_dir or checkpoint_dir
+    summary_dir = summary_dir or (directory.path if directory else None)
     counts_steps = bool(summary_dir and log_step_count_steps and log_step_count_steps > 0)
     saves_summaries = bool(summary_dir and _enabled(save_summaries_steps, save_summaries_secs))
     if saves_summaries:
         _check_pair(save_summaries_steps, save_summaries_secs, 'save_summaries_steps', 'save_summaries_secs')
     # Only a directory that a default hook writes must be writable: a chief that only restores (saving,
     # summaries and step counting off) reads a read-only checkpoint_dir, as v1's added no writing hook then.
-    for directory, argument, written in (
-        (checkpoint_dir, 'checkpoint_dir', saves_checkpoints),
-        (summary_dir, 'summary_dir', counts_steps or saves_summaries),
-    ):
-        if written:
-            reserve = max(summary_lib.EVENTS_NAME_BYTES, summary_lib.checkpoint_name_bytes('model.ckpt'))
-            summary_lib.ensure_writable_directory(directory, argument, reserve=reserve)
-        elif directory:
-            summary_lib.check_utf8_path(directory, argument)
+    if saves_checkpoints:
+        directory.make_writable()
+    elif directory:
+        directory_lib.check_utf8_path(directory.path, directory.argument)
+    if counts_steps or saves_summaries:
+        reserve = max(directory_lib.EVENTS_NAME_BYTES, directory_lib.checkpoint_name_bytes('model.ckpt'))
+        directory_lib.ensure_writable_directory(summary_dir, 'summary_dir', reserve=reserve)
+    elif summary_dir:
+        directory_lib.check_utf8_path(summary_dir, 'summary_dir')
     all_hooks = list(chief_only_hooks)
     if summary_dir:
         if counts_steps:
@@ -247,6 +250,6 @@ def MonitoredTrainingSession(
     if checkpoint_hook is not None:
         all_hooks.append(checkpoint_hook)
     all_hooks.extend(hooks)
-    creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
+    creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=directory, master=master, config=config)
     with deployment.in_effect():
         return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)
