@@ -105,7 +105,8 @@ def _signature_defs(receiver, export_outputs: dict) -> dict:
     signatures each method got and why the others were left out, in v1's words.
     """
     graph = next(iter(receiver.receiver_tensors.values())).graph
-    groups = [(None, receiver.receiver_tensors), *(getattr(receiver, 'receiver_tensors_alternatives', None) or {}).items()]
+    alternatives = getattr(receiver, 'receiver_tensors_alternatives', None) or {}  # A supervised receiver has none.
+    groups = [(None, receiver.receiver_tensors), *alternatives.items()]
     included, excluded = {}, {}
     for group, receiver_tensors in groups:
         for key, export_output in export_outputs.items():
