@@ -12,7 +12,8 @@ exports with its `tf.saved_model.load`. Compared:
 - every signature called as a client would (serialized `tf.Example`s as `inputs` or `examples`, raw features by
   name): compat_mts's export under TF 2.15's and TF 2.21's `tf.saved_model.load`, and run by a TF 2.15 v1 session
   on the tensors its SignatureDefs name (as TF Serving runs it), gives what TF 2.15's export of the same
-  checkpoint gives, and what `predict()` yields.
+  checkpoint gives, and what `predict()` yields;
+- what TF 2.15's `saved_model_cli show --all` prints of one export of each side (`serving_runner.SHOWN`).
 """
 
 import json
@@ -134,6 +135,14 @@ def test_a_v1_session_serves_the_signature_defs_tensors_as_tf215s_export(runs, c
     assert sorted(served) == sorted(reference)
     for name, outputs in reference.items():
         _assert_close(served[name], outputs, f'a TF 2.15 session serving {case}/{kind}: {name}')
+
+
+def test_tf215s_saved_model_cli_shows_the_export_as_tf215s_own(runs):
+    """`saved_model_cli show --all` (TF 2.15's) on one export of each side: the same signatures, inputs, outputs,
+    dtypes, shapes and method names, line for line (tensor names and TF2's init op apart)."""
+    shown = runs[1]['saved_model_cli']
+    assert any('Method name is: tensorflow/serving/predict' in line for line in shown['tf215'])
+    assert shown['compat'] == shown['tf215']
 
 
 @pytest.mark.parametrize('case, kind', [(case, kind) for case, kind in EXPORTS if kind != 'alternatives'])

@@ -16,6 +16,8 @@ A case is a premade Estimator (each of the four families, binary and multi-class
 import json
 import logging
 import os
+import re
+import subprocess
 import sys
 
 import numpy as np
@@ -281,10 +283,30 @@ def export(estimator, case: str, model_dir: str, export_base: str) -> dict:
     return exports
 
 
+# The export `saved_model_cli show --all` is compared on (TF 2.15's tool): one, as each run starts TensorFlow.
+SHOWN = ('dnn_binary', 'supervised')
+
+
+def saved_model_cli_show(export_dir: str) -> list[str]:
+    """What this TensorFlow's `saved_model_cli show --all` prints of the signatures of `export_dir`, without
+    the tensor names (each graph's own), TF2's `__saved_model_init_op` (the SavedModel's initializer, not a
+    signature), the ops and the concrete functions (how each TensorFlow saves, not what a client sees)."""
+    command = [os.path.join(os.path.dirname(sys.executable), 'saved_model_cli'), 'show', '--dir', export_dir, '--all']
+    shown = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    shown = shown.split('\nConcrete Functions:')[0]
+    shown = re.sub(r"signature_def\['__saved_model_init_op'\]:.*?Method name is: *\n", '', shown, flags=re.S)
+    return [
+        line
+        for line in shown.splitlines()
+        if line.strip() and not line.strip().startswith(('name: ', 'The MetaGraph with tag set'))
+    ]
+
+
 if __name__ == '__main__':
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     results = {}
-    for case, job in json.loads(sys.argv[1]).items():
+    jobs = json.loads(sys.argv[1])
+    for case, job in jobs.items():
         results[case] = {
             kind: {
                 'signature_defs': signature_defs(exported['directory']),
@@ -292,7 +314,13 @@ if __name__ == '__main__':
                 'served': serve(exported['directory']),
                 'compat_served': serve(job['compat_exports'][kind]),
                 'compat_session_served': session_serve(job['compat_exports'][kind]),
+                'directory': exported['directory'],
             }
             for kind, exported in export(tf.estimator, case, job['model_dir'], job['export_base']).items()
         }
+    case, kind = SHOWN
+    results['saved_model_cli'] = {
+        'tf215': saved_model_cli_show(results[case][kind]['directory']),
+        'compat': saved_model_cli_show(jobs[case]['compat_exports'][kind]),
+    }
     print('RESULTS:' + json.dumps(results))
