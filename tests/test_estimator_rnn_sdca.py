@@ -101,3 +101,9 @@ def test_rnn_estimator_refuses_return_sequences_saying_why():
     tokens = tf.feature_column.sequence_categorical_column_with_identity('tokens', num_buckets=5)
     with pytest.raises(ValueError, match='return_sequences=True.*sequential head'):
         estimator.experimental.RNNClassifier([tf.feature_column.embedding_column(tokens, 2)], return_sequences=True)
+    with pytest.raises(
+        ValueError, match=r'^Provided head must be a `_SequentialHead` object when `return_sequences` is set to True\. '
+    ):  # TF 2.15's message for a head given to RNNEstimator, which no head here is.
+        estimator.experimental.RNNEstimator(
+            estimator.MultiClassHead(3), [tf.feature_column.embedding_column(tokens, 2)], return_sequences=True
+        )

@@ -173,10 +173,17 @@ def _model_fn(head, sequence_feature_columns, context_feature_columns, units, ce
     return _canned_base.quiet(rnn_model_fn)
 
 
-def _check_return_sequences(return_sequences) -> None:
+def _check_return_sequences(return_sequences, head_given: bool) -> None:
+    """Refuses `return_sequences=True`; given a head (`RNNEstimator`), with TF 2.15's message first: no head of
+    compat_mts is a sequential one."""
     if return_sequences:
         raise ValueError(
-            "`return_sequences=True` needs TF 2.15's sequential head (`SequentialHeadWrapper`, a private class of "
+            (
+                'Provided head must be a `_SequentialHead` object when `return_sequences` is set to True. '
+                if head_given
+                else ''
+            )
+            + "`return_sequences=True` needs TF 2.15's sequential head (`SequentialHeadWrapper`, a private class of "
             'tf.estimator), which compat_mts does not provide; use return_sequences=False (one prediction per '
             'sequence), or a Keras model with return_sequences=True (migration_guide/estimator.md).'
         )
@@ -235,7 +242,7 @@ class RNNEstimator(Estimator):
         optimizer: Any = 'Adagrad',
         config=None,
     ):
-        _check_return_sequences(return_sequences)
+        _check_return_sequences(return_sequences, head_given=True)
         _check_cell_arguments(rnn_cell_fn, units, cell_type)
         model_fn = _model_fn(
             head, sequence_feature_columns, context_feature_columns, units, cell_type, rnn_cell_fn, optimizer
@@ -287,6 +294,7 @@ class RNNClassifier(RNNEstimator):
         sequence_mask: str = 'sequence_mask',
         config=None,
     ):
+        _check_return_sequences(return_sequences, head_given=False)
         head = _canned_base.classification_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         del sequence_mask  # Only for return_sequences=True, which RNNEstimator refuses.
         super().__init__(
