@@ -27,6 +27,10 @@ PROGRAM = os.path.join(TESTS_DIR, 'estimator_job.py')
 JOB_TIMEOUT_SECS = 300
 START_ATTEMPTS = 3
 MAX_STEPS = 60
+# TF 2.15's last step: its chief and workers train asynchronously, each stopping when it sees the global step at
+# MAX_STEPS after its own run, so on a loaded machine the others' steps in flight may land beyond it (61 seen).
+# compat_mts's chief schedules every step, so its last is MAX_STEPS.
+TF215_LAST_STEPS = range(MAX_STEPS, MAX_STEPS + 3)
 TASKS = (('ps', 0), ('worker', 0), ('worker', 1), ('chief', 0), ('evaluator', 0))
 
 
@@ -193,7 +197,7 @@ def test_checkpoints_are_the_chiefs_at_tf215s_steps_and_end_at_max_steps(jobs):
     job, _ = jobs['compat_mts']
     reference, _ = jobs['tf215']
     assert checkpoint_steps(job.model_dir) == [0, 20, 40, 60]
-    assert max(checkpoint_steps(reference.model_dir)) == max(checkpoint_steps(job.model_dir)) == MAX_STEPS
+    assert max(checkpoint_steps(reference.model_dir)) in TF215_LAST_STEPS
 
 
 def test_each_worker_reads_its_own_input_and_the_chief_and_ps_read_none(jobs):
@@ -207,9 +211,9 @@ def test_each_worker_reads_its_own_input_and_the_chief_and_ps_read_none(jobs):
 def test_the_evaluator_evaluates_the_final_checkpoint_and_exports_as_tf215(jobs):
     job, _ = jobs['compat_mts']
     reference, _ = jobs['tf215']
-    for run in (job, reference):
+    for run, last_steps in ((job, [MAX_STEPS]), (reference, TF215_LAST_STEPS)):
         events = read_events(os.path.join(run.model_dir, 'eval'))
-        assert max(step for step, _ in events['loss']) == MAX_STEPS, events.keys()
+        assert max(step for step, _ in events['loss']) in last_steps, events.keys()
         assert os.listdir(os.path.join(run.model_dir, 'export', 'final')), run.report()
     ours = read_events(os.path.join(job.model_dir, 'eval'))
     theirs = read_events(os.path.join(reference.model_dir, 'eval'))
