@@ -246,8 +246,7 @@ def _calls_main(args, python: str, env: dict) -> None:
                     call_ratios.append(ours_s[-1] / theirs_s[-1])
                 kept[(model, call)] = statistics.median(call_ratios)
                 columns.append(
-                    f'{statistics.median(ours_s):.2f} | {statistics.median(theirs_s):.2f} | '
-                    f'{kept[(model, call)]:.3f}'
+                    f'{statistics.median(ours_s):.2f} | {statistics.median(theirs_s):.2f} | {kept[(model, call)]:.3f}'
                 )
             print(f'| {model} | {call} | {columns[0]} | {columns[1]} |')
     print()

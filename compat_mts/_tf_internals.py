@@ -195,7 +195,10 @@ def lifted_variable(graph_variable: Any) -> tf.Variable:
         name, shape, dtype = graph_variable.op.name, graph_variable.shape, graph_variable.dtype.base_dtype
         if len(PLAIN_VARIABLE_TYPES) > 1:
             return PLAIN_VARIABLE_TYPES[1](
-                shape=shape, dtype=dtype, name=name, trainable=graph_variable.trainable,
+                shape=shape,
+                dtype=dtype,
+                name=name,
+                trainable=graph_variable.trainable,
                 extra_handle_data=graph_variable.handle,
             )
         return tf.Variable(tf.zeros(shape, dtype), trainable=graph_variable.trainable, name=name)

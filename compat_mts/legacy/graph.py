@@ -500,7 +500,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
             tf.graph_util.import_graph_def(fragment, input_map=input_map, name='')
         if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # The new ops' functions (a `tf.cond`'s branches).
             library = self._registrations.library
-            added_functions = [function for function in fragment.library.function if function.signature.name not in library]
+            added_functions = [
+                function for function in fragment.library.function if function.signature.name not in library
+            ]
             tf_internals.register_function_definitions(added_functions)
             library.update(function.signature.name for function in added_functions)
         self._lift_added(added_variables)
