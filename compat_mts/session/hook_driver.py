@@ -241,7 +241,7 @@ class HookDriver:
         run_metadata = run_metadata or _RunMetadata()
         hooks = self.run_hooks
         none = SessionRunValues(None, options, run_metadata)
-        values = [none] * len(hooks)
+        values: dict[int, SessionRunValues] = {}  # The requesting hooks' values; the others get `none`.
         shared: dict[int, SessionRunValues] = {}
         for index, result in zip(self._requesting, results[1:]):
             hook_values = shared.get(id(result))
@@ -249,13 +249,10 @@ class HookDriver:
                 hook_values = shared[id(result)] = SessionRunValues(result, options, run_metadata)
             values[index] = hook_values
         schedule = self._schedule
-        if schedule is None:
-            for hook, hook_values in zip(hooks, values):
-                hook.after_run(context, hook_values)
-            return
-        for index in schedule.called:
-            hooks[index].after_run(context, values[index])
-        schedule.ran()
+        for index in self._every_position if schedule is None else schedule.called:
+            hooks[index].after_run(context, values.get(index, none))
+        if schedule is not None:
+            schedule.ran()
 
 
 def _merge_feeds(user_feeds: dict | None, hook_feeds: dict) -> dict | None:

@@ -192,7 +192,8 @@ class StepsPerRun:
 
     def prepare(self, fetches: Any) -> None:
         """Configures the hooks and the repeated step (if any) for the run of `fetches`."""
-        step = _repeated_step_in(fetches)
+        # A step alone (the usual fetch) is no `RepeatedStep` and holds none: no call then.
+        step = _repeated_step_in(fetches) if isinstance(fetches, (RepeatedStep, list, tuple, dict)) else None
         steps_per_run = step.steps_per_run if step is not None else self._graph_steps_per_run
         if steps_per_run != self._announced:
             for set_steps_per_run in self._tell_hooks:

@@ -212,6 +212,10 @@ class Run:
             name the summary directory (`_raise_for_an_events_file`).
         """
         try:
+            if FAST_PATHS and not self._kwargs:  # The step-only path takes no arguments.
+                results = self._execute_step_only()
+                if results is not None:
+                    return results
             return self._execute()
         except tf.errors.OpError as error:
             _raise_for_an_events_file(error)
@@ -221,9 +225,6 @@ class Run:
         """Runs the callables, then resolves every request; returns one result per request."""
         if self._kwargs:
             _check_step_arguments(self._requests[0], self._kwargs)
-        results = self._execute_step_only() if FAST_PATHS else None
-        if results is not None:
-            return results
         if self._session_step and not self._kwargs and not _is_callable_fetch(self._requests[0]):
             _refuse_outputs_of_a_called_step(self._requests[0], self._global_step, self._state)
         if _graph_runners and not self._kwargs and FAST_PATHS:
@@ -269,7 +270,7 @@ class Run:
         if type(self._global_step) not in _PLAIN_VARIABLES:
             return None  # No global step given, or a distributed one: the general path.
         stale, output = self._call_direct(step, direct, self._global_step)
-        return [to_numpy(output)] + [int(stale)] * (len(requests) - 1)
+        return [None if output is None else to_numpy(output)] + [int(stale)] * (len(requests) - 1)
 
     def _execute_graph_only(self) -> list | None:
         """The usual run of a legacy graph program, quickly: graph fetches and `STALE_GLOBAL_STEP`s; else None.
@@ -311,9 +312,9 @@ class Run:
     def _call_direct(self, step: Any, direct: '_DirectStep', global_step: tf.Variable | None = None) -> Any:
         """Calls the caller's `step` through `direct`, after reading `global_step` into the result if given."""
         self._record_step(step)
-        if global_step is None:
-            return direct.call()
-        return direct.call_after_read(global_step, _as_feeds(self._kwargs) if self._kwargs else {})
+        return direct.call_with(
+            global_step, _as_feeds(self._kwargs) if global_step is not None and self._kwargs else {}
+        )
 
     def _record_step(self, step: Any) -> None:
         """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
@@ -463,12 +464,13 @@ def _direct_step(step: Any) -> _DirectStep | None:
     The first call of a step goes through its `tf.function` alone: it may create variables, which a
     `tf.function` allows on its first call only.
     """
-    if not FAST_PATHS or not isinstance(step, tf.types.experimental.PolymorphicFunction):
+    if not FAST_PATHS:
         return None
     direct = _direct_steps.get(id(step))
-    if direct is not None and direct.is_for(step):
+    if direct is not None and direct.is_for(step):  # `step` itself was found a `tf.function` before.
         return direct
-    _direct_steps[id(step)] = _DirectStep(step)
+    if isinstance(step, tf.types.experimental.PolymorphicFunction):
+        _direct_steps[id(step)] = _DirectStep(step)
     return None
 
 

@@ -137,13 +137,14 @@ class _DirectStep:
 
     def call(self) -> Any:
         """The step's outputs."""
-        return self._call(None, {})
+        return self.call_with(None, {})
 
     def call_after_read(self, global_step: tf.Variable, kwargs: dict) -> tuple:
         """`(global step before the step, the step's outputs)`."""
-        return self._call(global_step, kwargs)
+        return self.call_with(global_step, kwargs)
 
-    def _call(self, global_step: tf.Variable | None, kwargs: dict) -> Any:
+    def call_with(self, global_step: tf.Variable | None, kwargs: dict) -> Any:
+        """`call_after_read(global_step, kwargs)`, or `call()` when `global_step` is None (then `kwargs` is empty)."""
         key = None if global_step is None else id(global_step)
         entry = self._functions.get(key)
         if entry is None:
@@ -151,7 +152,7 @@ class _DirectStep:
         function, concrete = entry
         if kwargs:
             return function(**kwargs)
-        if not _plain_eager_context():
+        if _functions_run_eagerly() or _has_strategy() or _in_save_context():  # Not plain eager execution.
             return function()
         if concrete is None:
             concrete = entry[1] = tf_internals.ConcreteCall(function.get_concrete_function(), function.name)
@@ -191,7 +192,3 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
 _functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
 _has_strategy = tf_internals.has_strategy
 _in_save_context = tf_internals.in_save_context
-
-
-def _plain_eager_context() -> bool:
-    return not (_functions_run_eagerly() or _has_strategy() or _in_save_context())
