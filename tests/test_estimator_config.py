@@ -173,6 +173,17 @@ def test_estimator_spec_checks_each_mode_with_v1s_messages():
             estimator.EstimatorSpec(estimator.ModeKeys.EVAL, loss=loss)
 
 
+def test_an_estimator_spec_made_eagerly_is_not_checked_against_a_graph_as_tf215():
+    """TF 2.15 checked the default graph only when not executing eagerly: a `model_fn` called eagerly (its
+    own test suite calls `estimator.model_fn(...)` so) returns its spec."""
+    loss, values = tf.constant(0.5), tf.constant([[1.0], [2.0]])
+    spec = estimator.EstimatorSpec(
+        estimator.ModeKeys.EVAL, loss=loss, predictions={'y': values}, eval_metric_ops={'m': (loss, values)}
+    )
+    assert float(spec.loss) == 0.5 and spec.predictions['y'] is values
+    assert estimator.EstimatorSpec(estimator.ModeKeys.PREDICT, predictions=values).predictions is values
+
+
 def test_mode_keys_are_v1s_strings():
     assert (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT) == ('train', 'eval', 'infer')
 

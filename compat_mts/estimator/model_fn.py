@@ -138,9 +138,12 @@ class EstimatorSpec(
         return EstimatorSpec(*fields)
 
 
-def _check_in_default_graph(value: Any, what: str, name: str) -> None:
-    if getattr(value, 'graph', None) is not tf.compat.v1.get_default_graph():
-        raise ValueError(_DEFAULT_GRAPH_ERROR.format(what, name))
+def _check_in_default_graph(value: Any, what: str, key: Any = None) -> None:
+    """TF 2.15's check that `value` (of `key`) is of the default graph; none when executing eagerly, as there."""
+    if tf.executing_eagerly() or getattr(value, 'graph', None) is tf.compat.v1.get_default_graph():
+        return
+    name = getattr(value, 'name', value)
+    raise ValueError(_DEFAULT_GRAPH_ERROR.format(what, name if key is None else '{0}: {1}'.format(key, name)))
 
 
 def _check_tensor_or_operation(value: Any, name: str) -> None:
@@ -160,7 +163,7 @@ def _validate_train_op(train_op, mode):
             raise ValueError('Missing train_op.')
         return None
     _check_tensor_or_operation(train_op, 'train_op')
-    _check_in_default_graph(train_op, 'train_op', getattr(train_op, 'name', train_op))
+    _check_in_default_graph(train_op, 'train_op')
     return train_op
 
 
@@ -170,7 +173,7 @@ def _validate_loss(loss, mode):
             raise ValueError('Missing loss.')
         return None
     loss = _check_tensor(loss, 'loss')
-    _check_in_default_graph(loss, 'loss', getattr(loss, 'name', loss))
+    _check_in_default_graph(loss, 'loss')
     shape = loss.shape
     if shape.num_elements() not in (None, 1):
         raise ValueError('Loss must be scalar, given: {}'.format(loss))
@@ -187,10 +190,10 @@ def _validate_predictions(predictions, mode):
     if isinstance(predictions, dict):
         predictions = {key: _check_tensor(value, 'predictions[{}]'.format(key)) for key, value in predictions.items()}
         for key, value in predictions.items():
-            _check_in_default_graph(value, 'prediction values', '{0}: {1}'.format(key, value.name))
+            _check_in_default_graph(value, 'prediction values', key)
         return predictions
     predictions = _check_tensor(predictions, 'predictions')
-    _check_in_default_graph(predictions, 'prediction values', predictions.name)
+    _check_in_default_graph(predictions, 'prediction values')
     return predictions
 
 
@@ -273,7 +276,7 @@ def _validate_eval_metric_ops(eval_metric_ops) -> dict:
         _check_tensor_or_operation(metric_update, 'eval_metric_ops[{}]'.format(key))
     for key, value in eval_metric_ops.items():
         for member in tf.nest.flatten(value):
-            _check_in_default_graph(member, 'eval_metric_ops', '{0}: {1}'.format(key, member.name))
+            _check_in_default_graph(member, 'eval_metric_ops', key)
     return dict(eval_metric_ops)
 
 
