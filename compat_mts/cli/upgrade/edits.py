@@ -268,6 +268,8 @@ class _StageOneEdits(cst.CSTTransformer):
                 continue
             elif isinstance(node, ast.Call) and (node.lineno, node.col_offset) in self._serving_placeholders:
                 return True
+            elif self.ps_program and isinstance(node, ast.Assign) and _assigns_server(node):
+                return True
             else:
                 continue
             path = self._resolver.dotted_path(dotted)
@@ -657,6 +659,16 @@ def _server_assignment(statement: cst.CSTNode) -> tuple[str, cst.Call] | None:
     return (target.value, call) if name.endswith('.Server') else None
 
 
+def _assigns_server(statement: ast.stmt) -> bool:
+    """Whether `statement` may be one `_server_assignment` finds: `name = <...>.Server(...)`."""
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr == 'Server'
+    )
+
+
 def _joins_on_ps(statement: cst.CSTNode, server: str) -> str | None:
     """The job expression's code for `if <job> == 'ps': <server>.join()` (no elif/else); None otherwise."""
     if not isinstance(statement, cst.If) or statement.orelse is not None:
@@ -795,9 +807,11 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
     `tf.estimator` names are v1's, with v1's defaults.
 
     `statement_by_statement`: the edits are made statement by statement (`StatementEdits`): libcst parses only
-    the statements that hold an edit, so the time is linear in the script's length. Else, and always for a
-    parameter-server program (whose edits move statements between blocks), a file with a coding declaration or
-    carriage returns, libcst parses the whole script as one module; the text and the notes are the same.
+    the statements that hold an edit, so the time is linear in the script's length; in a parameter-server
+    program, a statement whose body assigns a `tf.train.Server` is edited whole (the edits move that assignment
+    into the block that joins on 'ps'). Else, and always for a parameter-server program that assigns its server
+    at the top level, a file with a coding declaration or carriage returns, libcst parses the whole script as one
+    module; the text and the notes are the same.
 
     Raises:
       SyntaxError: `text` is not valid Python.
@@ -816,7 +830,8 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
         serving_placeholders=_serving_placeholders(tree, resolver),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
     )
-    if not statement_by_statement or edits.ps_program or '\r' in text or _CODING.match(text):
+    servers_at_top = edits.ps_program and any(_assigns_server(statement) for statement in tree.body)
+    if not statement_by_statement or servers_at_top or '\r' in text or _CODING.match(text):
         edited = edits.edit(cst.parse_module(text), text)
         notes.extend(edits.notes)
         for addition, note in _additions(edits, resolver, text, tree):
@@ -828,7 +843,7 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
             text,
             edits.needs_edits,
             lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
-            removable=functools.partial(_removable, edits.resolver),
+            removable=functools.partial(_removable, edits.resolver, edits.ps_program),
         ).top_level(tree.body)
         notes.extend(edits.notes)
         result = _with_additions(units, _additions(edits, resolver, text, tree), notes)
@@ -1057,8 +1072,11 @@ class StatementEdits:
         return code[len(wrapper) : len(code) - len(tail)]
 
 
-def _removable(resolver: _Resolver, group: list[ast.stmt]) -> bool:
-    """Whether the edits may remove a statement of `group` (an eager switch)."""
+def _removable(resolver: _Resolver, ps_program: bool, group: list[ast.stmt]) -> bool:
+    """Whether the edits may remove a statement of `group` (an eager switch) or, in a parameter-server program,
+    move it (a `tf.train.Server` assignment, which goes into the block that joins on 'ps')."""
+    if ps_program and any(_assigns_server(statement) for statement in group):
+        return True
     return any(
         isinstance(statement, ast.Expr)
         and isinstance(statement.value, ast.Call)
