@@ -80,11 +80,20 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
       allow_other_writers: Share `checkpoint_dir` with another live process that saves there (default
         False: the second one fails at `begin()`).
 
-    Example:
+    Example: with `save_steps=10` and a stop at step 25, v1's checkpoints: at creation, each tenth step, the end.
 
-    ```python
-    hook = compat_mts.CheckpointSaverHook(directory, save_steps=1000, scaffold=scaffold)
-    ```
+    >>> import tempfile
+    >>> import compat_mts
+    >>> directory = tempfile.mkdtemp()
+    >>> global_step = compat_mts.get_or_create_global_step()
+    >>> hooks = [compat_mts.CheckpointSaverHook(directory, save_steps=10), compat_mts.StopAtStepHook(last_step=25)]
+    >>> with compat_mts.MonitoredTrainingSession(hooks=hooks) as session:
+    ...     while not session.should_stop():
+    ...         _ = session.run(lambda: global_step.assign_add(1))
+    >>> import os
+    >>> import tensorflow as tf
+    >>> [os.path.basename(path) for path in tf.train.get_checkpoint_state(directory).all_model_checkpoint_paths]
+    ['model.ckpt-0', 'model.ckpt-10', 'model.ckpt-20', 'model.ckpt-25']
 
     Raises:
       ValueError: both `saver` and `scaffold`, or not exactly one of `save_steps` and `save_secs`

@@ -45,11 +45,23 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
       last_step: The global step to stop at: the run that reaches it is the last. An integer, or None to
         use `num_steps`. Exactly one of the two is given.
 
-    Example:
+    Example: `num_steps=5` in a session that restores a checkpoint of step 25 stops at step 30.
 
-    ```python
-    hooks = [compat_mts.StopAtStepHook(last_step=1000)]
-    ```
+    >>> import tempfile
+    >>> import compat_mts
+    >>> directory = tempfile.mkdtemp()
+    >>> def train(hook):
+    ...     global_step = compat_mts.get_or_create_global_step()
+    ...     with compat_mts.MonitoredTrainingSession(checkpoint_dir=directory, hooks=[hook]) as session:
+    ...         restored = int(global_step)
+    ...         while not session.should_stop():
+    ...             _ = session.run(lambda: global_step.assign_add(1))
+    ...     compat_mts.reset()  # The next program's global step is a variable of its own.
+    ...     return restored, int(global_step)
+    >>> train(compat_mts.StopAtStepHook(last_step=25))
+    (0, 25)
+    >>> train(compat_mts.StopAtStepHook(num_steps=5))
+    (25, 30)
 
     Raises:
       ValueError: neither or both of `num_steps` and `last_step` are given (v1's messages).

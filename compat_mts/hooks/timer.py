@@ -24,13 +24,17 @@ class SecondOrStepTimer(tf.compat.v1.train.SecondOrStepTimer):
       every_steps: Trigger once the step is at least `every_steps` past the last triggered one, or None.
         Exactly one of the two is given.
 
-    Example:
+    Example: the first call triggers, then every tenth step past the last trigger, whatever was skipped.
 
-    ```python
-    timer = SecondOrStepTimer(every_steps=100)
-    if timer.should_trigger_for_step(step):
-        elapsed_secs, elapsed_steps = timer.update_last_triggered_step(step)
-    ```
+    >>> timer = SecondOrStepTimer(every_steps=10)
+    >>> timer.should_trigger_for_step(0), timer.update_last_triggered_step(0)
+    (True, (None, None))
+    >>> [step for step in (5, 9, 10, 13) if timer.should_trigger_for_step(step)]
+    [10, 13]
+    >>> timer.update_last_triggered_step(13)[1]  # The steps since the last trigger.
+    13
+    >>> timer.should_trigger_for_step(22), timer.should_trigger_for_step(23)
+    (False, True)
 
     Raises:
       ValueError: both or neither of `every_secs` and `every_steps` are given (v1's messages), or

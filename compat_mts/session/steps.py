@@ -143,14 +143,18 @@ def repeat_steps(step_fn: Callable, steps_per_run: int) -> RepeatedStep:
     `feed_dict` is passed to each of the K steps alike. Hooks that fetch step outputs (`'loss'`) get
     those of the last of the K steps.
 
-    Example:
+    Example: the last run before `last_step` runs only the 50 steps left.
 
-    ```python
-    train_step = compat_mts.repeat_steps(step, steps_per_run=100)
-    with compat_mts.MonitoredTrainingSession(hooks=[compat_mts.StopAtStepHook(last_step=250)]) as session:
-        while not session.should_stop():
-            session.run(train_step)      # steps 1-100, 101-200, then 201-250
-    ```
+    >>> import compat_mts
+    >>> global_step = compat_mts.get_or_create_global_step()
+    >>> train_step = compat_mts.repeat_steps(lambda: global_step.assign_add(1), steps_per_run=100)
+    >>> reached = []
+    >>> with compat_mts.MonitoredTrainingSession(hooks=[compat_mts.StopAtStepHook(last_step=250)]) as session:
+    ...     while not session.should_stop():
+    ...         _ = session.run(train_step)
+    ...         reached.append(int(global_step))
+    >>> reached
+    [100, 200, 250]
 
     Args:
       step_fn: the one-step callable; its keyword arguments are the run's string feeds.
