@@ -1,8 +1,9 @@
 """A v1 `Saver` in the `EstimatorSpec`'s scaffold: the Estimator saves and restores through it, as TF 2.15's did.
 
 The checkpoints hold the Saver's `var_list` under its names (a list: the variables' own; a dict: its keys), the
-Saver's `max_to_keep` rotates them, and `evaluate`/`predict` restore through it. A Saver that leaves global
-variables out restores nothing usable, and the next call fails with TF 2.15's error naming them.
+Saver's `max_to_keep` rotates them, and `evaluate`, `predict` and `export_saved_model` restore through it. A
+Saver that leaves global variables out restores nothing usable: the next call fails with TF 2.15's error naming
+them.
 """
 
 from __future__ import annotations

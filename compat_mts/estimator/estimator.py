@@ -745,6 +745,8 @@ class Estimator:
             return _Program(spec, [], global_step, receiver=receiver)
 
         with self._graph(build) as wrapped:
+            scaffold = wrapped.outputs.spec.scaffold
+            _scaffold.check_saver_restores_every_variable(scaffold, wrapped.graph)
             return _saved_model.export(
                 wrapped,
                 wrapped.outputs.receiver,
@@ -753,6 +755,7 @@ class Estimator:
                 export_dir_base,
                 assets_extra=assets_extra,
                 as_text=as_text,
+                checkpoint=scaffold.checkpoint if isinstance(scaffold.saver, tf.compat.v1.train.Saver) else None,
             )
 
     def export_savedmodel(

@@ -2,8 +2,9 @@
 
 Two variables (`w`, `b`) and the global step; the Saver keeps 2 checkpoints and saves either `[w]` alone (`list`)
 or every variable under other names (`dict`: `{'renamed': w, 'bias': b, 'step': global_step}`). Checkpoints are
-saved every step; `train(steps=3)` runs twice, then `evaluate` and `predict` restore. The `list` Saver leaves `b`
-and the global step out, so in TF 2.15 the second `train` and `evaluate` fail to restore (their error is kept).
+saved every step; `train(steps=3)` runs twice, then `evaluate`, `predict` and `export_saved_model` restore. The
+`list` Saver leaves `b` and the global step out, so in TF 2.15 the second `train` and `evaluate` fail to restore
+(their error is kept).
 `estimator` is `tf.estimator` under TF 2.15 (run as a script: prints `RESULTS:` and the JSON), or
 `compat_mts.estimator`.
 """
@@ -85,6 +86,14 @@ def _run(estimator, model_dir, form):
     results['evaluate'] = {key: round(float(value), 5) for key, value in model.evaluate(input_fn, steps=2).items()}
     predictions = model.predict(lambda: input_fn().take(1).map(lambda features, labels: features))
     results['predict'] = [round(float(p['y'][0]), 5) for p in predictions]
+
+    def receiver():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 2], name='x')
+        return estimator.export.ServingInputReceiver({'x': x}, {'x': x})
+
+    exported = tf.saved_model.load(model.export_saved_model(os.path.join(model_dir, 'export'), receiver).decode())
+    served = exported.signatures['serving_default'](x=tf.constant([[1.0, 2.0], [3.0, 1.0]]))
+    results['served'] = np.asarray(served['y']).round(5).tolist()
     return results
 
 
