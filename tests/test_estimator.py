@@ -138,12 +138,6 @@ def test_v1_built_in_hooks_of_the_spec_run_as_compat_mts_hooks(tmp_path, tf_logs
         make_estimator(tmp_path / 'refused', {'hooks': refused}).train(linear.input_fn(), steps=1)
 
 
-def test_a_saver_in_the_scaffold_is_refused_naming_the_default_checkpoint(tmp_path):
-    params = {'scaffold': lambda: tf.compat.v1.train.Scaffold(saver=tf.compat.v1.train.Saver())}
-    with pytest.raises(TypeError, match='saves every global variable of the model_fn under its v1 name'):
-        make_estimator(tmp_path, params).train(linear.input_fn(), steps=1)
-
-
 def test_each_call_forgets_its_graph_and_global_step(tmp_path):
     model = make_estimator(tmp_path)
     model.train(linear.input_fn(), steps=1)

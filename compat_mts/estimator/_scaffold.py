@@ -15,10 +15,12 @@ def as_compat_scaffold(scaffold: Any) -> Scaffold:
 
     A v1 scaffold's graph ops and tensors (`init_op`, `local_init_op`, `ready_op`, `summary_op`) belong to
     the `model_fn`'s graph, which `compat_mts.wrap_graph` runs, so they are kept as they are; its `init_fn`
-    is called as `init_fn(scaffold, session)` with the compat_mts scaffold and the eager raw session.
+    is called as `init_fn(scaffold, session)` with the compat_mts scaffold and the eager raw session. Its
+    `saver` (a `tf.compat.v1.train.Saver` of that graph) is kept too: the checkpoints save and restore its
+    `var_list` under its names, and keep its `max_to_keep`, as v1's Estimator did with it.
 
     Raises:
-      TypeError: `scaffold` is something else (v1's message), or it holds a `saver`.
+      TypeError: `scaffold` is something else (v1's message).
     """
     if scaffold is None:
         return Scaffold()
@@ -26,13 +28,6 @@ def as_compat_scaffold(scaffold: Any) -> Scaffold:
         return scaffold
     if not isinstance(scaffold, tf.compat.v1.train.Scaffold):
         raise TypeError('scaffold must be tf.train.Scaffold. Given: {}'.format(scaffold))
-    if scaffold.saver is not None:
-        raise TypeError(
-            'The scaffold of the EstimatorSpec holds a saver (a tf.compat.v1.train.Saver), which needs a '
-            'tf.compat.v1.Session. Leave it out: compat_mts.estimator saves every global variable of the '
-            'model_fn under its v1 name, as the default Saver of tf.estimator did, and '
-            'RunConfig(keep_checkpoint_max=...) sets how many checkpoints are kept.'
-        )
     return Scaffold(
         init_op=scaffold.init_op,
         init_feed_dict=scaffold.init_feed_dict,
@@ -42,4 +37,31 @@ def as_compat_scaffold(scaffold: Any) -> Scaffold:
         local_init_op=scaffold.local_init_op,
         summary_op=scaffold.summary_op,
         local_init_feed_dict=scaffold.local_init_feed_dict,
+        saver=scaffold.saver,
     )
+
+
+def check_saver_restores_every_variable(scaffold: Scaffold, graph: tf.Graph) -> None:
+    """v1's error when a checkpoint is to be restored through `scaffold`'s v1 `Saver` and its `var_list` leaves
+    global variables of the `model_fn`'s `graph` out: v1 left those uninitialized, and its session failed.
+
+    Raises:
+      TypeError: the `var_list` holds something that is not a variable of the graph (`finalize()`'s).
+      RuntimeError: v1's message, naming the variables the `Saver` does not restore.
+    """
+    saver = scaffold.saver
+    if not isinstance(saver, tf.compat.v1.train.Saver):
+        return
+    scaffold.finalize()
+    var_list = tf_internals.saver_var_list(saver)
+    if var_list is None:
+        return
+    restored = {id(variable) for variable in (var_list.values() if isinstance(var_list, dict) else var_list)}
+    with graph.as_default():
+        missing = [v.op.name for v in tf.compat.v1.global_variables() if id(v) not in restored]
+    if missing:
+        raise RuntimeError(
+            f'Init operations did not make model ready for local_init.  Init op: {scaffold.init_op}, init fn: '
+            f'{scaffold.init_fn}, error: Variables not initialized: {", ".join(missing)}. The Saver of the scaffold '
+            'restores its var_list only: give it every global variable of the model_fn, the global step too.'
+        )

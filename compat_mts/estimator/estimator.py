@@ -36,6 +36,7 @@ from compat_mts.estimator import _distributed
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
+from compat_mts.estimator import _scaffold
 from compat_mts.estimator.export import _saved_model
 from compat_mts.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat_mts.estimator.run_config import RunConfig, get_default_session_config
@@ -384,8 +385,10 @@ class Estimator:
                 )
             worker_hooks.extend(spec.training_hooks)
             chief_hooks = self._checkpoint_hooks(
-                wrapped, worker_hooks + list(spec.training_chief_hooks), saving_listeners
+                wrapped, spec.scaffold, worker_hooks + list(spec.training_chief_hooks), saving_listeners
             )
+            if checkpoints.latest_checkpoint(self._model_dir):
+                _scaffold.check_saver_restores_every_variable(spec.scaffold, wrapped.graph)
             with (
                 _distributed.session_scope(strategy),
                 MonitoredTrainingSession(
@@ -415,15 +418,26 @@ class Estimator:
             logging.warning('Training with estimator made no steps. Perhaps input is empty or misspecified.')
         return loss
 
-    def _checkpoint_hooks(self, wrapped, hooks: list, saving_listeners: list) -> list:
-        """v1's default `CheckpointSaverHook` (unless a hook is one), with the saving listeners on the first."""
+    def _checkpoint_hooks(self, wrapped, scaffold, hooks: list, saving_listeners: list) -> list:
+        """v1's default `CheckpointSaverHook` (unless a hook is one), with the saving listeners on the first.
+
+        It saves the scaffold's `tf.compat.v1.train.Saver` when the spec has one (its `var_list` under its names,
+        its `max_to_keep`), as v1 did; else every global variable, keeping `keep_checkpoint_max`.
+        """
         chief_hooks = []
         saver_hooks = [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]
         if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) and not saver_hooks:
+            if isinstance(scaffold.saver, tf.compat.v1.train.Saver):
+                checkpoint = scaffold.finalize().checkpoint
+                max_to_keep, every_n_hours = scaffold.max_to_keep, scaffold.keep_checkpoint_every_n_hours
+            else:
+                checkpoint = wrapped.checkpoint
+                max_to_keep = self._config.keep_checkpoint_max or None
+                every_n_hours = self._config.keep_checkpoint_every_n_hours
             manager = self._checkpoint_directory.manager(
-                wrapped.checkpoint,
-                max_to_keep=self._config.keep_checkpoint_max or None,
-                keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
+                checkpoint,
+                max_to_keep=max_to_keep,
+                keep_checkpoint_every_n_hours=every_n_hours,
                 writes_files=_distributed.writes_model_dir(self._config.train_distribute),
             )
             chief_hooks = [
@@ -573,6 +587,8 @@ class Estimator:
                 all_hooks.insert(0, _evaluation.AssignVariablesHook(wrapped, program.spec.scaffold, variable_values))
             logging.info('Starting evaluation at ' + time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
             start = time.time()
+            if checkpoint_path:
+                _scaffold.check_saver_restores_every_variable(program.spec.scaffold, wrapped.graph)
             with _distributed.session_scope(strategy):
                 creator = self._evaluation_session_creator(program.spec.scaffold, checkpoint_path)
                 with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
@@ -655,6 +671,8 @@ class Estimator:
             program = wrapped.outputs
             predictions = program.predictions
             all_hooks = list(program.input_hooks) + hooks + list(program.spec.prediction_hooks)
+            if checkpoint_path:
+                _scaffold.check_saver_restores_every_variable(program.spec.scaffold, wrapped.graph)
             creator = ChiefSessionCreator(
                 scaffold=program.spec.scaffold,
                 checkpoint_filename_with_path=checkpoint_path,
@@ -727,6 +745,8 @@ class Estimator:
             return _Program(spec, [], global_step, receiver=receiver)
 
         with self._graph(build) as wrapped:
+            scaffold = wrapped.outputs.spec.scaffold
+            _scaffold.check_saver_restores_every_variable(scaffold, wrapped.graph)
             return _saved_model.export(
                 wrapped,
                 wrapped.outputs.receiver,
@@ -735,6 +755,7 @@ class Estimator:
                 export_dir_base,
                 assets_extra=assets_extra,
                 as_text=as_text,
+                checkpoint=scaffold.checkpoint if isinstance(scaffold.saver, tf.compat.v1.train.Saver) else None,
             )
 
     def export_savedmodel(

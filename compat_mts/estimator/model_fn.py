@@ -63,8 +63,9 @@ class EstimatorSpec(
 
     - `scaffold` may be a `tf.compat.v1.train.Scaffold` or a `compat_mts.Scaffold`; it is kept as the
       `compat_mts.Scaffold` with the same `init_op`, `init_fn`, `local_init_op`, `ready_op`,
-      `ready_for_local_init_op`, `summary_op` and feeds. A `saver` is refused: the default checkpoint saves
-      every global variable under its v1 name, as v1's default `Saver` did.
+      `ready_for_local_init_op`, `summary_op`, feeds and `saver`: a `tf.compat.v1.train.Saver` of the graph
+      saves and restores the checkpoints (its `var_list` under its names, its `max_to_keep`), as in v1; without
+      one, the checkpoint saves every global variable under its v1 name, as v1's default `Saver` did.
     - hooks may be compat_mts hooks, your own `tf.compat.v1.train.SessionRunHook` subclasses, or the
       `tf.compat.v1.train` built-in hooks that `compat_mts` re-implements with the same arguments
       (`LoggingTensorHook`, `NanTensorHook`, `StopAtStepHook`, `StepCounterHook`, `SummarySaverHook`,

@@ -594,9 +594,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return self.graph.as_graph_def(add_shapes=True)
 
     def checkpoint_of_saver(self, saver: tf.compat.v1.train.Saver) -> NameBasedCheckpoint:
-        """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names, and the global step.
+        """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names.
 
-        A `Saver()` without `var_list` saves every global variable, as `checkpoint` does.
+        A `Saver()` without `var_list` saves every global variable, as `checkpoint` does. As in v1, the global
+        step is saved only when the `var_list` holds it (under the name given there).
 
         Raises:
           TypeError: `var_list` holds something that is not a variable of this graph.
@@ -611,7 +612,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
                     f'The var_list of the tf.compat.v1.train.Saver given as saver holds {variable!r} '
                     f'({name or "in a list"}), which is not a variable of the graph the session runs.'
                 )
-        return self._checkpoint_of(named)
+        if any(variable is self.global_step for _, variable in named):
+            return self._checkpoint_of(named)
+        variables, partitions = self._checkpoint_entries(named)
+        return _SaverCheckpoint(variables, partitions=partitions)
 
     def _checkpoint_of(self, named: list, saved: dict | None = None) -> NameBasedCheckpoint:
         """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs, and of
@@ -965,6 +969,14 @@ _VARIABLE_READS = frozenset({'ReadVariableOp', 'VarIsInitializedOp', 'VariableSh
 
 def _identity(value: Any) -> Any:
     return value if type(value) is str else id(value)
+
+
+class _SaverCheckpoint(NameBasedCheckpoint):
+    """The checkpoint of a v1 `Saver` whose `var_list` lacks the global step: it saves and restores the
+    `var_list` alone, as that `Saver` did, whatever `global_step` attribute a scaffold or hook sets."""
+
+    def _all_entries(self) -> list[_Entry]:
+        return list(self._v1_entries)
 
 
 def _replica_copies(variables: list) -> list:

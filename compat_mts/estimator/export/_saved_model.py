@@ -53,9 +53,9 @@ def _timestamped_dir(export_dir_base) -> bytes:
     )
 
 
-def _restore(wrapped, checkpoint_path: str) -> None:
+def _restore(checkpoint, checkpoint_path: str) -> None:
     try:
-        status = wrapped.checkpoint.restore(checkpoint_path)
+        status = checkpoint.restore(checkpoint_path)
         missing = status.unmatched
     except tf.errors.NotFoundError as error:
         missing = str(error)
@@ -220,9 +220,14 @@ def export(
     export_dir_base,
     assets_extra=None,
     as_text: bool = False,
+    checkpoint=None,
 ) -> bytes:
-    """Writes the SavedModel into a new `export_dir_base/<timestamp>` and returns that directory (bytes)."""
-    _restore(wrapped, checkpoint_path)
+    """Writes the SavedModel into a new `export_dir_base/<timestamp>` and returns that directory (bytes).
+
+    The variables are restored from `checkpoint_path` through `checkpoint` (the scaffold's `Saver`'s), else through
+    the checkpoint of every global variable of `wrapped`.
+    """
+    _restore(checkpoint or wrapped.checkpoint, checkpoint_path)
     signature_defs = _signature_defs(receiver, export_outputs)
     signatures, pruned_functions = {}, []
     for name, signature_def in signature_defs.items():
