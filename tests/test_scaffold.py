@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import compat_mts as mts
 from tests.models import Regression
+from tests import support
 from tests.support import checkpoint_steps
 
 
@@ -196,3 +197,50 @@ def test_a_refused_session_leaves_no_summary_defaults_behind(tmp_path):
     with tf.Graph().as_default():  # A host_call's `tf.summary` in an Estimator's graph.
         tf.summary.scalar('loss', tf.constant(1.0), step=tf.constant(0, tf.int64))
     assert not bool(tf.summary.scalar('eager', 1.0, step=0))  # No default writer, as before the session.
+
+
+PARTIAL_SAVER_PROGRAM = """
+import sys
+import tensorflow as tf
+
+side, directory = sys.argv[1], sys.argv[2]
+if side == 'v1':
+    tf.compat.v1.disable_eager_execution()
+    session_of, scaffold_of = tf.compat.v1.train.MonitoredTrainingSession, tf.compat.v1.train.Scaffold
+else:
+    import compat_mts
+
+    session_of, scaffold_of = compat_mts.MonitoredTrainingSession, compat_mts.Scaffold
+
+
+def train():
+    with tf.Graph().as_default():
+        step = tf.compat.v1.train.get_or_create_global_step()
+        weight = tf.compat.v1.get_variable('w', initializer=1.0)
+        train_op = tf.group(weight.assign_add(1.0), step.assign_add(1))
+        scaffold = scaffold_of(saver=tf.compat.v1.train.Saver(var_list=[weight]))
+        with session_of(
+            checkpoint_dir=directory, scaffold=scaffold, save_summaries_steps=None, log_step_count_steps=None
+        ) as session:
+            session.run(train_op)
+
+
+train()
+print('saved', sorted(name for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(directory))))
+try:
+    train()
+except RuntimeError as error:
+    print('error', str(error).split('Variables not initialized:')[1].split('.')[0].strip())
+"""
+
+
+@pytest.mark.slow
+def test_a_v1_saver_of_part_of_the_graph_cannot_resume_as_in_v1(tmp_path):
+    """The Saver saves its `var_list` alone (no global step), so the next session restores it and leaves the
+    global step uninitialized: v1's `RuntimeError` naming it, where resuming at step 0 would be silent."""
+    v1, compat = support.run_v1_and_compat(
+        (PARTIAL_SAVER_PROGRAM, 'v1', str(tmp_path / 'v1')), (PARTIAL_SAVER_PROGRAM, 'compat', str(tmp_path / 'compat'))
+    )
+    assert v1.returncode == 0 and compat.returncode == 0, (v1.stderr[-2000:], compat.stderr[-2000:])
+    assert v1.stdout.split() == ['saved', "['w']", 'error', 'global_step']
+    assert compat.stdout.split() == v1.stdout.split()

@@ -39,29 +39,3 @@ def as_compat_scaffold(scaffold: Any) -> Scaffold:
         local_init_feed_dict=scaffold.local_init_feed_dict,
         saver=scaffold.saver,
     )
-
-
-def check_saver_restores_every_variable(scaffold: Scaffold, graph: tf.Graph) -> None:
-    """v1's error when a checkpoint is to be restored through `scaffold`'s v1 `Saver` and its `var_list` leaves
-    global variables of the `model_fn`'s `graph` out: v1 left those uninitialized, and its session failed.
-
-    Raises:
-      TypeError: the `var_list` holds something that is not a variable of the graph (`finalize()`'s).
-      RuntimeError: v1's message, naming the variables the `Saver` does not restore.
-    """
-    saver = scaffold.saver
-    if not isinstance(saver, tf.compat.v1.train.Saver):
-        return
-    scaffold.finalize()
-    var_list = tf_internals.saver_var_list(saver)
-    if var_list is None:
-        return
-    restored = {id(variable) for variable in (var_list.values() if isinstance(var_list, dict) else var_list)}
-    with graph.as_default():
-        missing = [v.op.name for v in tf.compat.v1.global_variables() if id(v) not in restored]
-    if missing:
-        raise RuntimeError(
-            f'Init operations did not make model ready for local_init.  Init op: {scaffold.init_op}, init fn: '
-            f'{scaffold.init_fn}, error: Variables not initialized: {", ".join(missing)}. The Saver of the scaffold '
-            'restores its var_list only: give it every global variable of the model_fn, the global step too.'
-        )

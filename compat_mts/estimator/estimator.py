@@ -36,7 +36,6 @@ from compat_mts.estimator import _distributed
 from compat_mts.estimator import _evaluation
 from compat_mts.estimator import _hooks
 from compat_mts.estimator import _inputs
-from compat_mts.estimator import _scaffold
 from compat_mts.estimator.export import _saved_model
 from compat_mts.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat_mts.estimator.run_config import RunConfig, get_default_session_config
@@ -387,8 +386,6 @@ class Estimator:
             chief_hooks = self._checkpoint_hooks(
                 wrapped, spec.scaffold, worker_hooks + list(spec.training_chief_hooks), saving_listeners
             )
-            if checkpoints.latest_checkpoint(self._model_dir):
-                _scaffold.check_saver_restores_every_variable(spec.scaffold, wrapped.graph)
             with (
                 _distributed.session_scope(strategy),
                 MonitoredTrainingSession(
@@ -587,8 +584,6 @@ class Estimator:
                 all_hooks.insert(0, _evaluation.AssignVariablesHook(wrapped, program.spec.scaffold, variable_values))
             logging.info('Starting evaluation at ' + time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime()))
             start = time.time()
-            if checkpoint_path:
-                _scaffold.check_saver_restores_every_variable(program.spec.scaffold, wrapped.graph)
             with _distributed.session_scope(strategy):
                 creator = self._evaluation_session_creator(program.spec.scaffold, checkpoint_path)
                 with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
@@ -671,8 +666,6 @@ class Estimator:
             program = wrapped.outputs
             predictions = program.predictions
             all_hooks = list(program.input_hooks) + hooks + list(program.spec.prediction_hooks)
-            if checkpoint_path:
-                _scaffold.check_saver_restores_every_variable(program.spec.scaffold, wrapped.graph)
             creator = ChiefSessionCreator(
                 scaffold=program.spec.scaffold,
                 checkpoint_filename_with_path=checkpoint_path,
@@ -746,7 +739,7 @@ class Estimator:
 
         with self._graph(build) as wrapped:
             scaffold = wrapped.outputs.spec.scaffold
-            _scaffold.check_saver_restores_every_variable(scaffold, wrapped.graph)
+            scaffold.check_restored_every_variable()  # The export restores through its Saver too.
             return _saved_model.export(
                 wrapped,
                 wrapped.outputs.receiver,

@@ -617,6 +617,16 @@ class WrappedGraph(fetches_lib.GraphRunner):
         variables, partitions = self._checkpoint_entries(named)
         return _SaverCheckpoint(variables, partitions=partitions)
 
+    def left_out_by_saver(self, saver: tf.compat.v1.train.Saver) -> list[str]:
+        """The v1 names of the graph's global variables that a `Saver` built in it does not save (none for a
+        `Saver()` without `var_list`): what v1 left uninitialized when it restored through that `Saver`."""
+        var_list = tf_internals.saver_var_list(saver)
+        if var_list is None:
+            return []
+        saved = {id(variable) for variable in (var_list.values() if isinstance(var_list, dict) else var_list)}
+        variables = self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+        return [global_step_lib.op_name(variable.name) for variable in variables if id(variable) not in saved]
+
     def _checkpoint_of(self, named: list, saved: dict | None = None) -> NameBasedCheckpoint:
         """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs, and of
         `saved` (name -> entry of a saveable)."""

@@ -206,6 +206,7 @@ class Scaffold:
         self._saver = saver
         self._checkpoint: tf.train.Checkpoint | None = None
         self._step_only = False  # Set by finalize() when the checkpoint holds the global step alone.
+        self._left_out_by_saver: list[str] = []  # Set by finalize(): global variables a v1 `Saver` does not save.
 
     def finalize(self) -> 'Scaffold':
         """Resolves the checkpoint (adding the global step to it); idempotent, returns `self`."""
@@ -225,6 +226,7 @@ class Scaffold:
                     _V1_SAVER_MESSAGE.format(argument='saver', reason=' but no graph of the program is being run')
                 )
             checkpoint = wrapped_graph.checkpoint_of_saver(self._saver)
+            self._left_out_by_saver = wrapped_graph.left_out_by_saver(self._saver)
         elif wrapped_graph is not None:  # Every graph variable under its v1 name, as v1's default Saver.
             checkpoint = wrapped_graph.checkpoint
         else:
@@ -244,6 +246,22 @@ class Scaffold:
         if wrapped_graph is None and not tf.executing_eagerly() and not tf.inside_function():
             self._fill_v1_graph_ops()
         return self
+
+    def check_restored_every_variable(self) -> None:
+        """v1's error for a checkpoint restored through a v1 `Saver` (`saver=`) whose `var_list` leaves global
+        variables of the program's graph out: v1 left them uninitialized, and its session was not ready.
+
+        Raises:
+          RuntimeError: v1's message, naming the variables the `Saver` does not restore.
+        """
+        missing = self.finalize()._left_out_by_saver
+        if missing:
+            raise RuntimeError(
+                f'Init operations did not make model ready for local_init.  Init op: {self.init_op}, init fn: '
+                f'{self.init_fn}, error: Variables not initialized: {", ".join(missing)}. The Saver given as '
+                "saver restores its var_list only: give it every global variable of the program's graph, the "
+                'global step too.'
+            )
 
     def _fill_v1_graph_ops(self) -> None:
         """In a v1 graph of the program's own (a head's `EstimatorSpec` run by a `tf.compat.v1.Session`), the ops

@@ -145,6 +145,8 @@ class ChiefSessionCreator(SessionCreator):
                 # of a remote master's variables would land in the server's memory, not this process's.
                 if cluster is None and device is None:
                     self._snapshot = checkpoints.Snapshot(scaffold.checkpoint)
+        else:
+            scaffold.check_restored_every_variable()  # v1's not-ready error for a v1 Saver of part of the graph.
         _check_ready(
             scaffold.ready_for_local_init_op,
             session,
@@ -244,5 +246,7 @@ class WorkerSessionCreator(SessionCreator):
                     )
                 logging.info("Waiting for the chief's first checkpoint in %s.", self._directory.path)
                 time.sleep(min(_WORKER_POLL_SECS, max(0.0, deadline - time.time())))
+        if session.restored_path is not None:
+            scaffold.check_restored_every_variable()
         _run_init_callable(scaffold.local_init_op, session, scaffold.local_init_feed_dict)
         return session
