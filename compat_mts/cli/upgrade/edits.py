@@ -131,14 +131,15 @@ class _Resolver:
         self.names = check_names.Names(tree)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
-        self.horovod_uses = {
-            node.attr
-            for node in ast.walk(tree)
+        self.horovod_uses = (
+            {
+                node.attr
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in horovod
+            }
             if horovod
-            and isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in horovod
-        }
+            else set()
+        )
 
     def path(self, node: cst.CSTNode) -> str | None:
         return self.dotted_path(helpers.get_full_name_for_node(node))
@@ -162,6 +163,30 @@ class _Resolver:
             if path in modules:
                 return name
         return None
+
+
+# The last text parsed, its syntax tree and resolver: the stages of one upgrade (`is_tf1_script`, `v1_modules`,
+# `apply_edits`, `wrap_top_level_graphs`) each ask for the same text's, the long file's tree and names once.
+_parsed_last: dict[str, tuple[ast.Module, _Resolver]] = program_lib.PROGRAM.table(
+    'upgrade_edits.parsed_last', {}, "the last script text's syntax tree and name resolver", kind='process'
+)
+
+
+def parsed(text: str) -> tuple[ast.Module, _Resolver]:
+    """`ast.parse(text)` and its `_Resolver`, made once for the same text (the last one asked for is kept).
+
+    The tree is shared: its callers read it and never change it.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    found = _parsed_last.get(text)
+    if found is None:
+        tree = ast.parse(text)
+        found = (tree, _Resolver(tree))
+        _parsed_last.clear()
+        _parsed_last[text] = found
+    return found
 
 
 def _syntax_name(node: ast.AST) -> str | None:
@@ -816,8 +841,7 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
     Raises:
       SyntaxError: `text` is not valid Python.
     """
-    tree = ast.parse(text)
-    resolver = _Resolver(tree)
+    tree, resolver = parsed(text)
     notes: list[Note] = []
     if not resolver.names.uses_tensorflow:
         return text, notes
@@ -1121,8 +1145,8 @@ def _string_interiors(text: str) -> set[int]:
 class _GraphScan:
     """Where a function (or the module) makes a session over graph code it built outside any graph block."""
 
-    def __init__(self, tree: ast.Module):
-        self.names = check_names.Names(tree)
+    def __init__(self, tree: ast.Module, names: check_names.Names):
+        self.names = names
         self.graph_blocks = [
             (node.lineno, node.end_lineno)
             for node in ast.walk(tree)
@@ -1202,8 +1226,8 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
     Returns:
       The new text and where blocks were added (`main()`, `the module`).
     """
-    tree = ast.parse(text)
-    scan = _GraphScan(tree)
+    tree, resolver = parsed(text)
+    scan = _GraphScan(tree, resolver.names)
     tf_name = next(
         (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
     )
@@ -1331,8 +1355,7 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         return text, []  # Nothing to rename: no tree to build.
     # The names are resolved through the whole script's imports; the edits, each within one statement, are
     # made only on the statements that name a module's name (the rest of the text is kept as it is).
-    tree = ast.parse(text)
-    resolver = _Resolver(tree)
+    tree, resolver = parsed(text)
     notes: list[Note] = []
     prefixes = tuple(f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2)
 
