@@ -397,7 +397,9 @@ def _renamed_piece(
         messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
         return renamed.text
 
-    statements = _edits().StatementEdits(piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True)
+    statements = _edits().StatementEdits(
+        piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True, runs=True
+    )
     try:
         units = statements.top_level(tree.body)
     except _NotRenamed:
