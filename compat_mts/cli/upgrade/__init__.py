@@ -32,7 +32,7 @@ import tempfile
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from compat_mts import _tf_tools
-from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
+from compat_mts.cli.check import checker as check_checker, report as check_report
 from compat_mts.cli.upgrade import write as upgrade_write
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def is_tf1_script(text: str) -> bool:
     """Whether `text` is written for TensorFlow 1.x: a bare `tensorflow` used with names TF2 moved or removed."""
     try:
         with check_checker.collector_paused():  # A large file's tree: see collector_paused.
-            return check_names.Names(ast.parse(text)).bare_tensorflow_is_v1
+            return _edits().parsed(text)[1].names.bare_tensorflow_is_v1
     except SyntaxError:
         return False
 
@@ -397,7 +397,9 @@ def _renamed_piece(
         messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
         return renamed.text
 
-    statements = _edits().StatementEdits(piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True)
+    statements = _edits().StatementEdits(
+        piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True, runs=True
+    )
     try:
         units = statements.top_level(tree.body)
     except _NotRenamed:

@@ -131,14 +131,15 @@ class _Resolver:
         self.names = check_names.Names(tree)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
-        self.horovod_uses = {
-            node.attr
-            for node in ast.walk(tree)
+        self.horovod_uses = (
+            {
+                node.attr
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in horovod
+            }
             if horovod
-            and isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in horovod
-        }
+            else set()
+        )
 
     def path(self, node: cst.CSTNode) -> str | None:
         return self.dotted_path(helpers.get_full_name_for_node(node))
@@ -162,6 +163,30 @@ class _Resolver:
             if path in modules:
                 return name
         return None
+
+
+# The last text parsed, its syntax tree and resolver: the stages of one upgrade (`is_tf1_script`, `v1_modules`,
+# `apply_edits`, `wrap_top_level_graphs`) each ask for the same text's, the long file's tree and names once.
+_parsed_last: dict[str, tuple[ast.Module, _Resolver]] = program_lib.PROGRAM.table(
+    'upgrade_edits.parsed_last', {}, "the last script text's syntax tree and name resolver", kind='process'
+)
+
+
+def parsed(text: str) -> tuple[ast.Module, _Resolver]:
+    """`ast.parse(text)` and its `_Resolver`, made once for the same text (the last one asked for is kept).
+
+    The tree is shared: its callers read it and never change it.
+
+    Raises:
+      SyntaxError: `text` is not valid Python.
+    """
+    found = _parsed_last.get(text)
+    if found is None:
+        tree = ast.parse(text)
+        found = (tree, _Resolver(tree))
+        _parsed_last.clear()
+        _parsed_last[text] = found
+    return found
 
 
 def _syntax_name(node: ast.AST) -> str | None:
@@ -816,8 +841,7 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
     Raises:
       SyntaxError: `text` is not valid Python.
     """
-    tree = ast.parse(text)
-    resolver = _Resolver(tree)
+    tree, resolver = parsed(text)
     notes: list[Note] = []
     if not resolver.names.uses_tensorflow:
         return text, notes
@@ -957,7 +981,9 @@ class StatementEdits:
     (`ast`'s order: an editor that visits the body before them reports them after it). A statement for which
     `removable(statements)` is true may vanish with the lines libcst gives it: at the top level it is edited with
     the statement before it (whose lines after it, comments above the removed one, libcst may give to either),
-    in a block with the whole block's statement.
+    in a block with the whole block's statement. With `runs` (for an editor that removes nothing and whose edits
+    stay within a statement), adjacent statements of a block that are each edited whole go to one `edit` call,
+    with the lines between them: each call costs more than a line does.
     """
 
     def __init__(
@@ -967,10 +993,12 @@ class StatementEdits:
         edit: Callable[[str, int], str],
         removable: Callable[[list[ast.stmt]], bool] = lambda statements: False,
         header_after_body: bool = False,
+        runs: bool = False,
     ):
         self._lines = io.StringIO(text, newline='').readlines()
         self._needs, self._edit, self._removable = needs, edit, removable
         self._header_after_body = header_after_body
+        self._runs = runs
 
     def top_level(self, body: list[ast.stmt]) -> list[_Unit]:
         """The script's text as units, their statements edited; `body` the script's top-level statements."""
@@ -984,6 +1012,8 @@ class StatementEdits:
             else:
                 groups.append(list(group))
                 merged.append(False)
+        if self._runs:
+            return [_Unit(self._block(body, 0, len(self._lines), 0))]
         cursor = 0
         for group, joined in zip(groups, merged):
             first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
@@ -1006,26 +1036,44 @@ class StatementEdits:
 
     def _block(self, body: list[ast.stmt], start: int, stop: int, depth: int) -> str:
         """The text of lines `start` to `stop` (0-based, `stop` excluded), the statements of `body` in them edited."""
-        parts, cursor = [], start
-        for group in _groups(body):
-            first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
-            parts.append(''.join(self._lines[cursor:first]))
-            parts.append(self._statements(group, depth))
-            cursor = last
+        parts, cursor, run = [], start, None  # run: (first, last) lines of adjacent statements edited whole
+        for group in [*_groups(body), None]:  # None: the end of the block, where a run ends too.
+            if group is not None:
+                first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+                needed = self._needs(node for statement in group for node in ast.walk(statement))
+                if self._runs and needed and self._whole(group):
+                    run = (run[0] if run else first, last)
+                    continue
+            if run:
+                parts.append(''.join(self._lines[cursor : run[0]]))
+                parts.append(self._parse(run[0], run[1], depth))
+                cursor, run = run[1], None
+            if group is not None:
+                parts.append(''.join(self._lines[cursor:first]))
+                parts.append(self._statements(group, depth, needed))
+                cursor = last
         parts.append(''.join(self._lines[cursor:stop]))
         return ''.join(parts)
 
-    def _statements(self, group: list[ast.stmt], depth: int) -> str:
-        """The text of statements that share their lines, edited."""
-        first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
-        if not self._needs(node for statement in group for node in ast.walk(statement)):
-            return ''.join(self._lines[first:last])
+    def _whole(self, group: list[ast.stmt]) -> bool:
+        """Whether a group that holds an edit is edited whole (not its header and body apart)."""
         statement = group[0]
         if len(group) > 1 or not self._descends(statement):
-            return self._parse(first, last, depth)
+            return True
         after_body = ('decorator_list', 'returns') if self._header_after_body else ()
-        if after_body and self._needs(self._header(statement, lambda field: field in after_body)):
+        return bool(after_body) and self._needs(self._header(statement, lambda field: field in after_body))
+
+    def _statements(self, group: list[ast.stmt], depth: int, needed: bool | None = None) -> str:
+        """The text of statements that share their lines, edited; `needed`: whether they hold an edit, when the
+        caller has asked `needs`."""
+        first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+        if needed is None:
+            needed = self._needs(node for statement in group for node in ast.walk(statement))
+        if not needed:
+            return ''.join(self._lines[first:last])
+        if self._whole(group):
             return self._parse(first, last, depth)
+        statement = group[0]
         body_first = _first_line(statement.body[0]) - 1
         if self._needs(self._header(statement, lambda field: field != 'body')):
             body_line = self._lines[body_first]
@@ -1121,8 +1169,8 @@ def _string_interiors(text: str) -> set[int]:
 class _GraphScan:
     """Where a function (or the module) makes a session over graph code it built outside any graph block."""
 
-    def __init__(self, tree: ast.Module):
-        self.names = check_names.Names(tree)
+    def __init__(self, tree: ast.Module, names: check_names.Names):
+        self.names = names
         self.graph_blocks = [
             (node.lineno, node.end_lineno)
             for node in ast.walk(tree)
@@ -1202,8 +1250,8 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
     Returns:
       The new text and where blocks were added (`main()`, `the module`).
     """
-    tree = ast.parse(text)
-    scan = _GraphScan(tree)
+    tree, resolver = parsed(text)
+    scan = _GraphScan(tree, resolver.names)
     tf_name = next(
         (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
     )
@@ -1331,8 +1379,7 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         return text, []  # Nothing to rename: no tree to build.
     # The names are resolved through the whole script's imports; the edits, each within one statement, are
     # made only on the statements that name a module's name (the rest of the text is kept as it is).
-    tree = ast.parse(text)
-    resolver = _Resolver(tree)
+    tree, resolver = parsed(text)
     notes: list[Note] = []
     prefixes = tuple(f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2)
 
@@ -1349,7 +1396,7 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         notes.extend(edits.notes)
         return edited
 
-    units = StatementEdits(text, needs, edit).top_level(tree.body)
+    units = StatementEdits(text, needs, edit, runs=True).top_level(tree.body)
     return ''.join(unit.text for unit in units), notes
 
 
