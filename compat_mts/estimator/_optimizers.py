@@ -56,21 +56,23 @@ def is_keras2_optimizer(optimizer) -> bool:
     TF 2.15's premade Estimators called its `get_updates` in their graph; it builds v1 graphs, so it runs here
     as it ran there: its own update rule, hyperparameters and variable names.
     """
-    tf_keras = sys.modules.get('tf_keras')
-    bases = [getattr(getattr(getattr(tf_keras, 'optimizers', None), 'legacy', None), 'Optimizer', None)]
-    bases.append(getattr(getattr(getattr(tf.keras, 'optimizers', None), 'legacy', None), 'Optimizer', None))
-    bases = tuple(base for base in bases if isinstance(base, type))
-    return bool(bases) and isinstance(optimizer, bases)
+    legacy = [
+        getattr(getattr(keras, 'optimizers', None), 'legacy', None) for keras in (sys.modules.get('tf_keras'), tf.keras)
+    ]
+    return _instance_of_any(optimizer, [getattr(module, 'Optimizer', None) for module in legacy])
 
 
 def is_keras_optimizer(optimizer) -> bool:
     """Whether `optimizer` is a Keras optimizer (Keras 3's, tf-keras's, or a Keras 2 `OptimizerV2`): what TF
     2.15's heads took as `optimizer`."""
-    if is_keras2_optimizer(optimizer):
-        return True
     bases = [getattr(getattr(sys.modules.get(name), 'optimizers', None), 'Optimizer', None) for name in _KERAS_MODULES]
-    bases = tuple(base for base in bases if isinstance(base, type))
-    return bool(bases) and isinstance(optimizer, bases)
+    return is_keras2_optimizer(optimizer) or _instance_of_any(optimizer, bases)
+
+
+def _instance_of_any(value, candidates: list) -> bool:
+    """Whether `value` is an instance of one of `candidates` that are classes (None for a module not imported)."""
+    classes = tuple(candidate for candidate in candidates if isinstance(candidate, type))
+    return bool(classes) and isinstance(value, classes)
 
 
 def _keras_kind(optimizer) -> str | None:

@@ -5,8 +5,8 @@ TF 2.15 built the network as a Keras 2 model, `rnn_model`: the sequence feature 
 masked by the sequence lengths, and a `Dense` logits layer, all called in the Estimator's v1 graph and trained by
 a Keras 2 optimizer (Adagrad at 0.05 with gradient clip norm 5 by default). TF 2.21's `tf.keras` is Keras 3, which
 builds no v1 graph; tf-keras (`pip install tf_keras`, Keras 2 for TF 2.21) is the same Keras 2, so the model and
-the optimizer are built from it here: the variables (`rnn_model/rnn_model/simple_rnn/simple_rnn_cell/kernel`,
-`training/Adagrad/...`), the predictions and the metrics are TF 2.15's.
+the optimizer are built from it here: the variables (`rnn_model/rnn/simple_rnn_cell/kernel`,
+`rnn_model/logits/kernel`, the optimizer's slots), the predictions and the metrics are TF 2.15's.
 """
 
 from __future__ import annotations

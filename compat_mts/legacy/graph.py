@@ -602,10 +602,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         Raises:
           TypeError: `var_list` holds something that is not a variable of this graph.
         """
-        var_list = tf_internals.saver_var_list(saver)
-        if var_list is None:
+        named = _saver_named(saver)
+        if named is None:
             return self.checkpoint
-        named = list(var_list.items()) if isinstance(var_list, dict) else [(None, item) for item in var_list]
         for name, variable in named:
             if id(variable) not in self._plain_variable_ids:
                 raise TypeError(
@@ -620,10 +619,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
     def left_out_by_saver(self, saver: tf.compat.v1.train.Saver) -> list[str]:
         """The v1 names of the graph's global variables that a `Saver` built in it does not save (none for a
         `Saver()` without `var_list`): what v1 left uninitialized when it restored through that `Saver`."""
-        var_list = tf_internals.saver_var_list(saver)
-        if var_list is None:
+        named = _saver_named(saver)
+        if named is None:
             return []
-        saved = {id(variable) for variable in (var_list.values() if isinstance(var_list, dict) else var_list)}
+        saved = {id(variable) for _, variable in named}
         variables = self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
         return [global_step_lib.op_name(variable.name) for variable in variables if id(variable) not in saved]
 
@@ -979,6 +978,14 @@ _VARIABLE_READS = frozenset({'ReadVariableOp', 'VarIsInitializedOp', 'VariableSh
 
 def _identity(value: Any) -> Any:
     return value if type(value) is str else id(value)
+
+
+def _saver_named(saver: tf.compat.v1.train.Saver) -> list | None:
+    """The (name or None for the variable's own, variable) pairs of a v1 `Saver`'s `var_list`; None without one."""
+    var_list = tf_internals.saver_var_list(saver)
+    if var_list is None:
+        return None
+    return list(var_list.items()) if isinstance(var_list, dict) else [(None, variable) for variable in var_list]
 
 
 class _SaverCheckpoint(NameBasedCheckpoint):

@@ -197,7 +197,7 @@ class StepsPerRun:
     def prepare(self, fetches: Any) -> None:
         """Configures the hooks and the repeated step (if any) for the run of `fetches`."""
         # A step alone (the usual fetch) is no `RepeatedStep` and holds none: no call then.
-        step = _repeated_step_in(fetches) if isinstance(fetches, (RepeatedStep, list, tuple, dict)) else None
+        step = _repeated_step_in(fetches) if isinstance(fetches, (RepeatedStep, *_NESTED)) else None
         steps_per_run = step.steps_per_run if step is not None else self._graph_steps_per_run
         if steps_per_run != self._announced:
             for set_steps_per_run in self._tell_hooks:
@@ -205,6 +205,9 @@ class StepsPerRun:
             self._announced = steps_per_run
         if step is not None:
             step._set_stop_at(nearest_last_step(self._stop_hooks))
+
+
+_NESTED = (list, tuple, dict)  # The fetch structures a `RepeatedStep` is looked for in.
 
 
 def _repeated_step_in(fetches: Any) -> RepeatedStep | None:
@@ -215,7 +218,7 @@ def _repeated_step_in(fetches: Any) -> RepeatedStep | None:
     """
     if isinstance(fetches, RepeatedStep):
         return fetches
-    if not isinstance(fetches, (list, tuple, dict)):
+    if not isinstance(fetches, _NESTED):
         return None
     found = None
     for value in fetches.values() if isinstance(fetches, dict) else fetches:
