@@ -382,3 +382,48 @@ def test_a_summary_directory_removed_during_training_stops_recording_with_a_warn
         for _ in range(5):
             session.run(step)
     assert [recorded_step for recorded_step, _ in read_events(summaries)['loss']] == [1, 2, 3, 4, 5]
+
+
+def _deep_directory(root, length: int) -> str:
+    """A directory path under `root` exactly `length` bytes long (components of up to 200 bytes)."""
+    path = str(root)
+    while len(os.fsencode(path)) < length:
+        path = os.path.join(path, 'd' * min(200, length - len(os.fsencode(path)) - 1))
+    assert len(os.fsencode(path)) == length
+    return path
+
+
+def test_a_summary_dir_with_room_for_events_but_not_for_checkpoints_takes_the_summaries(tmp_path):
+    from compat_mts.checkpoint_dir import directory as directory_lib
+
+    # Longer than a checkpoint directory may be, still short enough for an events file: only events go there.
+    limit = os.pathconf(tmp_path, 'PC_PATH_MAX')
+    summaries = _deep_directory(tmp_path / 's', limit - 2 - directory_lib.EVENTS_NAME_BYTES)
+    _, step, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+    if directory_lib.checkpoint_name_bytes('model.ckpt') > directory_lib.EVENTS_NAME_BYTES + 1:  # A short host name.
+        with pytest.raises(ValueError, match=r'^`checkpoint_dir` .*over the limit'):
+            mts.MonitoredTrainingSession(checkpoint_dir=summaries, scaffold=scaffold)
+    with mts.MonitoredTrainingSession(
+        checkpoint_dir=str(tmp_path / 'run'), summary_dir=summaries, scaffold=scaffold, save_summaries_steps=1
+    ) as session:
+        for _ in range(3):
+            session.run(step)
+    assert [recorded_step for recorded_step, _ in read_events(summaries)['loss']] == [1, 2, 3]
+
+
+def test_convert_into_a_dst_dir_too_long_for_the_saves_is_a_clear_error_before_anything_is_written(tmp_path):
+    from compat_mts.checkpoint_dir import directory as directory_lib
+    from compat_mts.legacy.convert import convert_checkpoint
+
+    source = str(tmp_path / 'v1')
+    prefix = 'the_census_wide_and_deep_model_of_the_team.ckpt-7'  # Longer than an events file's name.
+    tf.train.Checkpoint(weights=tf.Variable([1.0, 2.0])).write(os.path.join(source, prefix))
+    with open(os.path.join(source, 'checkpoint'), 'w') as state:
+        state.write(f'model_checkpoint_path: "{prefix}"\nall_model_checkpoint_paths: "{prefix}"\n')
+    # Room for an events file and for the prefix itself, not for the save's temporary data file.
+    limit = os.pathconf(tmp_path, 'PC_PATH_MAX')
+    dst_dir = _deep_directory(tmp_path / 'o', limit - 2 - directory_lib.save_name_bytes(prefix) + 1)
+    os.makedirs(dst_dir)
+    with pytest.raises(ValueError, match=r'^`dst_dir` .*bytes long: the files written in it would have paths'):
+        convert_checkpoint(source, dst_dir, to='name')
+    assert os.listdir(dst_dir) == []

@@ -155,10 +155,16 @@ def _cannot_create(directory: str, argument: str, error: OSError) -> str:
     )
 
 
+def save_name_bytes(prefix_name: str) -> int:
+    """The length of the longest path a save to the checkpoint prefix `prefix_name` (a name, no directory)
+    writes under its directory: the temporary data file of its shard, before the save renames it."""
+    return len(os.fsencode(f'{prefix_name}_temp/part-00000-of-00001.data-00000-of-00001'))
+
+
 def checkpoint_name_bytes(basename: str) -> int:
-    """The length of the longest path a checkpoint save of `basename` writes under its directory: the
-    temporary data file of its shard, before the save renames it."""
-    return len(os.fsencode(f'{basename}-9223372036854775807_temp/part-00000-of-00001.data-00000-of-00001'))
+    """The length of the longest path a checkpoint save of `basename` (numbered by its step) writes under its
+    directory."""
+    return save_name_bytes(f'{basename}-9223372036854775807')
 
 
 class CheckpointDirectory:

@@ -142,7 +142,8 @@ def convert_checkpoint(
         except _READ_ERRORS as error:
             raise _unreadable(f'{source}.index', error) from None
     created = not tf.io.gfile.isdir(dst_dir)
-    directory_lib.ensure_writable_directory(dst_dir, 'dst_dir')
+    reserve = max(directory_lib.save_name_bytes(os.path.basename(source)) for source in sources)
+    directory_lib.ensure_writable_directory(dst_dir, 'dst_dir', reserve=reserve)
     total_bytes = sum(_tensor_bytes(names[source], name) for source in sources for name in names[source].keys)
     done_bytes = 0
     written = []

@@ -230,8 +230,9 @@ def MonitoredTrainingSession(
     elif directory:
         directory_lib.check_utf8_path(directory.path, directory.argument)
     if counts_steps or saves_summaries:
-        reserve = max(directory_lib.EVENTS_NAME_BYTES, directory_lib.checkpoint_name_bytes('model.ckpt'))
-        directory_lib.ensure_writable_directory(summary_dir, 'summary_dir', reserve=reserve)
+        # Only events files are written there by these hooks: where it is the checkpoint directory too, the
+        # check of `checkpoint_dir` above made room for the checkpoints' names.
+        directory_lib.ensure_writable_directory(summary_dir, 'summary_dir')
     elif summary_dir:
         directory_lib.check_utf8_path(summary_dir, 'summary_dir')
     all_hooks = list(chief_only_hooks)
