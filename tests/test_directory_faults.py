@@ -76,6 +76,15 @@ def test_a_restore_only_chief_reads_a_read_only_directory_as_v1_does(tmp_path):
     assert checkpoint_steps(written) == [0, 1, 2, 3]
 
 
+def _deep_directory(root, length: int) -> str:
+    """A directory path under `root` exactly `length` bytes long (components of up to 200 bytes)."""
+    path = str(root)
+    while len(os.fsencode(path)) < length:
+        path = os.path.join(path, 'd' * min(200, length - len(os.fsencode(path)) - 1))
+    assert len(os.fsencode(path)) == length
+    return path
+
+
 def _unusable(root, kind: str) -> str:
     """A `checkpoint_dir` under `root` of the `kind` that cannot hold checkpoints."""
     if kind == 'dangling_symlink':
@@ -91,9 +100,7 @@ def _unusable(root, kind: str) -> str:
     if kind == 'not_utf8':
         return os.fsdecode(os.path.join(os.fsencode(root), b'caf\xe9'))
     # Near the path limit: the directory can be made, but the files of a save in it would be too long.
-    limit = os.pathconf(root, 'PC_PATH_MAX')
-    directory = os.path.join(root, *['d' * 200] * (limit // 201))
-    return directory[: limit - 40]
+    return _deep_directory(root, os.pathconf(root, 'PC_PATH_MAX') - 40)
 
 
 _PROBLEMS = {
@@ -382,15 +389,6 @@ def test_a_summary_directory_removed_during_training_stops_recording_with_a_warn
         for _ in range(5):
             session.run(step)
     assert [recorded_step for recorded_step, _ in read_events(summaries)['loss']] == [1, 2, 3, 4, 5]
-
-
-def _deep_directory(root, length: int) -> str:
-    """A directory path under `root` exactly `length` bytes long (components of up to 200 bytes)."""
-    path = str(root)
-    while len(os.fsencode(path)) < length:
-        path = os.path.join(path, 'd' * min(200, length - len(os.fsencode(path)) - 1))
-    assert len(os.fsencode(path)) == length
-    return path
 
 
 def test_a_summary_dir_with_room_for_events_but_not_for_checkpoints_takes_the_summaries(tmp_path):
