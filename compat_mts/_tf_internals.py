@@ -226,6 +226,32 @@ def call_function(function: Any, name: str, args: list, captures: list, output_c
     return [output for output in tf.nest.flatten(function(*args)) if output is not None]
 
 
+_execute = _probe(lambda: __import__('tensorflow.python.eager.execute', fromlist=['x']).execute)
+_unoptimized_attrs: dict[bytes, tuple] = {}  # The context's function-call config -> the attributes without Grappler.
+
+
+def call_function_once(name: str, args: list, captures: list, output_count: int) -> list:
+    """`call_function` of a function called once (a graph's initializers): Grappler does not optimize its graph.
+
+    A function's graph is optimized on its first call, which for a function run once costs more than its run
+    (30 ms of a BERT-shaped graph's initializers, against their run of under 10). Its ops and kernels are the
+    same, so are the values. The call's other options (soft placement) are the context's. The fallback is
+    `call_function`: optimized.
+    """
+    if _execute is None or _call_function is None:
+        return call_function(None, name, args, captures, output_count)
+    context = _private_context.context()
+    options = context.function_call_options
+    config = options.config_proto_serialized
+    attrs = _unoptimized_attrs.get(config)
+    if attrs is None:
+        proto = tf.compat.v1.ConfigProto.FromString(config or b'')
+        proto.graph_options.rewrite_options.disable_meta_optimizer = True
+        attrs = ('executor_type', options.executor_type or '', 'config_proto', proto.SerializeToString())
+        _unoptimized_attrs[config] = attrs
+    return _execute(name.decode('utf-8'), num_outputs=output_count, inputs=args + captures, attrs=attrs, ctx=context)
+
+
 _record = _probe(lambda: __import__('tensorflow.python.eager.record', fromlist=['x']))
 _interpolate_errors = _probe(
     lambda: (

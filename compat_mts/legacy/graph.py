@@ -524,7 +524,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if id(variable) in global_ids:
                 added_globals.append((None, variable))
         if initializers:
-            self._call(self._function_of([], initializers, []), [])
+            self._run_once(initializers)
         if added_globals:
             self.checkpoint.add(*self._checkpoint_entries(added_globals))
 
@@ -582,7 +582,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         initializers = [tf_internals.variable_initializer(variable) for variable in self._eager_by_name.values()]
         initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
         if initializers:
-            self._call(self._function_of([], initializers, []), [])
+            self._run_once(initializers)
 
     def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
         """The global variables and the specs of the graph's SAVEABLE_OBJECTS, as v1's default `Saver`."""
@@ -924,6 +924,15 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if isinstance(function, _Subgraph):
             return tf_internals.call_function(None, function.name, args, function.captures, function.output_count)
         return function(*args)
+
+    def _run_once(self, operations: list) -> None:
+        """Runs `operations` (ops of the imported graph: initializers) in a function called once, which
+        Grappler does not optimize (`call_function_once`)."""
+        function = self._function_of([], operations, [])
+        if isinstance(function, _Subgraph):
+            tf_internals.call_function_once(function.name, [], function.captures, 0)
+        else:
+            function()
 
     def _check_fed(self, names: list[str], fed: set[str]) -> None:
         """Raises v1's error when `names` need a placeholder that `fed` does not feed."""
