@@ -411,6 +411,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._plans: dict[tuple, _Plan] = {}
         self._worker_input: tuple[list[str], Any] | None = None  # (placeholder names, the per-worker iterator).
         self._functions: dict[tuple, Any] = {}
+        self._graph_def: tuple[int, Any] = (-1, None)  # (the graph's version, its GraphDef): `graph_def`.
         graph.finalize()
 
     def __repr__(self) -> str:
@@ -458,6 +459,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         finally:
             if finalized:
                 graph.finalize()
+            self._graph_def = (-1, None)  # The block may have set shapes, which add no op.
         added = graph.get_operations()[known:]
         if added:
             self._import_added(added)
@@ -590,8 +592,18 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return self._checkpoint_of([(None, variable) for variable in global_variables], dict(saved))
 
     def graph_def(self):
-        """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph."""
-        return self.graph.as_graph_def(add_shapes=True)
+        """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph.
+
+        A copy of one made once per version of the graph: the hooks of one session each write it (`graph.pbtxt`,
+        the events of the checkpoints and of the summaries), and making it costs a Python call per op.
+        """
+        version, graph_def = self._graph_def
+        if version != self.graph.version:
+            graph_def = self.graph.as_graph_def(add_shapes=True)
+            self._graph_def = (self.graph.version, graph_def)
+        copy = type(graph_def)()
+        copy.CopyFrom(graph_def)
+        return copy
 
     def checkpoint_of_saver(self, saver: tf.compat.v1.train.Saver) -> NameBasedCheckpoint:
         """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names.
