@@ -18,7 +18,8 @@ here, by who needs it:
 - checkpoints (`compat_mts.checkpoint_dir.checkpoints`): which values of a checkpoint a restore left for later, to
   check their checksums at restore; public fallback: read every value once more;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
-  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; Keras 3's
+  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; a function
+  called once (a graph's initializers) without Grappler's optimization (fallback: optimized); Keras 3's
   layer-name counts, swapped per `wrap_graph` graph (probed when first needed, as importing Keras is slow;
   the fallback resets Keras's global state);
 - the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
