@@ -11,10 +11,13 @@ mean step time over TF 2.15's.
 
 `--calls N` measures the start-up and the end of short calls instead (issue 34's goal 2, issue 29's exit):
 each model of `--models` runs N rounds of `train(steps=--call-steps)`, `evaluate()` and `predict()` in one
-process per side and model, the sides alternating for `--rounds` repeats. The models: `census`, the census-shaped
-wide & deep `DNNLinearCombinedClassifier` of tests/estimator_programs/census_wide_deep.py; `dnn`, the iris
-`DNNClassifier`; `custom`, the custom `model_fn` of tests/estimator_programs/classifier.py; `bert`, the
-BERT-shaped `TPUEstimator(use_tpu=False)` of tests/estimator_programs/bert_classifier.py (`iterations_per_loop=2`).
+process per side and model, the sides alternating for `--rounds` repeats. `--call-kinds` chooses the calls of a
+round (`--call-kinds train evaluate` leaves `predict()` out); without `train`, one untimed `train()` before the
+rounds gives `evaluate()` and `predict()` a checkpoint to restore, as in the rounds with it. The models:
+`census`, the census-shaped wide & deep `DNNLinearCombinedClassifier` of tests/estimator_programs/census_wide_deep.py;
+`dnn`, the iris `DNNClassifier`; `custom`, the custom `model_fn` of tests/estimator_programs/classifier.py; `bert`,
+the BERT-shaped `TPUEstimator(use_tpu=False)` of tests/estimator_programs/bert_classifier.py
+(`iterations_per_loop=2`).
 Each side reports the time and the CPU time (every thread's) of each call, the RSS and the number of functions
 registered with the eager context after each round, and how long the process took to exit after its last line.
 The ratio of a call is compat_mts's total time of that call over the rounds over TF 2.15's (the median over
@@ -134,8 +137,8 @@ def _call_programs(estimator) -> dict:
     }
 
 
-def _calls_side(name: str, model_name: str, calls: int, steps: int) -> dict:
-    """`calls` rounds of train, evaluate and predict of one model; prints its last line's time, for the exit lag."""
+def _calls_side(name: str, model_name: str, calls: int, steps: int, kinds: list[str]) -> dict:
+    """`calls` rounds of the calls `kinds` (of train, evaluate, predict) of one model, timed each."""
     import gc
 
     if name == 'compat_mts':
@@ -149,13 +152,17 @@ def _calls_side(name: str, model_name: str, calls: int, steps: int) -> dict:
 
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
     make, *call_functions = _call_programs(estimator)[model_name]
+    functions = dict(zip(_CALLS, call_functions))
     rounds = []
     with tempfile.TemporaryDirectory() as model_dir:
         model = make(model_dir)
+        if 'train' not in kinds:  # A checkpoint for evaluate() and predict() to restore, as in the rounds.
+            functions['train'](model, steps)
         start = time.perf_counter()
         for _ in range(calls):
             times = {}
-            for call, function in zip(_CALLS, call_functions):
+            for call in kinds:
+                function = functions[call]
                 began, began_cpu = time.perf_counter(), _cpu_s()
                 function(model, steps) if call == 'train' else function(model)
                 times[call + '_s'] = time.perf_counter() - began
@@ -180,7 +187,7 @@ def _rss_mb() -> float:
     return float('nan')
 
 
-def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, side: str) -> dict:
+def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, kinds: list[str], side: str) -> dict:
     """One side's child process: its report, and its exit lag (its end after its last line's time)."""
     child = subprocess.Popen(
         [
@@ -195,6 +202,8 @@ def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, side:
             str(calls),
             '--call-steps',
             str(steps),
+            '--call-kinds',
+            *kinds,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -216,27 +225,29 @@ def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, side:
 def _calls_main(args, python: str, env: dict) -> None:
     system_env = dict(env, PYTHONPATH=_REPO)
     models = args.models.split(',')
+    kinds = args.call_kinds
     load_before = os.getloadavg()
     repeats = []
     for _ in range(args.rounds):
         repeat = {}
         for model in models:
-            ours = _calls_run(sys.executable, system_env, model, args.calls, args.call_steps, 'compat_mts')
-            theirs = _calls_run(python, env, model, args.calls, args.call_steps, 'tf215')
+            ours = _calls_run(sys.executable, system_env, model, args.calls, args.call_steps, kinds, 'compat_mts')
+            theirs = _calls_run(python, env, model, args.calls, args.call_steps, kinds, 'tf215')
             repeat[model] = {'compat_mts': ours, 'tf215': theirs}
         repeats.append(repeat)
     load_after = os.getloadavg()
     print(
-        f'{args.rounds} alternating repeats x {args.calls} rounds of train(steps={args.call_steps}), evaluate() and '
-        f'predict() per side and model; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after'
+        f'{args.rounds} alternating repeats x {args.calls} rounds of '
+        + ', '.join(f'{kind}(steps={args.call_steps})' if kind == 'train' else f'{kind}()' for kind in kinds)
+        + f' per side and model; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after'
     )
     print()
     print('| model | call | compat_mts s | TF 2.15 s | ratio | compat_mts CPU s | TF 2.15 CPU s | CPU ratio |')
     print('|---|---|---:|---:|---:|---:|---:|---:|')
     ratios, cpu_ratios = {}, {}
     for model in models:
-        for call in (*_CALLS, 'rounds'):
-            names = [call] if call != 'rounds' else list(_CALLS)
+        for call in (*kinds, 'rounds'):
+            names = [call] if call != 'rounds' else kinds
             columns = []
             for suffix, kept in (('_s', ratios), ('_cpu_s', cpu_ratios)):
                 ours_s, theirs_s, call_ratios = [], [], []
@@ -312,7 +323,9 @@ def main() -> None:
     )
     parser.add_argument('--out', help='write every round and the environment to this JSON file')
     parser.add_argument(
-        '--calls', type=int, help='measure N rounds of train(steps=--call-steps), evaluate() and predict() per model'
+        '--calls',
+        type=int,
+        help='measure N rounds of train(steps=--call-steps), evaluate() and predict() per model (see --call-kinds)',
     )
     parser.add_argument(
         '--models',
@@ -320,15 +333,25 @@ def main() -> None:
         help='with --calls: the models, of census, dnn, custom, bert (default: %(default)s)',
     )
     parser.add_argument('--call-steps', type=int, default=5, help='steps per train() with --calls (%(default)s)')
+    parser.add_argument(
+        '--call-kinds',
+        nargs='+',
+        choices=_CALLS,
+        default=list(_CALLS),
+        metavar='CALL',
+        help='with --calls: the calls of a round, of train, evaluate, predict (run in that order; default: all '
+        'three); without train, one untimed train() first gives the others a checkpoint',
+    )
     parser.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--side', default='tf215', help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.call_kinds = [kind for kind in _CALLS if kind in args.call_kinds]
     unknown = sorted(set(args.models.split(',')) - set(_MODELS))
     if unknown:
         parser.error(f'--models: unknown {unknown}; the models are {", ".join(_MODELS)}, separated by commas')
     sys.path.insert(0, _REPO)
     if args.child and args.calls:
-        report = _calls_side(args.side, args.models, args.calls, args.call_steps)
+        report = _calls_side(args.side, args.models, args.calls, args.call_steps, args.call_kinds)
         report['last_line_time'] = time.time()
         print('RESULT:' + json.dumps(report), flush=True)
         return

@@ -18,7 +18,8 @@ here, by who needs it:
 - checkpoints (`compat_mts.checkpoint_dir.checkpoints`): which values of a checkpoint a restore left for later, to
   check their checksums at restore; public fallback: read every value once more;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
-  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; Keras 3's
+  dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; a function
+  called once (a graph's initializers) without Grappler's optimization (fallback: optimized); Keras 3's
   layer-name counts, swapped per `wrap_graph` graph (probed when first needed, as importing Keras is slow;
   the fallback resets Keras's global state);
 - the estimator (`compat_mts.estimator`): `fn_args`, the global step's cached read, a v1 scaffold's `init_fn`,
@@ -224,6 +225,32 @@ def call_function(function: Any, name: str, args: list, captures: list, output_c
         return _private_context.context().call_function(name, args + captures, output_count)
     del name, captures, output_count
     return [output for output in tf.nest.flatten(function(*args)) if output is not None]
+
+
+_execute = _probe(lambda: __import__('tensorflow.python.eager.execute', fromlist=['x']).execute)
+_unoptimized_attrs: dict[bytes, tuple] = {}  # The context's function-call config -> the attributes without Grappler.
+
+
+def call_function_once(name: str, args: list, captures: list, output_count: int) -> list:
+    """`call_function` of a function called once (a graph's initializers): Grappler does not optimize its graph.
+
+    A function's graph is optimized on its first call, which for a function run once costs more than its run
+    (30 ms of a BERT-shaped graph's initializers, against their run of under 10). Its ops and kernels are the
+    same, so are the values. The call's other options (soft placement) are the context's. The fallback is
+    `call_function`: optimized.
+    """
+    if _execute is None or _call_function is None:
+        return call_function(None, name, args, captures, output_count)
+    context = _private_context.context()
+    options = context.function_call_options
+    config = options.config_proto_serialized
+    attrs = _unoptimized_attrs.get(config)
+    if attrs is None:
+        proto = tf.compat.v1.ConfigProto.FromString(config or b'')
+        proto.graph_options.rewrite_options.disable_meta_optimizer = True
+        attrs = ('executor_type', options.executor_type or '', 'config_proto', proto.SerializeToString())
+        _unoptimized_attrs[config] = attrs
+    return _execute(name.decode('utf-8'), num_outputs=output_count, inputs=args + captures, attrs=attrs, ctx=context)
 
 
 _record = _probe(lambda: __import__('tensorflow.python.eager.record', fromlist=['x']))

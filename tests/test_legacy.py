@@ -370,6 +370,18 @@ def test_graph_pbtxt_and_the_tensorboard_graph_are_the_wrapped_graph(graph, tmp_
     assert support.has_graph_event(str(tmp_path))
 
 
+def test_graph_def_is_the_graph_with_the_ops_a_hook_added_and_a_copy_each_time(graph):
+    names = lambda graph_def: {node.name for node in graph_def.node}  # noqa: E731
+    first = graph.graph_def()
+    assert names(first) == {op.name for op in graph.graph.get_operations()}
+    first.node.add(name='not_in_the_graph')
+    assert 'not_in_the_graph' not in names(graph.graph_def())
+    with graph.as_default():
+        tf.identity(graph.outputs['loss'], name='added_by_a_hook')
+    assert 'added_by_a_hook' in names(graph.graph_def())
+    assert graph.graph_def() == graph.graph.as_graph_def(add_shapes=True)
+
+
 def test_fetching_what_needs_an_unfed_placeholder_raises_v1s_error(graph):
     loss = graph.outputs['loss']
     with mts.MonitoredSession() as session:

@@ -107,7 +107,7 @@ def _fill_program_tables(tmp_path, monkeypatch, tf_logs):
     # An evaluation writes its graph into the directory's events once.
     evaluation = summary_lib.SessionSummaries()
     with evaluation.collecting():
-        _evaluation._writer(str(tmp_path / 'eval'), tf.compat.v1.GraphDef())
+        _evaluation._writer(str(tmp_path / 'eval'), tf.compat.v1.GraphDef)
     evaluation.release()
     # The caller holds the steps until the tables are measured: their cached direct caller and arguments are
     # weakly keyed, so an entry goes whenever the garbage collector frees its step (at any moment once nothing

@@ -8,7 +8,7 @@ compat_mts `MonitoredSession`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
@@ -76,18 +76,22 @@ def _dict_to_str(dictionary: dict) -> str:
     )
 
 
-def _writer(output_dir: str, graph_def) -> tf.summary.SummaryWriter:
-    """The directory's writer; the first one of the process writes the evaluation graph, as v1's cache did."""
+def _writer(output_dir: str, graph_def: Callable) -> tf.summary.SummaryWriter:
+    """The directory's writer; the first one of the process writes the evaluation graph, `graph_def()`, as v1's
+    cache did."""
     writer = summary_lib.summary_writer_for(output_dir)
     summary_lib.keep_writer_open(output_dir)  # One events file per directory and process, as v1's cache.
     if output_dir not in _graphs_written:
         _graphs_written.add(output_dir)
-        summary_lib.write_graph(writer, graph_def)
+        summary_lib.write_graph(writer, graph_def())
     return writer
 
 
-def write_dict_to_summary(output_dir: str, dictionary: dict, current_global_step: int, graph_def) -> None:
-    """Writes the evaluation results as one v1 `Summary` at `current_global_step` (v1's encodings and lines)."""
+def write_dict_to_summary(output_dir: str, dictionary: dict, current_global_step: int, graph_def: Callable) -> None:
+    """Writes the evaluation results as one v1 `Summary` at `current_global_step` (v1's encodings and lines).
+
+    `graph_def()` is the evaluation graph, called only when it is written (the directory's first events file).
+    """
     logging.info('Saving dict for global step %d: %s', current_global_step, _dict_to_str(dictionary))
     summary = tf.compat.v1.Summary()
     for key, value in dictionary.items():
@@ -126,7 +130,7 @@ def write_dict_to_summary(output_dir: str, dictionary: dict, current_global_step
 
 
 def write_checkpoint_path_to_summary(
-    output_dir: str, checkpoint_path: str, current_global_step: int, graph_def
+    output_dir: str, checkpoint_path: str, current_global_step: int, graph_def: Callable
 ) -> None:
     """Writes the evaluated checkpoint's path as a string tensor summary `checkpoint_path` (v1's)."""
     logging.info("Saving '%s' summary for global step %d: %s", 'checkpoint_path', current_global_step, checkpoint_path)

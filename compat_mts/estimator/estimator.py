@@ -592,7 +592,7 @@ class Estimator:
             logging.info('Inference Time : {:0.5f}s'.format(time.time() - start))
             logging.info('Finished evaluation at ' + time.strftime('%Y-%m-%d-%H:%M:%S', time.localtime()))
             results = _evaluation.results_as_v1(final_ops_hook.final_ops_values)
-            graph_def = wrapped.graph.as_graph_def(add_shapes=True)
+            graph_def = wrapped.graph_def  # Made only for the directory's first events file.
         current_global_step = results[_GLOBAL_STEP]
         if not _distributed.writes_model_dir(strategy):
             return results  # The cluster's metrics, on every worker; the chief writes them.

@@ -411,6 +411,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._plans: dict[tuple, _Plan] = {}
         self._worker_input: tuple[list[str], Any] | None = None  # (placeholder names, the per-worker iterator).
         self._functions: dict[tuple, Any] = {}
+        self._graph_def: tuple[int, Any] = (-1, None)  # (the graph's version, its GraphDef): `graph_def`.
         graph.finalize()
 
     def __repr__(self) -> str:
@@ -458,6 +459,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         finally:
             if finalized:
                 graph.finalize()
+            self._graph_def = (-1, None)  # The block may have set shapes, which add no op.
         added = graph.get_operations()[known:]
         if added:
             self._import_added(added)
@@ -524,7 +526,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if id(variable) in global_ids:
                 added_globals.append((None, variable))
         if initializers:
-            self._call(self._function_of([], initializers, []), [])
+            self._run_once(initializers)
         if added_globals:
             self.checkpoint.add(*self._checkpoint_entries(added_globals))
 
@@ -582,7 +584,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         initializers = [tf_internals.variable_initializer(variable) for variable in self._eager_by_name.values()]
         initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
         if initializers:
-            self._call(self._function_of([], initializers, []), [])
+            self._run_once(initializers)
 
     def _default_checkpoint(self, global_variables: list) -> NameBasedCheckpoint:
         """The global variables and the specs of the graph's SAVEABLE_OBJECTS, as v1's default `Saver`."""
@@ -590,8 +592,18 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return self._checkpoint_of([(None, variable) for variable in global_variables], dict(saved))
 
     def graph_def(self):
-        """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph."""
-        return self.graph.as_graph_def(add_shapes=True)
+        """The plain graph's GraphDef (with shapes): what v1 wrote of its default graph.
+
+        A copy of one made once per version of the graph: the hooks of one session each write it (`graph.pbtxt`,
+        the events of the checkpoints and of the summaries), and making it costs a Python call per op.
+        """
+        version, graph_def = self._graph_def
+        if version != self.graph.version:
+            graph_def = self.graph.as_graph_def(add_shapes=True)
+            self._graph_def = (self.graph.version, graph_def)
+        copy = type(graph_def)()
+        copy.CopyFrom(graph_def)
+        return copy
 
     def checkpoint_of_saver(self, saver: tf.compat.v1.train.Saver) -> NameBasedCheckpoint:
         """What a v1 `Saver` built in this graph saves: its `var_list` under its v1 names.
@@ -924,6 +936,15 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if isinstance(function, _Subgraph):
             return tf_internals.call_function(None, function.name, args, function.captures, function.output_count)
         return function(*args)
+
+    def _run_once(self, operations: list) -> None:
+        """Runs `operations` (ops of the imported graph: initializers) in a function called once, which
+        Grappler does not optimize (`call_function_once`)."""
+        function = self._function_of([], operations, [])
+        if isinstance(function, _Subgraph):
+            tf_internals.call_function_once(function.name, [], function.captures, 0)
+        else:
+            function()
 
     def _check_fed(self, names: list[str], fed: set[str]) -> None:
         """Raises v1's error when `names` need a placeholder that `fed` does not feed."""

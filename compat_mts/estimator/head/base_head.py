@@ -323,6 +323,26 @@ def _broadcast(sample_weight, values):
     return tf.broadcast_to(tf.cast(sample_weight, tf.float32), tf.shape(values))
 
 
+def _graph_weights(sample_weight, values):
+    """`_broadcast(sample_weight, values)` for a `tf.compat.v1.metrics` metric, but a scalar weight as it is.
+
+    Those metrics broadcast a scalar weight themselves (`weights * ones_like(values)`, the same ones), where a
+    weight of a shape known only when the graph runs gets a runtime check of two `tf.cond`s per metric, which
+    cost time to build and to instantiate, and TF 2.15's heads (of Keras metrics) did not have.
+    """
+    if sample_weight is not None and tf.convert_to_tensor(sample_weight).shape.rank == 0:
+        return tf.cast(sample_weight, tf.float32)
+    return _broadcast(sample_weight, values)
+
+
+def metric_weights(example_weights, unweighted_loss):
+    """The examples' weights as a head's metrics take them: broadcast to the loss, a scalar (no weight column)
+    kept a scalar, which the metrics broadcast to their values alike (`_graph_weights`)."""
+    if example_weights.shape.rank == 0:
+        return example_weights
+    return tf.broadcast_to(example_weights, tf.shape(unweighted_loss))
+
+
 class HeadMetric:
     """One evaluation metric of a head: the Keras metric TF 2.15's head made.
 
@@ -412,7 +432,7 @@ def mean_metric(name: str) -> HeadMetric:
 
     def build(values, sample_weight=None):
         values = tf.cast(values, tf.float32)
-        return tf.compat.v1.metrics.mean(values, weights=_broadcast(sample_weight, values))
+        return tf.compat.v1.metrics.mean(values, weights=_graph_weights(sample_weight, values))
 
     return HeadMetric(name, build, lambda name: _EagerBroadcast(_keras_metrics().Mean(name=name)))
 
@@ -424,7 +444,7 @@ def accuracy_metric(name: str, threshold: float | None = None) -> HeadMetric:
         if threshold is not None:
             y_pred = tf.cast(y_pred > threshold, tf.float32)
         return tf.compat.v1.metrics.accuracy(
-            labels=y_true, predictions=y_pred, weights=_broadcast(sample_weight, y_pred)
+            labels=y_true, predictions=y_pred, weights=_graph_weights(sample_weight, y_pred)
         )
 
     def keras(name):
@@ -439,7 +459,7 @@ def precision_recall_metric(name: str, kind: str, threshold: float | None = None
     """`tf.keras.metrics.Precision`/`Recall` (`kind`), of class ids, or of probabilities at `threshold`."""
 
     def build(y_true, y_pred, sample_weight=None):
-        weights = _broadcast(sample_weight, y_pred)
+        weights = _graph_weights(sample_weight, y_pred)
         if threshold is None:
             metric = tf.compat.v1.metrics.precision if kind == 'precision' else tf.compat.v1.metrics.recall
             return metric(labels=y_true, predictions=y_pred, weights=weights)
@@ -466,7 +486,7 @@ def auc_metric(name: str, curve: str = 'ROC') -> HeadMetric:
         return tf.compat.v1.metrics.auc(
             labels=tf.cast(y_true, tf.float32),
             predictions=y_pred,
-            weights=_broadcast(sample_weight, y_pred),
+            weights=_graph_weights(sample_weight, y_pred),
             curve=curve,
             summation_method='careful_interpolation' if curve == 'PR' else 'trapezoidal',
         )

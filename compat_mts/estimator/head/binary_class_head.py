@@ -177,7 +177,7 @@ class BinaryClassHead(base_head.Head):
         predictions = self.predictions(logits, ['logistic', 'class_ids'])
         class_ids, logistic = predictions['class_ids'], predictions['logistic']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
-        example_weights = tf.broadcast_to(example_weights, tf.shape(unweighted_loss))
+        example_weights = base_head.metric_weights(example_weights, unweighted_loss)
         eval_metrics[key('accuracy')].update_state(labels, class_ids, example_weights)
         eval_metrics[key('average_loss')].update_state(unweighted_loss, example_weights)
         eval_metrics[key('precision')].update_state(labels, class_ids, example_weights)

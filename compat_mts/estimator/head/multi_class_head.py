@@ -141,7 +141,7 @@ class MultiClassHead(base_head.Head):
         logits = base_head.check_logits(logits, self._n_classes)
         class_ids = self.predictions(logits, ['class_ids'])['class_ids']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
-        example_weights = tf.broadcast_to(example_weights, tf.shape(unweighted_loss))
+        example_weights = base_head.metric_weights(example_weights, unweighted_loss)
         eval_metrics[self._summary_key('accuracy')].update_state(labels, class_ids, example_weights)
         eval_metrics[self._summary_key('average_loss')].update_state(unweighted_loss, example_weights)
         self._regularization_metric(eval_metrics, regularization_losses)

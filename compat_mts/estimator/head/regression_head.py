@@ -125,7 +125,7 @@ class RegressionHead(base_head.Head):
         logits = base_head.check_logits(logits, self._logits_dimension)
         predicted = self.predictions(logits)['predictions']
         unweighted_loss, example_weights, labels = self._loss_and_weights(logits, labels, features)
-        example_weights = tf.broadcast_to(example_weights, tf.shape(unweighted_loss))
+        example_weights = base_head.metric_weights(example_weights, unweighted_loss)
         eval_metrics[self._summary_key('average_loss')].update_state(unweighted_loss, example_weights)
         eval_metrics[self._summary_key('label/mean')].update_state(labels, example_weights)
         eval_metrics[self._summary_key('prediction/mean')].update_state(predicted, example_weights)
