@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from compat_mts import cli
+from compat_mts.checkpoint_dir.directory import EVENTS_NAME_BYTES
 from tests import support
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -91,21 +92,33 @@ def command_errors(result: subprocess.CompletedProcess) -> list[str]:
     return [line for line in result.stderr.splitlines() if not _TENSORFLOW_LOG_LINE.match(line)]
 
 
+_UNUSABLE_DEMO_DIRECTORY = {
+    'a regular file': 'is a file, not a directory',
+    'a path below a regular file': 'has a file where a parent directory should be',
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize('where', ['a regular file', 'a path below a regular file'])
+@pytest.mark.parametrize('where', [*_UNUSABLE_DEMO_DIRECTORY, 'too deep for its run'])
 def test_demo_on_an_unusable_directory_is_an_error_naming_dir_after_demos_usage(where, tmp_path):
     regular_file = tmp_path / 'notes.txt'
     regular_file.write_text('not a directory\n')
-    demo_dir = regular_file if where == 'a regular file' else regular_file / 'demo'
-    result = run_command('demo', '--dir', str(demo_dir), '--steps', '5', cwd=tmp_path)
+    if where == 'too deep for its run':
+        # Room for an events file in --dir itself, not in its run one level down (`train/`).
+        length = os.pathconf(tmp_path, 'PC_PATH_MAX') - 2 - EVENTS_NAME_BYTES
+        demo_dir = str(tmp_path / 'deep')
+        while len(os.fsencode(demo_dir)) < length:
+            demo_dir = os.path.join(demo_dir, 'd' * min(200, length - len(os.fsencode(demo_dir)) - 1))
+        shown, problem = f'{demo_dir[:40]!r}...', f'is {length} bytes long: the files written in it would have paths'
+    else:
+        demo_dir = str(regular_file if where == 'a regular file' else regular_file / 'demo')
+        shown, problem = repr(demo_dir), _UNUSABLE_DEMO_DIRECTORY[where]
+    result = run_command('demo', '--dir', demo_dir, '--steps', '5', cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
-    problem = (
-        'is a file, not a directory' if where == 'a regular file' else 'has a file where a parent directory should be'
-    )
-    assert command_errors(result) == [
-        _DEMO_USAGE,
-        f"compat-mts demo: error: `--dir` '{demo_dir}' {problem}. Give a directory path.",
-    ]
+    errors = command_errors(result)
+    assert errors[0] == _DEMO_USAGE, errors
+    assert errors[1].startswith(f'compat-mts demo: error: `--dir` {shown} {problem}'), errors
+    assert len(errors) == 2, errors
     assert result.stdout == ''
     assert regular_file.read_text() == 'not a directory\n'
     assert sorted(path.name for path in tmp_path.iterdir()) == ['notes.txt']

@@ -29,6 +29,22 @@ _EXAMPLES = 4096
 _LOG_EVERY_N_ITER = 100
 RUN_NAME = 'train'
 """The subdirectory of the demo's directory that holds its run (checkpoints, events): the run's name in TensorBoard."""
+_CHECKPOINT_BASENAME = 'model.ckpt'  # The default `CheckpointSaverHook`'s, which the demo's session uses.
+
+
+def ensure_demo_directory(directory: str, argument: str) -> None:
+    """Creates the demo's `directory`, or raises an error naming `argument` when its run cannot be written there.
+
+    The run's files go one level down (`RUN_NAME`): the room reserved is for that subdirectory and the longest of
+    its files, an events file or a checkpoint's temporary data file.
+
+    Raises:
+      ValueError: the path cannot hold the run's files (`directory.check_directory_path`).
+      PermissionError: the directory cannot be created or written.
+    """
+    run_files = max(directory_lib.EVENTS_NAME_BYTES, directory_lib.checkpoint_name_bytes(_CHECKPOINT_BASENAME))
+    reserve = len(os.fsencode(os.sep + RUN_NAME)) + run_files
+    directory_lib.ensure_writable_directory(os.path.abspath(directory), argument, reserve=reserve)
 
 
 def _synthetic_regression() -> tuple[np.ndarray, np.ndarray]:
@@ -73,8 +89,8 @@ def run_demo(directory: str, steps: int, out: Callable[[str], Any] = print, *, l
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f'`steps` ({steps!r}) must be a positive integer.')
+    ensure_demo_directory(directory, 'directory')
     logdir = os.path.abspath(directory)
-    directory_lib.ensure_writable_directory(logdir, 'directory')
     directory = os.path.join(logdir, RUN_NAME)  # TensorBoard names the run after it (else `.`).
     out(f'Writing checkpoints and TensorBoard events to {directory}')
     previous_checkpoint = checkpoints_lib.latest_checkpoint(directory)

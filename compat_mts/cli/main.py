@@ -8,7 +8,6 @@ it runs, so TensorFlow is loaded only by the subcommands that need it and `--hel
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 
@@ -41,11 +40,10 @@ def _run_demo(args: argparse.Namespace) -> int:
         import tensorflow as tf
 
         from compat_mts.checkpoint_dir import checkpoints  # Import TensorFlow, which only this subcommand needs.
-        from compat_mts.checkpoint_dir import directory
         from compat_mts.cli import demo
 
     try:
-        directory.ensure_writable_directory(os.path.abspath(args.dir), '--dir')
+        demo.ensure_demo_directory(args.dir, '--dir')
     except (PermissionError, ValueError) as error:
         print(f'{args.usage()}compat-mts demo: error: {error}', file=sys.stderr, end='\n')
         return 2
