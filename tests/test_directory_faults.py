@@ -409,6 +409,21 @@ def test_a_summary_dir_with_room_for_events_but_not_for_checkpoints_takes_the_su
     assert [recorded_step for recorded_step, _ in read_events(summaries)['loss']] == [1, 2, 3]
 
 
+def test_summaries_in_the_checkpoint_dir_by_default_name_checkpoint_dir_when_it_has_no_room_for_them(tmp_path):
+    from compat_mts.checkpoint_dir import directory as directory_lib
+
+    # No checkpoints saved, so only the default summary directory (checkpoint_dir) is written: one byte too
+    # short for an events file's name. The user gave checkpoint_dir, not summary_dir.
+    limit = os.pathconf(tmp_path, 'PC_PATH_MAX')
+    directory = _deep_directory(tmp_path / 'c', limit - 1 - directory_lib.EVENTS_NAME_BYTES)
+    _, _, scaffold = _summarized_program(lambda value: tf.summary.scalar('loss', value))
+    with pytest.raises(ValueError, match=r'^`checkpoint_dir` .*bytes long: the files written in it would have paths'):
+        mts.MonitoredTrainingSession(
+            checkpoint_dir=directory, scaffold=scaffold, save_checkpoint_secs=None, save_summaries_steps=1
+        )
+    assert not os.path.exists(directory)
+
+
 def test_convert_into_a_dst_dir_too_long_for_the_saves_is_a_clear_error_before_anything_is_written(tmp_path):
     from compat_mts.checkpoint_dir import directory as directory_lib
     from compat_mts.legacy.convert import convert_checkpoint

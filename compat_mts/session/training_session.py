@@ -218,6 +218,9 @@ def MonitoredTrainingSession(
                 session_creator=creator, hooks=worker_hooks, stop_grace_period_secs=stop_grace_period_secs
             )
 
+    # The argument the summaries' directory came from, for the messages: the checkpoint directory's where it is
+    # the default (`checkpoint_dir`, an Estimator's `model_dir`).
+    summary_argument = 'summary_dir' if summary_dir or not directory else directory.argument
     summary_dir = summary_dir or (directory.path if directory else None)
     counts_steps = bool(summary_dir and log_step_count_steps and log_step_count_steps > 0)
     saves_summaries = bool(summary_dir and _enabled(save_summaries_steps, save_summaries_secs))
@@ -229,12 +232,12 @@ def MonitoredTrainingSession(
         directory.make_writable()
     elif directory:
         directory_lib.check_utf8_path(directory.path, directory.argument)
-    if counts_steps or saves_summaries:
-        # Only events files are written there by these hooks: where it is the checkpoint directory too, the
-        # check of `checkpoint_dir` above made room for the checkpoints' names.
-        directory_lib.ensure_writable_directory(summary_dir, 'summary_dir')
-    elif summary_dir:
-        directory_lib.check_utf8_path(summary_dir, 'summary_dir')
+    checked = saves_checkpoints and summary_dir == directory.path  # With room for the checkpoints' names too.
+    if summary_dir and not checked:
+        if counts_steps or saves_summaries:  # Only events files are written there by these hooks.
+            directory_lib.ensure_writable_directory(summary_dir, summary_argument)
+        else:
+            directory_lib.check_utf8_path(summary_dir, summary_argument)
     all_hooks = list(chief_only_hooks)
     if summary_dir:
         if counts_steps:
