@@ -260,8 +260,8 @@ def write_serialized(writer: tf.summary.SummaryWriter, serialized, step: int) ->
             with writer.as_default(), tf.summary.record_if(True):
                 tf.summary.experimental.write_raw_pb(serialized, step=step)
             return
-        with tf.device('cpu:0'):
-            tf.raw_ops.WriteRawProtoSummary(writer=resource, step=step, tensor=serialized)
+        with tf.device('cpu:0'):  # The protos as a tensor: bytes would take the op's slow path (a third of the cost).
+            tf.raw_ops.WriteRawProtoSummary(writer=resource, step=step, tensor=tf.constant(serialized, tf.string))
     except tf.errors.OpError as error:
         found = fetches_lib.events_file_error(error)
         if found is None:

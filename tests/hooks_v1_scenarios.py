@@ -268,6 +268,35 @@ def waiter_needs_a_global_step(side, result, directory):
         record_error(result, error)
 
 
+# The global step read after the run, by several hooks of one run
+
+
+class StepMover(tf.compat.v1.train.SessionRunHook):
+    """A program's hook that moves the global step by `amount` in the `after_run` of run `at`, and sleeps a second
+    after every run (so that `StepCounterHook`'s rate has a time to divide by under the fake clock)."""
+
+    def __init__(self, model, at, amount):
+        self.model, self.at, self.amount, self.runs = model, at, amount, 0
+
+    def after_run(self, run_context, run_values):
+        if self.runs == self.at:
+            self.model.advance_global_step(self.amount)
+        self.runs += 1
+        time.sleep(1.0)
+
+
+def stop_reads_the_step_a_hook_moved(side, result, directory):
+    # `StepCounterHook` reads the step after every run; the program's hook then sets it back by 2 after the run
+    # that reached `last_step`, so `StopAtStepHook`, after it, reads 2 and goes on until the step is 4 again.
+    model = side.model(LOSSES)
+    hooks = [
+        side.train.StepCounterHook(every_n_steps=1),
+        StepMover(model, at=3, amount=-2),
+        side.train.StopAtStepHook(last_step=4),
+    ]
+    run_session(side, model, hooks, 8, result)
+
+
 # FinalOpsHook
 
 
@@ -460,6 +489,7 @@ SCENARIOS = {
         feed_fn_feeds_every_run,
         feed_fn_conflicts_with_user_feed,
         feed_fn_conflicts_between_hooks,
+        stop_reads_the_step_a_hook_moved,
         profiler_every_2_steps,
         profiler_every_second,
         constructor_errors,

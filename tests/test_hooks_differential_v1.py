@@ -1,4 +1,5 @@
-"""The six hook families against the real v1 hooks: same scenarios, v1 graph mode versus compat_mts eagerly.
+"""The six hook families (and the global step several hooks read after a run) against the real v1 hooks: same
+scenarios, v1 graph mode versus compat_mts eagerly.
 
 `hooks_v1_scenarios.py` holds the scenarios. Run as a script it plays all of them with
 `tf.compat.v1.train` under `disable_eager_execution()` (one subprocess, started when this module is
@@ -147,6 +148,7 @@ SAME_AS_V1 = [
     'feed_fn_feeds_every_run',
     'feed_fn_conflicts_with_user_feed',
     'feed_fn_conflicts_between_hooks',
+    'stop_reads_the_step_a_hook_moved',
 ]
 
 

@@ -10,7 +10,12 @@ from compat_mts import summary as summary_lib
 from compat_mts.core import validation
 from compat_mts.hooks.stop import TF2_GLOBAL_STEP_FIX
 from compat_mts.hooks.timer import SecondOrStepTimer
-from compat_mts.session.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.session_run_hook import (
+    STALE_GLOBAL_STEP_REQUEST,
+    SessionRunHook,
+    StepsPerRunMixin,
+    global_step_after_run,
+)
 
 
 class StepCounterHook(StepsPerRunMixin, SessionRunHook):
@@ -92,7 +97,7 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         if self._graph_pending:
             self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         if self._timer.should_trigger_for_step(stale_global_step + self._steps_per_run):
-            global_step = int(run_context.session.run(self._global_step))
+            global_step = global_step_after_run(run_context, self._global_step)
             if self._timer.should_trigger_for_step(global_step):
                 elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(global_step)
                 if elapsed_time is not None:
@@ -111,6 +116,7 @@ class StepCounterHook(StepsPerRunMixin, SessionRunHook):
         self._last_global_step = stale_global_step
 
     reads_clock_after_run = True  # `every_n_secs` is checked in after_run; before_run only asks for the stale step.
+    leaves_global_step = True  # Its after_run reads the global step only (see HookDriver.after_run).
 
     def idle_until(self):
         """Idle until the timer may trigger (`compat_mts.session.session_run_hook.HookCapabilities`)."""

@@ -9,7 +9,12 @@ import tensorflow as tf
 from compat_mts.deploy import deployment as deployment_lib
 from compat_mts.core import global_step as global_step_lib
 from compat_mts.core import validation
-from compat_mts.session.session_run_hook import STALE_GLOBAL_STEP_REQUEST, SessionRunHook, StepsPerRunMixin
+from compat_mts.session.session_run_hook import (
+    STALE_GLOBAL_STEP_REQUEST,
+    SessionRunHook,
+    StepsPerRunMixin,
+    global_step_after_run,
+)
 
 MAX_RUNS_WITHOUT_A_STEP = 1000
 """How many runs of a session the global step may stay where it was at creation before `StopAtStepHook` fails."""
@@ -108,7 +113,7 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
 
     def after_run(self, run_context, run_values):
         if run_values.results + self._steps_per_run >= self._last_step:
-            if run_context.session.run(self._global_step) >= self._last_step:
+            if global_step_after_run(run_context, self._global_step) >= self._last_step:
                 run_context.request_stop()
         elif self._runs_without_a_step is not None:
             self._count_a_run_without_a_step(run_context, run_values.results)
@@ -130,6 +135,7 @@ class StopAtStepHook(StepsPerRunMixin, SessionRunHook):
 
     # No clock, but `before_run` only asks for the stale step: the session may decide after the run whether to call it.
     reads_clock_after_run = True
+    leaves_global_step = True  # Its after_run reads the global step only (see HookDriver.after_run).
 
     def idle_until(self):
         """Idle until a run may reach `last_step` (`compat_mts.session.session_run_hook.HookCapabilities`)."""

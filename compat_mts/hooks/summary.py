@@ -14,6 +14,7 @@ from compat_mts.session.session_run_hook import (
     SessionRunArgs,
     SessionRunHook,
     StepsPerRunMixin,
+    global_step_after_run,
 )
 
 
@@ -117,7 +118,7 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
         stale_global_step = results['global_step'] if isinstance(results, dict) else results
         global_step = stale_global_step + self._steps_per_run
         if self._next_step is None or self._request_summary:
-            global_step = int(run_context.session.run(self._global_step))
+            global_step = global_step_after_run(run_context, self._global_step)
         if self._request_summary:
             self._timer.update_last_triggered_step(global_step)
             if isinstance(results, dict):
@@ -126,6 +127,8 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
         if self._graph_pending:
             self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         self._next_step = global_step + self._steps_per_run
+
+    leaves_global_step = True  # Its after_run reads the global step only (see HookDriver.after_run).
 
     def idle_until(self):
         """Idle until the timer may trigger (`compat_mts.session.session_run_hook.HookCapabilities`).

@@ -96,6 +96,8 @@ class HookDriver:
         if self.decides_after_run:
             self._schedule = HookSchedule(self.run_hooks, decide_after_run=True)
         self._every_position = tuple(range(len(self.run_hooks)))
+        # The hooks whose `after_run` does not move the global step: a read after the run is shared past them.
+        self._leaves_global_step = tuple(getattr(hook, 'leaves_global_step', False) is True for hook in self.run_hooks)
         self._no_options = _RunOptions()  # The options of runs without any; no hook's are merged into it.
         self.requests: list = []
         self.stale_position: int | None = None  # Where the stale global step is in this run's requests, if asked.
@@ -236,6 +238,10 @@ class HookDriver:
 
         Hooks that asked for the same object (the stale step) share one `SessionRunValues`; a hook that fetched
         nothing gets `results` None. `results` are in the order of `requests` (the caller's first).
+
+        The global step the hooks read after the run (`session_run_hook.global_step_after_run`) is read once and
+        shared, until a hook that may move it has run: one that does not say `leaves_global_step = True` (the
+        built-in hooks that only read it do).
         """
         options = self._options
         run_metadata = run_metadata or _RunMetadata()
@@ -249,8 +255,15 @@ class HookDriver:
                 hook_values = shared[id(result)] = SessionRunValues(result, options, run_metadata)
             values[index] = hook_values
         schedule = self._schedule
-        for index in self._every_position if schedule is None else schedule.called:
-            hooks[index].after_run(context, values.get(index, none))
+        leaves_global_step = self._leaves_global_step
+        reads = context._reads_after_run = {}
+        try:
+            for index in self._every_position if schedule is None else schedule.called:
+                hooks[index].after_run(context, values.get(index, none))
+                if reads and not leaves_global_step[index]:
+                    reads.clear()
+        finally:
+            context._reads_after_run = None
         if schedule is not None:
             schedule.ran()
 

@@ -67,10 +67,32 @@ class SessionRunContext(_v1.SessionRunContext):
     """Information about the `run()` call in progress, shared by every hook of that call.
 
     `original_args` are the caller's fetches and feeds; `session` is the raw session (no hooks);
-    `request_stop()` asks the session to stop after this run, as in v1.
+    `request_stop()` asks the session to stop after this run, as in v1. The built-in hooks read the global step
+    after the run through `global_step_after_run`, which the hooks of one run share.
     """
 
     __slots__ = ()
+
+    # While a driver calls the run's `after_run`s: the global steps read after the run, {id: (variable, value)}.
+    _reads_after_run: dict | None = None
+
+
+def global_step_after_run(run_context: Any, global_step: Any) -> int:
+    """`int(run_context.session.run(global_step))`: the global step after the run, for a hook's `after_run`.
+
+    v1's hooks each read it so, one `session.run` per hook that triggers. While a `HookDriver` calls the
+    `after_run`s of a run, the first read is kept and handed to the hooks after it, until a hook that may move
+    the global step has run (one without `leaves_global_step`, see `HookDriver.after_run`): those reads would
+    all have returned it. Outside a driver's `after_run` (a hook called by hand, a v1 `SessionRunContext`),
+    every call reads.
+    """
+    reads = run_context._reads_after_run if isinstance(run_context, SessionRunContext) else None
+    if reads is None:
+        return int(run_context.session.run(global_step))
+    read = reads.get(id(global_step))
+    if read is None or read[0] is not global_step:
+        read = reads[id(global_step)] = (global_step, int(run_context.session.run(global_step)))
+    return read[1]
 
 
 STALE_GLOBAL_STEP_REQUEST = SessionRunArgs(STALE_GLOBAL_STEP)

@@ -16,10 +16,11 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 Only what was fetched is copied to the host: a step output nobody asked for stays a tensor.
 
 The usual runs take fast paths (a `tf.function` step called directly, with the stale global step read in its own
-call; a legacy graph's fetches planned once), and the session skips the idle hooks whose `before_run` only asks
-for the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the environment (read at import), or `FAST_PATHS = False`
-on this module before a session is made, forces the general path for every run and has the session call every
-hook on every run: what the fast paths are tested against (tests/test_general_fetch_path.py).
+call; a legacy graph's fetches planned once; a plain variable fetched alone read directly), and the session
+skips the idle hooks whose `before_run` only asks for the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the
+environment (read at import), or `FAST_PATHS = False` on this module before a session is made, forces the general
+path for every run and has the session call every hook on every run: what the fast paths are tested against
+(tests/test_general_fetch_path.py).
 
 This module is the run (`Run`: the general path, and when each fast path is taken); what a fetch is, the
 graphs a name resolves in and a session's own state are `model`; the feeds and the step's arguments, `feeds`;
@@ -475,7 +476,13 @@ def _direct_step(step: Any) -> _DirectStep | None:
 
 
 def run_fetches(fetches: Any, feed_dict: dict | None = None, state: SessionState | None = None) -> Any:
-    """Runs `fetches` alone (no hooks): what the raw session's `run` does, in the session's `state`."""
+    """Runs `fetches` alone (no hooks): what the raw session's `run` does, in the session's `state`.
+
+    A plain eager variable without feeds (a hook's read of the global step after the run) is read directly: the
+    general path would resolve it to the same read.
+    """
+    if FAST_PATHS and not feed_dict and type(fetches) in _PLAIN_VARIABLES and not _is_graph_object(fetches):
+        return global_step_lib.read_value(fetches)
     return Run([fetches], feed_dict, state=state).execute()[0]
 
 
