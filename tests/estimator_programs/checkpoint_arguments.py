@@ -79,7 +79,9 @@ def main(estimator, root):
         copied = _model(root, f'{kind}_copy', params)
         results[f'{kind}/model_dir_evaluate'] = error_of(lambda: copied.evaluate(input_fn))
         latest = copied.latest_checkpoint()  # What `train_and_evaluate` and the exporters pass.
-        results[f'{kind}/model_dir_checkpoint_path'] = error_of(lambda: copied.evaluate(input_fn, checkpoint_path=latest))
+        results[f'{kind}/model_dir_checkpoint_path'] = error_of(
+            lambda: copied.evaluate(input_fn, checkpoint_path=latest)
+        )
     return {
         scenario: None if error is None else [error[0], error[1].replace(root, '<root>')]
         for scenario, error in results.items()
