@@ -465,6 +465,13 @@ def prepare_directory_state(directory: str) -> None:
     )
 
 
+def record_kept_checkpoint(manager: tf.train.CheckpointManager, path: str) -> None:
+    """Lists `path`, a checkpoint a session restored and keeps as it is rather than saving it again, as `manager`'s
+    newest, saved now: v1's `Saver` saved it again, so it rotates out and is kept
+    (`keep_checkpoint_every_n_hours`) as one saved at the session's start."""
+    tf_internals.record_saved_now(manager, path, time.time())
+
+
 def _save_time(path: str) -> float:
     try:
         return os.path.getmtime(path + '.index')
