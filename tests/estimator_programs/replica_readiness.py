@@ -7,7 +7,8 @@ graph's collections beside the strategy's variable; `python replica_readiness.py
 CPUs). Every batch is the same one, so the replicas' averaged gradients and losses are one device's.
 
 `all`: a `Saver` of `tf.compat.v1.global_variables()` saves every variable; `train` twice (the second restores
-through it) and `evaluate`: the losses and the checkpoint's names. `part`: a `Saver` leaving out the `logits`
+through it) and `evaluate`: the losses and the checkpoint's names. `ready_op`: the same with the default `Saver`
+and v1's `report_uninitialized_variables()` as the scaffold's readiness checks. `part`: a `Saver` leaving out the `logits`
 layer restores a checkpoint of the whole model; v1 reported its variables not initialized, once each. Prints
 `RESULTS:` and the JSON.
 """
@@ -40,7 +41,10 @@ def model_fn(features, labels, mode, params):
         loss, global_step=tf.compat.v1.train.get_global_step()
     )
     scaffold = None
-    if params['saver'] != 'default':
+    if params['saver'] == 'ready_op':  # v1's own readiness report, of the collections' variables.
+        ready_op = tf.compat.v1.report_uninitialized_variables()
+        scaffold = tf.compat.v1.train.Scaffold(ready_op=ready_op, ready_for_local_init_op=ready_op)
+    elif params['saver'] != 'default':
         var_list = tf.compat.v1.global_variables()
         if params['saver'] == 'part':
             var_list = [variable for variable in var_list if not variable.name.startswith('logits/')]
@@ -67,18 +71,21 @@ def _not_ready(call):
 
 def main(root):
     strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']) if _SIDE == 'compat' else None
-    whole = _estimator(os.path.join(root, 'all'), 'all', strategy)
-    whole.train(input_fn, steps=2)
-    whole.train(input_fn, steps=1)
-    evaluated = whole.evaluate(input_fn, steps=1)
+    restored = {}
+    for saver in ('all', 'ready_op'):
+        whole = _estimator(os.path.join(root, saver), saver, strategy)
+        whole.train(input_fn, steps=2)
+        whole.train(input_fn, steps=1)
+        evaluated = whole.evaluate(input_fn, steps=1)
+        restored[saver] = {
+            'evaluate': {key: round(float(value), 5) for key, value in evaluated.items()},
+            'variables': [name for name, _ in tf.train.list_variables(whole.model_dir)],
+        }
     part_dir = os.path.join(root, 'part')
     _estimator(part_dir, 'default', strategy).train(input_fn, steps=1)
     part = _estimator(part_dir, 'part', strategy)
     return {
-        'all': {
-            'evaluate': {key: round(float(value), 5) for key, value in evaluated.items()},
-            'variables': [name for name, _ in tf.train.list_variables(whole.model_dir)],
-        },
+        **restored,
         'part': {
             'train': _not_ready(lambda: part.train(input_fn, steps=1)),
             'evaluate': _not_ready(lambda: part.evaluate(input_fn, steps=1)),
