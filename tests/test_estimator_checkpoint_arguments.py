@@ -31,8 +31,6 @@ _ADVICE = {
 @pytest.fixture(scope='module')
 def results(tmp_path_factory):
     directory = tmp_path_factory.mktemp('checkpoint_arguments')
-    (directory / 'ours').mkdir()
-    (directory / 'theirs').mkdir()
     return tf215.results_beside(
         checkpoint_arguments.__file__,
         lambda: checkpoint_arguments.main(estimator, str(directory / 'ours')),
