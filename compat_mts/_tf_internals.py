@@ -16,7 +16,8 @@ here, by who needs it:
   variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
   a v1 `Saver`'s arguments, unfinalizing a graph; all with public fallbacks that cost speed or a nicety;
 - checkpoints (`compat_mts.checkpoint_dir.checkpoints`): which values of a checkpoint a restore left for later, to
-  check their checksums at restore; public fallback: read every value once more;
+  check their checksums at restore; public fallback: read every value once more; a `tf.train.CheckpointManager`'s
+  list and `keep_checkpoint_every_n_hours` count, set as v1's `Saver` kept them; fallback: the manager's own;
 - the legacy package (`compat_mts.legacy`): a partitioned variable's slice, a checkpoint attribute that is no
   dependency, the relative state file of `convert_checkpoint`; public fallbacks that do the same; a function
   called once (a graph's initializers) without Grappler's optimization (fallback: optimized); Keras 3's
@@ -599,6 +600,35 @@ def saver_keep_checkpoint_every_n_hours(saver: Any) -> float:
     if PRIVATE_TF and hasattr(saver, '_keep_checkpoint_every_n_hours'):
         return saver._keep_checkpoint_every_n_hours
     return saver.saver_def.keep_checkpoint_every_n_hours
+
+
+def keep_hours_counted_from(manager: Any, start: float) -> None:
+    """Makes `manager` count its `keep_checkpoint_every_n_hours` from `start`, as v1's `Saver` did from its creation.
+
+    A `tf.train.CheckpointManager` keeps a checkpoint that rotates out if it was saved N hours after the last one
+    it kept, which it reads from the state file (an earlier run's), else takes as a second before it was made.
+    v1's `Saver` kept one saved N hours after its own creation (then 2N, ...), so the checkpoints listed by an
+    earlier run are deleted when they rotate out. Fallback: the manager's own count (those checkpoints of the
+    earlier run that rotate out are kept as preserved ones, the first new one is kept a second sooner).
+    """
+    if PRIVATE_TF and hasattr(manager, '_last_preserved_timestamp'):
+        manager._last_preserved_timestamp = start
+
+
+def record_saved_now(manager: Any, path: str, timestamp: float) -> None:
+    """Lists the checkpoint `path` as `manager`'s newest, saved at `timestamp`, as v1's `Saver` listed the one it
+    saved again at a session's start (which compat_mts leaves as it is: `CheckpointSaverHook._save`).
+
+    Its place decides when it rotates out, its time whether it is kept then (`keep_checkpoint_every_n_hours`).
+    Fallback: its place and time from the state file (those of the run that saved it).
+    """
+    listed = getattr(manager, '_maybe_delete', None) if PRIVATE_TF else None
+    if not isinstance(listed, collections.OrderedDict):
+        return
+    for name in list(listed):
+        if os.path.normpath(os.path.abspath(name)) == os.path.normpath(os.path.abspath(path)):
+            del listed[name]
+            listed[name] = timestamp
 
 
 def saver_var_list(saver: Any) -> Any:

@@ -58,6 +58,11 @@ _RESTORE_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError, OS
 _STATE_ERRORS = (tf.errors.OpError, ValueError, UnicodeDecodeError, text_format.ParseError)
 _MISMATCH_MESSAGES = ('Received incompatible tensor', 'does not equal original dtype')
 _NAMES_SHOWN = 5
+# The first sentence of v1's `Saver.restore` error for a checkpoint that lacks a variable of the graph.
+_V1_NOT_FOUND = (
+    'Restoring from checkpoint failed. This is most likely due to a Variable name or other graph key that is '
+    'missing from the checkpoint.'
+)
 _SAVE_COUNTER = 'save_counter'
 _NUMBERED_INDEX = re.compile(r'^(?P<prefix>.+)-(?P<step>\d+)\.index$')
 
@@ -70,21 +75,30 @@ class CheckpointMismatchError(RuntimeError):
     start afresh over them); it stops, as v1's `Saver.restore` did.
 
     The message says what does not fit, then what to give instead, in the words of the argument the user gave
-    the directory as: a session's `checkpoint_dir`, an Estimator's `model_dir` (`naming`).
+    the checkpoint as: a session's `checkpoint_dir`, an Estimator's `model_dir`, `evaluate`'s `checkpoint_path`,
+    the Estimator's `warm_start_from` (`naming`).
 
     Args:
       problem: what does not fit, in sentences.
       partial: whether restoring what matches (`allow_partial_restore=True`) is a way out.
-      owner: who was given the directory, for the advice ("the session").
+      owner: who was given the checkpoint, for the advice ("the session").
       argument: the argument it was given as (`checkpoint_dir`).
+      directory: whether `argument` is a directory, which may also be given empty; else it names a checkpoint.
     """
 
     def __init__(
-        self, problem: str, *, partial: bool = False, owner: str = 'the session', argument: str = 'checkpoint_dir'
+        self,
+        problem: str,
+        *,
+        partial: bool = False,
+        owner: str = 'the session',
+        argument: str = 'checkpoint_dir',
+        directory: bool = True,
     ):
         self.problem = problem
         self.partial = partial
-        advice = f"Give {owner} an empty {argument} or the program's own"
+        given = f"an empty {argument} or the program's own" if directory else f"a {argument} of the program's own"
+        advice = f'Give {owner} {given}'
         if partial:
             advice += (
                 ', or, to restore what matches and keep the rest as it is, pass '
@@ -92,9 +106,11 @@ class CheckpointMismatchError(RuntimeError):
             )
         super().__init__(f'{problem} {advice}.')
 
-    def naming(self, owner: str, argument: str) -> 'CheckpointMismatchError':
-        """The same error, its advice for the directory given to `owner` as `argument`."""
-        return CheckpointMismatchError(self.problem, partial=self.partial, owner=owner, argument=argument)
+    def naming(self, owner: str, argument: str, *, directory: bool = True) -> 'CheckpointMismatchError':
+        """The same error, its advice for the checkpoint given to `owner` as `argument` (a `directory` or not)."""
+        return CheckpointMismatchError(
+            self.problem, partial=self.partial, owner=owner, argument=argument, directory=directory
+        )
 
 
 class DamagedCheckpointsError(RuntimeError):
@@ -279,8 +295,8 @@ def _check_matched(status, path: str, allow_partial: bool) -> None:
         names = _unmatched_names(status, str(unmatched))
         if names and not allow_partial:
             raise CheckpointMismatchError(
-                f'The checkpoint {path} does not hold these variables of the program: {_listed(names)}. It was '
-                f'written by another program (it holds {_listed(_names_in(path))}).',
+                f'{_V1_NOT_FOUND} The checkpoint {path} does not hold these variables of the program: '
+                f'{_listed(names)}. It was written by another program (it holds {_listed(_names_in(path))}).',
                 partial=True,
             ) from None
         if names and allow_partial:
@@ -447,6 +463,13 @@ def prepare_directory_state(directory: str) -> None:
         all_model_checkpoint_timestamps=times,
         last_preserved_timestamp=min(times) - 1,
     )
+
+
+def record_kept_checkpoint(manager: tf.train.CheckpointManager, path: str) -> None:
+    """Lists `path`, a checkpoint a session restored and keeps as it is rather than saving it again, as `manager`'s
+    newest, saved now: v1's `Saver` saved it again, so it rotates out and is kept
+    (`keep_checkpoint_every_n_hours`) as one saved at the session's start."""
+    tf_internals.record_saved_now(manager, path, time.time())
 
 
 def _save_time(path: str) -> float:

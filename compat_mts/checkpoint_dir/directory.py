@@ -21,10 +21,12 @@ import errno
 import os
 import socket
 import stat
+import time
 from typing import Any
 
 import tensorflow as tf
 
+from compat_mts import _tf_internals as tf_internals
 from compat_mts.checkpoint_dir import checkpoints
 from compat_mts.core import validation
 
@@ -268,13 +270,16 @@ class CheckpointDirectory:
         """
         if writes_files:
             checkpoints.prepare_directory_state(self._path)
-        return tf.train.CheckpointManager(
+        manager = tf.train.CheckpointManager(
             checkpoint,
             self._path,
             max_to_keep=max_to_keep,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
             checkpoint_name=basename,
         )
+        if keep_checkpoint_every_n_hours:  # v1's `Saver` counted the hours from its creation, in every run.
+            tf_internals.keep_hours_counted_from(manager, time.time())
+        return manager
 
     def restore_latest(self, checkpoint: tf.train.Checkpoint, *, allow_partial: bool = False) -> str | None:
         """Restores the directory's latest checkpoint into `checkpoint` (`checkpoints.restore_latest`); returns

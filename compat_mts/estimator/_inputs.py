@@ -31,6 +31,7 @@ def call_input_fn(input_fn, mode: str, params: dict, config, input_context=None)
 
     Raises:
       TypeError: `input_fn` is not callable (v1 said "unsupported callable").
+      ValueError: `input_fn` built queue runners (`_check_no_queue_runners`).
     """
     validation.check_callable(
         input_fn,
@@ -48,8 +49,30 @@ def call_input_fn(input_fn, mode: str, params: dict, config, input_context=None)
     if input_context is not None and 'input_context' in arguments:
         logging.info('The `input_fn` accepts an `input_context` which will be given by DistributionStrategy')
         kwargs['input_context'] = input_context
+    queue_runners = len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
     with tf.device('/cpu:0'):
-        return input_fn(**kwargs)
+        result = input_fn(**kwargs)
+    _check_no_queue_runners(input_fn, tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)[queue_runners:])
+    return result
+
+
+def _check_no_queue_runners(input_fn, queue_runners: list) -> None:
+    """Raises a ValueError naming `input_fn` and its queues if it built `queue_runners`, which nothing would run.
+
+    v1's session started their threads (those of `tf.compat.v1.train.batch`, `shuffle_batch`, `*_input_producer`,
+    a `QueueRunner` of the `input_fn`'s own); eagerly there are none, so the first step would wait on an empty
+    queue. The `input_fn` is refused before anything runs instead, as `wrap_graph` refuses such a graph.
+    """
+    if not queue_runners:
+        return
+    name = getattr(input_fn, '__name__', None) or repr(input_fn)
+    queues = ', '.join(sorted({runner.queue.name for runner in queue_runners}))
+    raise ValueError(
+        f'The input_fn {name} builds queue runners (queues: {queues}), as tf.compat.v1.train.batch, shuffle_batch, '
+        '*_input_producer and QueueRunner do; compat_mts starts no queue-runner threads, so nothing would fill '
+        'them. Return a tf.data.Dataset from the input_fn instead: migration_guide/queue_runners.md gives the '
+        'dataset of each queue-runner op.'
+    )
 
 
 def parse_input_fn_result(result: Any) -> tuple[Any, Any, list]:

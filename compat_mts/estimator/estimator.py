@@ -52,6 +52,8 @@ from compat_mts.session.training_session import MonitoredTrainingSession
 _VALID_MODEL_FN_ARGS = {'features', 'labels', 'mode', 'params', 'self', 'config'}
 _GLOBAL_STEP = tf.compat.v1.GraphKeys.GLOBAL_STEP
 VocabInfo = tf.compat.v1.train.VocabInfo
+_MODEL_DIR = ('the Estimator', 'model_dir', True)  # Who was given the checkpoint, as what; a directory.
+_WARM_START_FROM = ('the Estimator', 'warm_start_from', False)
 _EXPORT_SAVEDMODEL_WARNED = False  # v1's deprecation warning is printed once per process.
 
 
@@ -499,6 +501,7 @@ class Estimator:
             stop_hook = _evaluation.StopAfterNEvalsHook(num_evals=steps)
             hooks.append(stop_hook)
         checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
+        checkpoint_from = self._checkpoint_from(checkpoint_path, 'evaluate')
         if not checkpoint_path and variable_values is None:
             latest = checkpoints.latest_checkpoint(self._model_dir)
             if not latest:
@@ -574,7 +577,7 @@ class Estimator:
             eval_dict[_GLOBAL_STEP] = strategy.extended.read_var(global_step)
             return spec, _distributed.first_replica(strategy, global_step), input_hooks, eval_dict, update_op
 
-        with self._graph(build) as wrapped:
+        with self._graph(build, checkpoint_from=checkpoint_from) as wrapped:
             program = wrapped.outputs
             if stop_hook is not None:
                 stop_hook.set_evals_completed_tensor(program.eval_step_value)
@@ -644,6 +647,7 @@ class Estimator:
         """
         hooks = _check_hooks_type(hooks)
         checkpoint_path = validation.optional_directory(checkpoint_path, 'checkpoint_path')
+        checkpoint_from = self._checkpoint_from(checkpoint_path, 'predict')
         if not checkpoint_path:
             checkpoint_path = checkpoints.latest_checkpoint(self._model_dir)
         if not checkpoint_path:
@@ -662,7 +666,7 @@ class Estimator:
                 self._warm_start()
             return _Program(spec, input_hooks, global_step, predictions=_extract_keys(spec.predictions, predict_keys))
 
-        with self._graph(build) as wrapped:
+        with self._graph(build, checkpoint_from=checkpoint_from) as wrapped:
             program = wrapped.outputs
             predictions = program.predictions
             all_hooks = list(program.input_hooks) + hooks + list(program.spec.prediction_hooks)
@@ -720,11 +724,13 @@ class Estimator:
                 'compat_mts.estimator exports the PREDICT graph only (a TF2 SavedModel of serving signatures); '
                 f'got experimental_mode={experimental_mode!r}.'
             )
+        checkpoint_from = self._checkpoint_from(checkpoint_path, 'export_saved_model')
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
         if not checkpoint_path:
             if not self._warm_start_settings:
                 raise ValueError("Couldn't find trained model at {}.".format(self._model_dir))
+            checkpoint_from = _WARM_START_FROM
             checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
             if tf.io.gfile.isdir(checkpoint_path):
                 checkpoint_path = checkpoints.latest_checkpoint(checkpoint_path)
@@ -737,7 +743,7 @@ class Estimator:
             )
             return _Program(spec, [], global_step, receiver=receiver)
 
-        with self._graph(build) as wrapped:
+        with self._graph(build, checkpoint_from=checkpoint_from) as wrapped:
             scaffold = wrapped.outputs.spec.scaffold
             scaffold.check_restored_every_variable()  # The export restores through its Saver too.
             return _saved_model.export(
@@ -789,11 +795,13 @@ class Estimator:
     # Building the graph of a mode.
 
     @contextlib.contextmanager
-    def _graph(self, build_fn: Callable[[], _Program], on_cluster: bool = False):
+    def _graph(self, build_fn: Callable[[], _Program], on_cluster: bool = False, checkpoint_from=_MODEL_DIR):
         """The graph `build_fn` builds, wrapped; dropped afterwards, with the global step registered before.
 
         Only training runs on a parameter-server cluster (`on_cluster`); a chief's evaluation, prediction
         and export run in its own process, as v1's did in a local session (`evaluation_master` '').
+        `checkpoint_from` is who was given the checkpoint the call restores, as what argument (`_checkpoint_from`):
+        a `CheckpointMismatchError` names it.
         """
         previous = global_step_lib.registration()
         with contextlib.nullcontext() if on_cluster else parameter_server.local_graphs():
@@ -801,13 +809,24 @@ class Estimator:
             try:
                 with monitored_session.hooks_begin_in(wrapped):  # The hooks' begin() in the open graph, as in v1.
                     yield wrapped
-            # A checkpoint of `evaluate`, `predict` or an export, read as a file: it came from `model_dir` (the
-            # training session's is named so by its `CheckpointDirectory`).
+            # A checkpoint of `evaluate`, `predict` or an export, read as a file (the training session's is named
+            # by its `CheckpointDirectory`).
             except checkpoints.CheckpointMismatchError as error:
-                raise error.naming('the Estimator', 'model_dir') from None
+                raise error.naming(*checkpoint_from[:2], directory=checkpoint_from[2]) from None
             finally:
                 legacy.forget_graph(wrapped)
                 global_step_lib.restore_registration(previous)
+
+    def _checkpoint_from(self, checkpoint_path: str | None, call: str) -> tuple[str, str, bool]:
+        """Who was given `checkpoint_path`, the checkpoint `call` restores, as what argument, and whether that is a
+        directory: `call`'s `checkpoint_path`, unless it is a checkpoint of `model_dir` (the latest, which
+        `train_and_evaluate` and the exporters pass), or the Estimator's `warm_start_from` when it is that one."""
+        if not checkpoint_path:
+            return _MODEL_DIR
+        directory = os.path.dirname(checkpoints.expand_directory(checkpoint_path))
+        if os.path.realpath(directory) == os.path.realpath(checkpoints.expand_directory(self._model_dir)):
+            return _MODEL_DIR
+        return (f'Estimator.{call}', 'checkpoint_path', False)
 
     def _start_graph(self):
         """What v1 did first in each mode's graph: the random seed, then the global step."""

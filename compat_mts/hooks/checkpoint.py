@@ -304,6 +304,8 @@ class CheckpointSaverHook(StepsPerRunMixin, SessionRunHook):
             logging.info('Saving checkpoints for %d into %s.', step, self._save_path)
         if not rewrite:
             logging.debug('%s holds what this session restored; its files are kept as they are.', path)
+            if self._writes_files:
+                checkpoints.record_kept_checkpoint(self._get_manager(), path)
         elif self._writes_files:
             checkpoints.save_numbered(self._get_manager(), step)
         else:

@@ -614,7 +614,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         Raises:
           TypeError: `var_list` holds something that is not a variable of this graph.
         """
-        named = _saver_named(saver)
+        named = self._saver_named(saver)
         if named is None:
             return self.checkpoint
         for name, variable in named:
@@ -631,12 +631,32 @@ class WrappedGraph(fetches_lib.GraphRunner):
     def left_out_by_saver(self, saver: tf.compat.v1.train.Saver) -> list[str]:
         """The v1 names of the graph's global variables that a `Saver` built in it does not save (none for a
         `Saver()` without `var_list`): what v1 left uninitialized when it restored through that `Saver`."""
-        named = _saver_named(saver)
+        named = self._saver_named(saver)
         if named is None:
             return []
         saved = {id(variable) for _, variable in named}
-        variables = self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+        variables = _without_replicas(self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES))
         return [global_step_lib.op_name(variable.name) for variable in variables if id(variable) not in saved]
+
+    def _saver_named(self, saver: tf.compat.v1.train.Saver) -> list | None:
+        """`_saver_named(saver)`, a replica's copy of a `tf.distribute` variable (which Keras 3 layers list in the
+        collections beside it) standing for that variable, once: a `Saver` of the collection's variables saves
+        and restores every replica's copy, under the variable's name."""
+        named = _saver_named(saver)
+        if named is None:
+            return None
+        owners = {}
+        for key in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES, tf.compat.v1.GraphKeys.LOCAL_VARIABLES):
+            for variable in self.graph.get_collection(key):
+                if isinstance(variable, tf.distribute.DistributedValues):
+                    owners.update((id(copy), variable) for copy in variable.values)
+        pairs, seen = [], set()
+        for name, variable in named:
+            variable = owners.get(id(variable), variable)
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                pairs.append((name, variable))
+        return pairs
 
     def _checkpoint_of(self, named: list, saved: dict | None = None) -> NameBasedCheckpoint:
         """A `NameBasedCheckpoint` of (v1 name or None for the variable's own, graph variable) pairs, and of

@@ -5,6 +5,12 @@ or every variable under other names (`dict`: `{'renamed': w, 'bias': b, 'step': 
 saved every step; `train(steps=3)` runs twice, then `evaluate`, `predict` and `export_saved_model` restore. The
 `list` Saver leaves `b` and the global step out, so in TF 2.15 the second `train` and `evaluate` fail to restore
 (their error is kept).
+
+`hours` saves every variable with `keep_checkpoint_every_n_hours` of a few microseconds (`config`: the
+`RunConfig`'s, with no Saver in the scaffold), so that which checkpoints are kept beyond `max_to_keep` does not
+depend on the machine's speed: every one saved after the Saver was made (steps are milliseconds apart), none of
+an earlier `train` call's but the one it ended on, which v1 saved again at the next call's start. `train(steps=3)`
+runs three times; the checkpoints on disk and in the state file are kept after each.
 `estimator` is `tf.estimator` under TF 2.15 (run as a script: prints `RESULTS:` and the JSON), or
 `compat_mts.estimator`.
 """
@@ -18,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 _estimator = None
+_MICROSECONDS_IN_HOURS = 1e-9  # 3.6 microseconds.
 
 
 def input_fn():
@@ -32,8 +39,11 @@ def model_fn(features, labels, mode, params):
     if params['form'] == 'dict':
         var_list = {'renamed': w, 'bias': b, 'step': tf.compat.v1.train.get_global_step()}
     else:
-        var_list = [w]
-    scaffold = tf.compat.v1.train.Scaffold(saver=tf.compat.v1.train.Saver(var_list=var_list, max_to_keep=2))
+        var_list = [w] if params['form'] == 'list' else None
+    hours = {'keep_checkpoint_every_n_hours': _MICROSECONDS_IN_HOURS} if params['form'] == 'hours' else {}
+    scaffold = None  # `config`: the Estimator's own Saver.
+    if params['form'] != 'config':
+        scaffold = tf.compat.v1.train.Scaffold(saver=tf.compat.v1.train.Saver(var_list, max_to_keep=2, **hours))
     predictions = tf.matmul(features['x'], w) + b
     if mode == _estimator.ModeKeys.PREDICT:
         return _estimator.EstimatorSpec(mode, predictions={'y': predictions}, scaffold=scaffold)
@@ -97,11 +107,34 @@ def _run(estimator, model_dir, form):
     return results
 
 
+def _steps_on_disk_and_listed(model_dir):
+    on_disk = sorted({int(name.split('-')[1].split('.')[0]) for name in _checkpoint_files(model_dir)})
+    listed = tf.train.get_checkpoint_state(model_dir).all_model_checkpoint_paths
+    return [on_disk, [int(path.rsplit('-', 1)[1]) for path in listed]]
+
+
+def _run_hours(estimator, model_dir, form):
+    config = {'keep_checkpoint_max': 2, 'keep_checkpoint_every_n_hours': _MICROSECONDS_IN_HOURS}
+    model = estimator.Estimator(
+        model_fn,
+        model_dir=model_dir,
+        params={'form': form},
+        config=estimator.RunConfig(save_checkpoints_steps=1, log_step_count_steps=None, **config),
+    )
+    kept = []
+    for _ in range(3):
+        model.train(input_fn, steps=3)
+        kept.append(_steps_on_disk_and_listed(model_dir))
+    return kept
+
+
 def main(estimator, model_dir):
-    """Both Savers' runs, each in its own directory under `model_dir`."""
+    """Both Savers' runs, and the `keep_checkpoint_every_n_hours` ones, each in its own directory under `model_dir`."""
     global _estimator
     _estimator = estimator
-    return {form: _run(estimator, os.path.join(model_dir, form), form) for form in ('list', 'dict')}
+    results = {form: _run(estimator, os.path.join(model_dir, form), form) for form in ('list', 'dict')}
+    results.update({form: _run_hours(estimator, os.path.join(model_dir, form), form) for form in ('hours', 'config')})
+    return results
 
 
 if __name__ == '__main__':
