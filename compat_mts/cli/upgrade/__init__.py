@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from compat_mts import _tf_tools
 from compat_mts.cli.check import checker as check_checker, report as check_report
-from compat_mts.cli.upgrade import write as upgrade_write
+from compat_mts.cli.upgrade import splice as upgrade_splice, write as upgrade_write
 
 if TYPE_CHECKING:
     from compat_mts.cli.upgrade.edits import Note
@@ -156,7 +156,11 @@ def upgrade_source(
     Raises:
       SyntaxError: `text` is not valid Python.
     """
-    ast.parse(text, filename=path)
+    try:
+        _edits().parsed(text)  # The syntax check, on the tree `is_tf1_script` and `v1_modules` made.
+    except SyntaxError:
+        ast.parse(text, filename=path)  # The same error, naming the file.
+        raise
     notes = []
     start = text
     if renamed is not None and renamed != text:
@@ -398,7 +402,12 @@ def _renamed_piece(
         return renamed.text
 
     statements = _edits().StatementEdits(
-        piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True, runs=True
+        piece,
+        functools.partial(_renamed_by, triggers),
+        edit,
+        header_after_body=True,
+        runs=True,
+        plain=lambda source, lines_before: _plain_renames(source, triggers),
     )
     try:
         units = statements.top_level(tree.body)
@@ -425,6 +434,26 @@ def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) ->
         elif isinstance(node, ast.Attribute) and _full_name(node) in triggers.names:
             return True
     return False
+
+
+# Syntax newer than `tf_upgrade_v2`'s formatting library (pasta), which may not parse it: such a statement goes to
+# `tf_upgrade_v2` itself, which says whether it can rename it.
+_NEWER_SYNTAX = tuple(
+    getattr(ast, name) for name in ('NamedExpr', 'Match', 'TryStar', 'TypeAlias') if hasattr(ast, name)
+)
+
+
+def _plain_renames(source: str, triggers: _tf_tools.RenameTriggers) -> str | None:
+    """`tf_upgrade_v2`'s text of `source` (statements) when all it does there is rename names, with no message
+    (`_tf_tools.plain_renames`): the names replaced in the text (`splice`); else None."""
+    tree = upgrade_splice.statement_tree(source)
+    if tree is None or any(
+        isinstance(node, _NEWER_SYNTAX) or (isinstance(node, ast.arguments) and node.posonlyargs)
+        for node in ast.walk(tree)
+    ):
+        return None
+    renames = _tf_tools.plain_renames(tree, triggers)
+    return None if renames is None else upgrade_splice.spliced(source, renames)
 
 
 def _full_name(node: ast.AST) -> str | None:
