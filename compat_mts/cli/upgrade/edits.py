@@ -1408,7 +1408,11 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
     if not regions:
         return text, []
     lines = text.splitlines(keepends=True)
-    interiors = _string_interiors(text)
+    # A string over several lines is a node over several lines: without one, no line is a string's interior.
+    spanning = any(
+        isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno > node.lineno for node in resolver.nodes
+    )
+    interiors = _string_interiors(text) if spanning else set()
     for where, start, end, column in sorted(regions, key=lambda region: -region[1]):
         for number in range(start, end + 1):
             if number not in interiors and lines[number - 1].strip():
