@@ -32,7 +32,7 @@ import tempfile
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from compat_mts import _tf_tools
-from compat_mts.cli.check import checker as check_checker, report as check_report
+from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
 from compat_mts.cli.upgrade import splice as upgrade_splice, write as upgrade_write
 
 if TYPE_CHECKING:
@@ -385,7 +385,7 @@ def _renamed_piece(
     if triggers is None:
         return rename(piece)
     tree = ast.parse(piece)
-    for node in ast.walk(tree):
+    for node in check_names.walk(tree):
         if isinstance(node, ast.Import) and any((alias.name, alias.asname) in triggers.imports for alias in node.names):
             return rename(piece)
         if isinstance(node, ast.ImportFrom) and any(

@@ -129,7 +129,7 @@ class _Resolver:
     """What a dotted name of the script stands for, through its imports (`check_names.Names`)."""
 
     def __init__(self, tree: ast.Module):
-        self.nodes = list(ast.walk(tree))  # Every node of the tree: the passes over it loop over this list.
+        self.nodes = check_names.walk(tree)  # Every node of the tree: the passes over it loop over this list.
         self.names = check_names.Names(tree, self.nodes)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
@@ -1300,7 +1300,7 @@ class _GraphScan:
         direct, calls = set(), {}
         for name, function in functions.items():
             calls[name] = set()
-            for child in ast.walk(function):
+            for child in check_names.walk(function):
                 if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in functions:
                     calls[name].add(child.func.id)
                 elif isinstance(child, ast.Attribute) and name not in direct and self._is_graph_name(child):
