@@ -208,7 +208,7 @@ def plain_renames(tree: ast.AST, triggers: RenameTriggers) -> list[tuple[ast.Att
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return None
         if isinstance(node, ast.Call):
-            full = _dotted(node.func)
+            full = dotted_name(node.func)
             name = full.rpartition('.')[2] if full else getattr(node.func, 'id', getattr(node.func, 'attr', None))
             if isinstance(node.func, ast.Attribute) and tables.function_warnings.get(f'*.{name}', ('',))[0] in loud:
                 return None
@@ -228,7 +228,7 @@ def plain_renames(tree: ast.AST, triggers: RenameTriggers) -> list[tuple[ast.Att
             if any(key in tables.function_transformers for key in (full, f'*.{name}', '*')):
                 return None
         elif isinstance(node, ast.Attribute):
-            full = _dotted(node)
+            full = dotted_name(node)
             if full is not None:
                 if tables.function_warnings.get(full, ('',))[0] in loud:
                     return None
@@ -241,8 +241,9 @@ def plain_renames(tree: ast.AST, triggers: RenameTriggers) -> list[tuple[ast.Att
     return renames
 
 
-def _dotted(node: ast.AST) -> str | None:
-    """`tf.foo.bar` for a chain of attributes on a name (`_PastaEditVisitor._get_full_name`); else None."""
+def dotted_name(node: ast.AST) -> str | None:
+    """`tf.foo.bar` for a chain of attributes on a name, as `tf_upgrade_v2` names a node
+    (`_PastaEditVisitor._get_full_name`); else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -424,14 +424,14 @@ def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) ->
         if isinstance(node, ast.Call):
             if triggers.every_call:
                 return True
-            full = _full_name(node.func)
+            full = _tf_tools.dotted_name(node.func)
             if full is not None:
                 name = full.rpartition('.')[2]
             else:
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else None
             if full in triggers.names or name in triggers.methods:
                 return True
-        elif isinstance(node, ast.Attribute) and _full_name(node) in triggers.names:
+        elif isinstance(node, ast.Attribute) and _tf_tools.dotted_name(node) in triggers.names:
             return True
     return False
 
@@ -454,15 +454,6 @@ def _plain_renames(source: str, triggers: _tf_tools.RenameTriggers) -> str | Non
         return None
     renames = _tf_tools.plain_renames(tree, triggers)
     return None if renames is None else upgrade_splice.spliced(source, renames)
-
-
-def _full_name(node: ast.AST) -> str | None:
-    """`tf.foo.bar` for a chain of attributes on a name, as `tf_upgrade_v2` names a node; else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return '.'.join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _without_renames(upgrade: Upgrade) -> Upgrade:
