@@ -4,7 +4,8 @@ The edits are the ones migration_guide/legacy.md, distributed.md and estimator.m
 spelling and formatting: comments, blank lines and quotes stay as they were. Which name is what comes from
 `compat-mts check`'s catalogue and name resolution (`check.catalogue`, `check.names`), so the two commands agree
 on what a construct is. Each edit is recorded with the line it was made at; what a person has to do is recorded
-the same way, as a note.
+the same way, as a note. A statement whose only edits replace dotted names is edited on its text instead
+(`splice`, `_StageOneEdits.plain_edit`), with the text and the notes libcst's edit gives.
 """
 
 from __future__ import annotations
