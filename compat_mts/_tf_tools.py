@@ -19,6 +19,7 @@ needs renames.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import importlib
@@ -119,6 +120,21 @@ class RenameTriggers(NamedTuple):
     """Whether it looks at every call (a `*` key)."""
     imports: frozenset[tuple[str, str | None]]
     """(module, alias) of the imports after which it changes nothing but deprecated modules in the file."""
+    tables: types.SimpleNamespace | None = None
+    """Its change spec's tables (`symbol_renames`, ...), `get_arg_value` and the levels of a log that is a
+    message (`loud`), for `plain_renames`; None when a name it looks for turns the renames off in a file."""
+
+
+_TABLES = (  # The change spec's tables of names.
+    'symbol_renames',
+    'function_warnings',
+    'change_to_function',
+    'module_deprecations',
+    'function_reorders',
+    'function_keyword_renames',
+    'function_transformers',
+    'function_arg_warnings',
+)
 
 
 @functools.cache
@@ -127,30 +143,27 @@ def rename_triggers() -> RenameTriggers | None:
     if not PRIVATE_TF:
         return None
     try:
-        tf_upgrade_v2, _ = _import_tools()
+        tf_upgrade_v2, ast_edits = _import_tools()
         spec = tf_upgrade_v2.TFAPIChangeSpec(import_rename=False, upgrade_compat_v1_import=True)
-        detected = tf_upgrade_v2.TFAPIImportAnalysisSpec().imports_to_detect
+        analysis = tf_upgrade_v2.TFAPIImportAnalysisSpec()
+        detected = analysis.imports_to_detect
+        named = None
+        if not analysis.symbols_to_detect:  # Names that turn the renames off in a file: not looked for here.
+            named = types.SimpleNamespace(
+                **{name: getattr(spec, name, {}) for name in _TABLES},
+                get_arg_value=ast_edits.get_arg_value,
+                loud=frozenset({ast_edits.WARNING, ast_edits.ERROR}),
+            )
     except (ImportError, AttributeError, TypeError):
         return None
-    tables = [
-        getattr(spec, name, {})
-        for name in (
-            'function_warnings',
-            'symbol_renames',
-            'change_to_function',
-            'module_deprecations',
-            'function_reorders',
-            'function_keyword_renames',
-            'function_transformers',
-            'function_arg_warnings',
-        )
-    ]
+    tables = [getattr(spec, name, {}) for name in _TABLES]
     keys = {key for table in tables for key in table}
     return RenameTriggers(
         names=frozenset(key for key in keys if not key.startswith('*')),
         methods=frozenset(key[2:] for key in keys if key.startswith('*.')),
         every_call='*' in keys,
         imports=frozenset(detected),
+        tables=named,
     )
 
 
@@ -166,3 +179,73 @@ program_lib.PROGRAM.register(
     size=lambda: rename_triggers.cache_info().currsize,
     kind='process',
 )
+
+
+def plain_renames(tree: ast.AST, triggers: RenameTriggers) -> list[tuple[ast.Attribute, str, str]] | None:
+    """The renames `renamer()` makes in `tree` (statements without imports) when it does nothing else there and
+    says nothing (no message): `(node, its dotted name, the new name)` each; None when it may do more (reorder or
+    rename arguments, transform a call, warn), or cannot be read here.
+
+    The nodes are looked at as its visitor looks at them (`ast_edits._PastaEditVisitor`): each call's name and
+    arguments against the call tables, each dotted name against the name tables, outermost first and none
+    inside one it renames. An informational log (its level `INFO`) is no message and changes nothing.
+    """
+    tables = triggers.tables
+    if tables is None:
+        return None
+    loud = tables.loud
+
+    def applicable(table: dict, full: str | None, name: str | None) -> dict:
+        found = dict(table.get('*', {}))
+        found.update(table.get(f'*.{name}', {}) if name else {})
+        found.update(table.get(full, {}))
+        return found
+
+    renames = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return None
+        if isinstance(node, ast.Call):
+            full = dotted_name(node.func)
+            name = full.rpartition('.')[2] if full else getattr(node.func, 'id', getattr(node.func, 'attr', None))
+            if isinstance(node.func, ast.Attribute) and tables.function_warnings.get(f'*.{name}', ('',))[0] in loud:
+                return None
+            for (keyword, position), (level, _) in applicable(tables.function_arg_warnings, full, name).items():
+                if level in loud and tables.get_arg_value(node, keyword, position)[0]:
+                    return None
+            if full in tables.function_reorders:
+                order = tables.function_reorders[full]
+                positional = [arg for arg in node.args if not isinstance(arg, ast.Starred)]
+                if len(positional) < len(node.args) or len(positional) > len(order) or any(order[: len(positional)]):
+                    return None
+            renamed_keywords = applicable(tables.function_keyword_renames, full, name)
+            if renamed_keywords and any(
+                keyword.arg is None or keyword.arg in renamed_keywords for keyword in node.keywords
+            ):
+                return None
+            if any(key in tables.function_transformers for key in (full, f'*.{name}', '*')):
+                return None
+        elif isinstance(node, ast.Attribute):
+            full = dotted_name(node)
+            if full is not None:
+                if tables.function_warnings.get(full, ('',))[0] in loud:
+                    return None
+                if full in tables.symbol_renames:
+                    renames.append((node, full, tables.symbol_renames[full]))
+                    continue
+                if full in tables.change_to_function or tables.module_deprecations.get(full, ('',))[0] in loud:
+                    return None
+        stack.extend(ast.iter_child_nodes(node))
+    return renames
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """`tf.foo.bar` for a chain of attributes on a name, as `tf_upgrade_v2` names a node
+    (`_PastaEditVisitor._get_full_name`); else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return '.'.join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None

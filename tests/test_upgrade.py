@@ -588,16 +588,23 @@ def summary_{n}(results):
 
 
 def test_the_edits_parse_each_statement_that_holds_one_once_and_no_other(monkeypatch):
-    """Linear time, shown by what libcst is given: the script of N copies of a program gets N times the parses of
-    one copy, each the statements of an edit alone (never the plain Python), and its text is N copies' text."""
+    """Linear time, shown by what the editors are given (libcst, and the edits made on the text of a statement
+    whose names alone change): the script of N copies of a program gets N times the parses of one copy, each the
+    statements of an edit alone (never the plain Python), and its text is N copies' text."""
     parsed = []
     parse_module = upgrade_edits.cst.parse_module
+    plain_edit = upgrade_edits._StageOneEdits.plain_edit
 
     def counted(source, *args, **kwargs):
         parsed.append(source)
         return parse_module(source, *args, **kwargs)
 
+    def counted_plain(self, source, lines_before):
+        parsed.append(source)
+        return plain_edit(self, source, lines_before)
+
     monkeypatch.setattr(upgrade_edits.cst, 'parse_module', counted)
+    monkeypatch.setattr(upgrade_edits._StageOneEdits, 'plain_edit', counted_plain)
     one, _ = upgrade_edits.apply_edits(_PROGRAM.format(n=0))
     once = list(parsed)
     assert once and all('summary_' not in source and 'def train_' not in source for source in once)

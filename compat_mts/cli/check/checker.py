@@ -128,7 +128,7 @@ class _Nodes:
         self.calls: list[ast.Call] = []
         self.functions: list[ast.AST] = []  # function and class definitions
         lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
-        for node in ast.walk(tree):
+        for node in names.walk(tree):
             for found in lists.get(type(node), ()):
                 found.append(node)
 
@@ -273,14 +273,14 @@ class _Checker(ast.NodeVisitor):
             definitions.setdefault(node.name, []).append(node)
 
         def called(root: ast.AST) -> set[str]:
-            names = set()
-            for node in ast.walk(root):
+            found = set()
+            for node in names.walk(root):
                 if isinstance(node, ast.Call):
                     func = node.func
                     name = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
                     if name in definitions:
-                        names.add(name)
-            return names
+                        found.add(name)
+            return found
 
         elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions)
         for node in nodes.calls:
@@ -311,7 +311,7 @@ class _Checker(ast.NodeVisitor):
         found = {name for name in definitions if 'serving_input' in name}
         for name, functions in definitions.items():
             for function in functions:
-                for node in ast.walk(function):
+                for node in names.walk(function):
                     if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
                         path = self.names.resolve(node.value.func) or ''
                         if path.endswith(_SERVING_RECEIVERS):

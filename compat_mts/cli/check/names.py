@@ -14,6 +14,26 @@ else:  # `python compat_mts/cli/check FILE...`: the directory of this file is fi
     import catalogue as catalogue
 
 
+def walk(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree`, in `ast.walk`'s order (breadth first), as a list: made about twice as fast as
+    `list(ast.walk(tree))`, which the passes over a long file's millions of nodes pay for each walk."""
+    nodes = [tree]
+    append = nodes.append
+    index = 0
+    while index < len(nodes):
+        node = nodes[index]
+        index += 1
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                for child in value:
+                    if isinstance(child, ast.AST):
+                        append(child)
+            elif isinstance(value, ast.AST):
+                append(value)
+    return nodes
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """`a.b.c` as ['a', 'b', 'c']; None for anything but a chain of names."""
     parts = []
@@ -36,7 +56,7 @@ class Names:
     """
 
     def __init__(self, tree: ast.Module, nodes: Sequence[ast.AST] | None = None):
-        nodes = list(ast.walk(tree)) if nodes is None else nodes
+        nodes = walk(tree) if nodes is None else nodes
         self._paths: dict[int, tuple[ast.AST, str | None]] | None = None  # None while the aliases are bound
         self.aliases: dict[str, str] = {}
         self.star_modules: list[str] = []

@@ -32,8 +32,8 @@ import tempfile
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from compat_mts import _tf_tools
-from compat_mts.cli.check import checker as check_checker, report as check_report
-from compat_mts.cli.upgrade import write as upgrade_write
+from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
+from compat_mts.cli.upgrade import splice as upgrade_splice, write as upgrade_write
 
 if TYPE_CHECKING:
     from compat_mts.cli.upgrade.edits import Note
@@ -156,7 +156,11 @@ def upgrade_source(
     Raises:
       SyntaxError: `text` is not valid Python.
     """
-    ast.parse(text, filename=path)
+    try:
+        _edits().parsed(text)  # The syntax check, on the tree `is_tf1_script` and `v1_modules` made.
+    except SyntaxError:
+        ast.parse(text, filename=path)  # The same error, naming the file.
+        raise
     notes = []
     start = text
     if renamed is not None and renamed != text:
@@ -357,7 +361,8 @@ def renamed_in_pieces(
     the file's length: 37 s for 12,000 lines, against 7 s in pieces. With `triggers` (`_tf_tools.rename_triggers`),
     a piece is renamed statement by statement (`upgrade_edits.StatementEdits`): only the statements that hold a
     name it changes or warns about, unless an import of the piece (`triggers.imports`) changes what it does in the
-    whole piece. None when a piece cannot be renamed.
+    whole piece; and a statement where it would only rename names, on its text (`_plain_renames`). None when a
+    piece cannot be renamed.
     """
     pieces = [text] if len(text.splitlines()) <= lines_per_piece else _edits().top_level_pieces(text, lines_per_piece)
     texts, messages, before = [], [], 0
@@ -381,7 +386,7 @@ def _renamed_piece(
     if triggers is None:
         return rename(piece)
     tree = ast.parse(piece)
-    for node in ast.walk(tree):
+    for node in check_names.walk(tree):
         if isinstance(node, ast.Import) and any((alias.name, alias.asname) in triggers.imports for alias in node.names):
             return rename(piece)
         if isinstance(node, ast.ImportFrom) and any(
@@ -398,7 +403,12 @@ def _renamed_piece(
         return renamed.text
 
     statements = _edits().StatementEdits(
-        piece, functools.partial(_renamed_by, triggers), edit, header_after_body=True, runs=True
+        piece,
+        functools.partial(_renamed_by, triggers),
+        edit,
+        header_after_body=True,
+        runs=True,
+        plain=lambda source, lines_before: _plain_renames(source, triggers),
     )
     try:
         units = statements.top_level(tree.body)
@@ -415,25 +425,36 @@ def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) ->
         if isinstance(node, ast.Call):
             if triggers.every_call:
                 return True
-            full = _full_name(node.func)
+            full = _tf_tools.dotted_name(node.func)
             if full is not None:
                 name = full.rpartition('.')[2]
             else:
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else None
             if full in triggers.names or name in triggers.methods:
                 return True
-        elif isinstance(node, ast.Attribute) and _full_name(node) in triggers.names:
+        elif isinstance(node, ast.Attribute) and _tf_tools.dotted_name(node) in triggers.names:
             return True
     return False
 
 
-def _full_name(node: ast.AST) -> str | None:
-    """`tf.foo.bar` for a chain of attributes on a name, as `tf_upgrade_v2` names a node; else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return '.'.join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+# Syntax newer than `tf_upgrade_v2`'s formatting library (pasta), which may not parse it: such a statement goes to
+# `tf_upgrade_v2` itself, which says whether it can rename it.
+_NEWER_SYNTAX = tuple(
+    getattr(ast, name) for name in ('NamedExpr', 'Match', 'TryStar', 'TypeAlias') if hasattr(ast, name)
+)
+
+
+def _plain_renames(source: str, triggers: _tf_tools.RenameTriggers) -> str | None:
+    """`tf_upgrade_v2`'s text of `source` (statements) when all it does there is rename names, with no message
+    (`_tf_tools.plain_renames`): the names replaced in the text (`splice`); else None."""
+    tree = upgrade_splice.statement_tree(source)
+    if tree is None or any(
+        isinstance(node, _NEWER_SYNTAX) or (isinstance(node, ast.arguments) and node.posonlyargs)
+        for node in ast.walk(tree)
+    ):
+        return None
+    renames = _tf_tools.plain_renames(tree, triggers)
+    return None if renames is None else upgrade_splice.spliced(source, renames)
 
 
 def _without_renames(upgrade: Upgrade) -> Upgrade:

@@ -4,7 +4,8 @@ The edits are the ones migration_guide/legacy.md, distributed.md and estimator.m
 spelling and formatting: comments, blank lines and quotes stay as they were. Which name is what comes from
 `compat-mts check`'s catalogue and name resolution (`check.catalogue`, `check.names`), so the two commands agree
 on what a construct is. Each edit is recorded with the line it was made at; what a person has to do is recorded
-the same way, as a note.
+the same way, as a note. A statement whose only edits replace dotted names is edited on its text instead
+(`splice`, `_StageOneEdits.plain_edit`), with the text and the notes libcst's edit gives.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from compat_mts.core import program as program_lib
 from compat_mts.cli.check import catalogue
 from compat_mts.cli.check import checker as check_checker
 from compat_mts.cli.check import names as check_names
+from compat_mts.cli.upgrade import splice as upgrade_splice
 
 # `tf.compat.v1.train.<X>` names that become `compat_mts.<X>` at stage 1: the catalogue's, where its
 # replacement is the same name in compat_mts.
@@ -128,13 +130,14 @@ class _Resolver:
     """What a dotted name of the script stands for, through its imports (`check_names.Names`)."""
 
     def __init__(self, tree: ast.Module):
-        self.names = check_names.Names(tree)
+        self.nodes = check_names.walk(tree)  # Every node of the tree: the passes over it loop over this list.
+        self.names = check_names.Names(tree, self.nodes)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
         self.horovod_uses = (
             {
                 node.attr
-                for node in ast.walk(tree)
+                for node in self.nodes
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in horovod
             }
             if horovod
@@ -229,6 +232,18 @@ class _Positions:
     def column(self, offset: int) -> int:
         """The column in characters."""
         return len(self._source[self._line_start(offset) : offset].decode(self._encoding))
+
+
+@dataclasses.dataclass(frozen=True)
+class _NameEdit:
+    """What the stage-1 edits make of one dotted name: its new text (None: kept), the note (text, done), and
+    whether it uses compat_mts, is a v1 layer, builds a graph."""
+
+    new: str | None = None
+    note: tuple[str, bool] | None = None
+    uses_mts: bool = False
+    legacy: bool = False
+    graph: bool = False
 
 
 class _StageOneEdits(cst.CSTTransformer):
@@ -355,29 +370,92 @@ class _StageOneEdits(cst.CSTTransformer):
 
     # Names: sessions and hooks, Estimators, v1 layers.
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        path = self._resolver.path(original)
+        edit = self._name_edit(self._resolver.path(original), lambda: helpers.get_full_name_for_node(original))
+        self._record(edit)
+        if edit.note is not None:
+            self.notes.append(Note(self._line(original), *edit.note))
+        return updated if edit.new is None else cst.parse_expression(edit.new)
+
+    def _name_edit(self, path: str | None, spelled: Callable[[], str]) -> _NameEdit:
+        """What the edits make of a dotted name that stands for `path`, spelled `spelled()` in the script."""
         if path in _SLIM_TRAIN:
-            self.uses_mts = True
-            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self.mts}.slim_learning.train')
-            return cst.parse_expression(f'{self.mts}.slim_learning.train')
+            new = f'{self.mts}.slim_learning.train'
+            return _NameEdit(new, (f'{spelled()} -> {new}', True), uses_mts=True)
         relative = _relative(path) if path else None
         if relative is None:
-            return updated
+            return _NameEdit()
         legacy, graph = self._name_flags(path)
-        self.uses_legacy_layers = self.uses_legacy_layers or legacy
-        self.graph_program = self.graph_program or graph
         module, _, name = relative.rpartition('.')
+        new = None
         if module == 'train' and name in SESSION_AND_HOOK_NAMES:
-            self.uses_mts = True
-            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self.mts}.{name}')
-            return cst.Attribute(value=cst.Name(self.mts), attr=cst.Name(name))
-        if relative.startswith('estimator.'):
-            return self._estimator(original, updated, relative)
-        if module == 'contrib.tpu' and name in catalogue.TPU_NAMES:
-            self.uses_mts = True
-            self._done(original, f'{helpers.get_full_name_for_node(original)} -> {self.mts}.estimator.tpu.{name}')
-            return cst.parse_expression(f'{self.mts}.estimator.tpu.{name}')
-        return updated
+            new = f'{self.mts}.{name}'
+        elif module == 'contrib.tpu' and name in catalogue.TPU_NAMES:
+            new = f'{self.mts}.estimator.tpu.{name}'
+        elif relative.startswith('estimator.') and (rule := _estimator_rule(relative)) is not None:
+            name = relative[len('estimator.') :]
+            if name in catalogue.ESTIMATOR_HOOK_ALIASES:
+                new = f'{self.mts}.{name}'
+                note = f"{spelled()} -> {new} (tf.estimator's name of the v1 hook class)"
+                return _NameEdit(new, (note, True), True, legacy, graph)
+            if rule.blocks:
+                return _NameEdit(None, (f'{spelled()}: {rule.replacement}. {rule.note}', False), False, legacy, graph)
+            new = f'{self.mts}.{relative}'
+        if new is None:
+            return _NameEdit(legacy=legacy, graph=graph)
+        return _NameEdit(new, (f'{spelled()} -> {new}', True), True, legacy, graph)
+
+    def _record(self, edit: _NameEdit) -> None:
+        self.uses_mts = self.uses_mts or edit.uses_mts
+        self.uses_legacy_layers = self.uses_legacy_layers or edit.legacy
+        self.graph_program = self.graph_program or edit.graph
+
+    def plain_edit(self, source: str, lines_before: int) -> str | None:
+        """`edit`'s text of `source` (statements, the script's after its first `lines_before` lines) when its
+        only edits are dotted names replaced or noted, made on the text (`splice`), the notes and what the edits
+        found recorded as `edit` records them; None (nothing recorded) when another edit may apply there or a
+        name cannot be replaced in place."""
+        if self.ps_program or self._serving_placeholders:
+            return None
+        tree = upgrade_splice.statement_tree(source)
+        if tree is None:
+            return None
+        edits, found = [], []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                return None  # libcst's module names are attributes, and imports have edits of their own.
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                path = self._resolver.syntax_path(node.value.func)
+                if isinstance(node.value.func, ast.Attribute) and _relative(path or '') in _EAGER_SWITCHES:
+                    return None
+            elif isinstance(node, ast.Call):
+                path = self._resolver.syntax_path(node.func)
+                method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+                if method == 'export_savedmodel' or method in _ITERATOR_METHODS:
+                    return None
+                if path and (path == 'tensorflow.device' or self._v1_canned(path)):
+                    return None
+            elif isinstance(node, ast.Attribute):
+                spelled = _syntax_name(node)
+                edit = self._name_edit(self._resolver.dotted_path(spelled), lambda: spelled)
+                found.append(edit)
+                if edit.note is not None:
+                    edits.append((node, spelled, edit))
+        inside = {id(child) for node, _, _ in edits for child in ast.walk(node) if child is not node}
+        if any(id(node) in inside for node, _, _ in edits):
+            return None  # A name edited inside another: libcst's order of the notes, and the outer one's text.
+        renamed = {id(node) for node, _, edit in edits if edit.new is not None}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and node.lineno != node.end_lineno:
+                if any(id(child) in renamed for child in ast.walk(node.func)):
+                    return None  # `leave_Call` may align the arguments' lines with the new name.
+        text = upgrade_splice.spliced(source, [(node, spelled, edit.new or spelled) for node, spelled, edit in edits])
+        if text is None:
+            return None
+        for edit in found:
+            self._record(edit)
+        for node, _, edit in sorted(edits, key=lambda item: (item[0].lineno, item[0].col_offset)):
+            self.notes.append(Note(lines_before + node.lineno, *edit.note))
+        return text
 
     # Horovod: its graph API on the strategy's collectives, by one import (compat_mts.legacy.horovod).
     def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.ImportFrom:
@@ -417,23 +495,6 @@ class _StageOneEdits(cst.CSTTransformer):
             return updated
         self._done(original, f'from {module} import ... -> from compat_mts import ...')
         return updated.with_changes(module=cst.Name('compat_mts'))
-
-    def _estimator(self, original: cst.Attribute, updated: cst.Attribute, relative: str) -> cst.BaseExpression:
-        rule = _estimator_rule(relative)
-        if rule is None:
-            return updated
-        spelled = helpers.get_full_name_for_node(original)
-        name = relative[len('estimator.') :]
-        if name in catalogue.ESTIMATOR_HOOK_ALIASES:
-            self.uses_mts = True
-            self._done(original, f"{spelled} -> {self.mts}.{name} (tf.estimator's name of the v1 hook class)")
-            return cst.Attribute(value=cst.Name(self.mts), attr=cst.Name(name))
-        if rule.blocks:
-            self._left(original, f'{spelled}: {rule.replacement}. {rule.note}')
-            return updated
-        self.uses_mts = True
-        self._done(original, f'{spelled} -> {self.mts}.{relative}')
-        return cst.parse_expression(f'{self.mts}.{relative}')
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         result = self._edit_call(original, updated)
@@ -712,9 +773,10 @@ def _joins_on_ps(statement: cst.CSTNode, server: str) -> str | None:
     return cst.Module([]).code_for_node(test.left)
 
 
-def _is_ps_program(tree: ast.Module) -> bool:
-    """Whether the script describes a cluster with a 'ps' job, or places variables with a replica_device_setter."""
-    for node in ast.walk(tree):
+def _is_ps_program(nodes: Iterable[ast.AST]) -> bool:
+    """Whether the script (every node of it) describes a cluster with a 'ps' job, or places variables with a
+    replica_device_setter."""
+    for node in nodes:
         if isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps' for key in node.keys):
             return True
         if isinstance(node, ast.Attribute) and node.attr == 'replica_device_setter':
@@ -722,10 +784,10 @@ def _is_ps_program(tree: ast.Module) -> bool:
     return False
 
 
-def sets_legacy_keras(text: str, tree: ast.Module | None = None) -> bool:
-    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it); `tree`: its
-    syntax tree, when the caller has it."""
-    nodes = ast.walk(ast.parse(text) if tree is None else tree)
+def sets_legacy_keras(text: str, nodes: Iterable[ast.AST] | None = None) -> bool:
+    """Whether the script sets TF_USE_LEGACY_KERAS=1 in `os.environ` (as `check` recognizes it); `nodes`: every
+    node of its syntax tree, when the caller has them."""
+    nodes = ast.walk(ast.parse(text)) if nodes is None else nodes
     return any(check_checker._sets_legacy_keras(node) for node in nodes)  # noqa: SLF001
 
 
@@ -735,10 +797,10 @@ def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tu
     found = set()
     if not any(
         isinstance(node, ast.Attribute) and node.attr == 'build_raw_serving_input_receiver_fn'
-        for node in ast.walk(tree)
+        for node in resolver.nodes
     ):
         return frozenset()
-    scopes = [tree] + [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    scopes = [tree] + [node for node in resolver.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for scope in scopes:
         fed = set()
         placeholders = []
@@ -850,7 +912,7 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
         resolver,
         mts,
         keep_v1_shapes=_reads_dimension_values(text),
-        ps_program=_is_ps_program(tree),
+        ps_program=_is_ps_program(resolver.nodes),
         serving_placeholders=_serving_placeholders(tree, resolver),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
     )
@@ -868,6 +930,7 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
             edits.needs_edits,
             lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
             removable=functools.partial(_removable, edits.resolver, edits.ps_program),
+            plain=edits.plain_edit,
         ).top_level(tree.body)
         notes.extend(edits.notes)
         result = _with_additions(units, _additions(edits, resolver, text, tree), notes)
@@ -916,7 +979,7 @@ def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str, tree: ast.
                 Note(0, f'import compat_mts as {edits.mts} added', True),
             )
         )
-    if edits.uses_legacy_layers and not sets_legacy_keras(text, tree):
+    if edits.uses_legacy_layers and not sets_legacy_keras(text, resolver.nodes):
         additions.append(
             (
                 _Addition(_add_legacy_keras, 'first import'),
@@ -983,7 +1046,9 @@ class StatementEdits:
     the statement before it (whose lines after it, comments above the removed one, libcst may give to either),
     in a block with the whole block's statement. With `runs` (for an editor that removes nothing and whose edits
     stay within a statement), adjacent statements of a block that are each edited whole go to one `edit` call,
-    with the lines between them: each call costs more than a line does.
+    with the lines between them: each call costs more than a line does. `plain(source, lines_before)`, when
+    given, is asked first for each `edit`'s text, and for each statement of a run on its own (a run is then
+    made of the statements it gives None for): a cheaper editor that gives the same text where it can.
     """
 
     def __init__(
@@ -994,11 +1059,14 @@ class StatementEdits:
         removable: Callable[[list[ast.stmt]], bool] = lambda statements: False,
         header_after_body: bool = False,
         runs: bool = False,
+        plain: Callable[[str, int], str | None] | None = None,
     ):
         self._lines = io.StringIO(text, newline='').readlines()
+        self._plain = plain
         self._needs, self._edit, self._removable = needs, edit, removable
         self._header_after_body = header_after_body
         self._runs = runs
+        self._asked: dict[int, bool] = {}  # id of a statement -> whether `needs` found an edit in it
 
     def top_level(self, body: list[ast.stmt]) -> list[_Unit]:
         """The script's text as units, their statements edited; `body` the script's top-level statements."""
@@ -1040,20 +1108,35 @@ class StatementEdits:
         for group in [*_groups(body), None]:  # None: the end of the block, where a run ends too.
             if group is not None:
                 first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
-                needed = self._needs(node for statement in group for node in ast.walk(statement))
+                needed = self._needed(group)
+                plain = None
                 if self._runs and needed and self._whole(group):
-                    run = (run[0] if run else first, last)
-                    continue
+                    plain = self._plain_text(first, last, depth)
+                    if plain is None:
+                        run = (run[0] if run else first, last)
+                        continue
             if run:
                 parts.append(''.join(self._lines[cursor : run[0]]))
                 parts.append(self._parse(run[0], run[1], depth))
                 cursor, run = run[1], None
             if group is not None:
                 parts.append(''.join(self._lines[cursor:first]))
-                parts.append(self._statements(group, depth, needed))
+                parts.append(plain if plain is not None else self._statements(group, depth, needed))
                 cursor = last
         parts.append(''.join(self._lines[cursor:stop]))
         return ''.join(parts)
+
+    def _needed(self, group: list[ast.stmt]) -> bool:
+        """`needs` of every node of the statements of `group`, asked once per statement: a compound one's is its
+        own nodes' and its body's statements' (the ones a block of it asks again)."""
+        return any(self._statement_needs(statement) for statement in group)
+
+    def _statement_needs(self, statement: ast.stmt) -> bool:
+        found = self._asked.get(id(statement))
+        if found is None:
+            own, inner = _own_and_inner(statement)
+            found = self._asked[id(statement)] = self._needs(own) or any(self._statement_needs(s) for s in inner)
+        return found
 
     def _whole(self, group: list[ast.stmt]) -> bool:
         """Whether a group that holds an edit is edited whole (not its header and body apart)."""
@@ -1068,7 +1151,7 @@ class StatementEdits:
         caller has asked `needs`."""
         first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
         if needed is None:
-            needed = self._needs(node for statement in group for node in ast.walk(statement))
+            needed = self._needed(group)
         if not needed:
             return ''.join(self._lines[first:last])
         if self._whole(group):
@@ -1110,12 +1193,24 @@ class StatementEdits:
         return not line.encode('utf-8')[: first.col_offset].strip()  # ast's columns count UTF-8 bytes.
 
     def _parse(self, first: int, last: int, depth: int, dummy: str | None = None) -> str:
-        """Lines `first` to `last` (0-based, `last` excluded) edited; `dummy`: the indentation of a `pass` that
-        stands for the body of the header they hold."""
+        """Lines `first` to `last` (0-based, `last` excluded) edited (by `plain` if it can); `dummy`: the
+        indentation of a `pass` that stands for the body of the header they hold."""
+        plain = self._plain_text(first, last, depth, dummy)
+        return plain if plain is not None else self._edited(self._edit, first, last, depth, dummy)
+
+    def _plain_text(self, first: int, last: int, depth: int, dummy: str | None = None) -> str | None:
+        """`_parse`'s text made by `plain`; None when there is no `plain` or it cannot make it."""
+        return None if self._plain is None else self._edited(self._plain, first, last, depth, dummy)
+
+    def _edited(
+        self, edit: Callable[[str, int], str | None], first: int, last: int, depth: int, dummy: str | None
+    ) -> str | None:
         text = ''.join(self._lines[first:last])
         wrapper = _WRAPPER if depth else ''
         tail = f'{dummy}pass\n' if dummy is not None else ''
-        code = self._edit(wrapper + text + tail, first - (1 if depth else 0))
+        code = edit(wrapper + text + tail, first - (1 if depth else 0))
+        if code is None:
+            return None
         assert code.startswith(wrapper) and code.endswith(tail), 'the stand-ins around a statement are kept'
         return code[len(wrapper) : len(code) - len(tail)]
 
@@ -1132,6 +1227,27 @@ def _removable(resolver: _Resolver, ps_program: bool, group: list[ast.stmt]) -> 
         and _relative(resolver.syntax_path(statement.value.func) or '') in _EAGER_SWITCHES
         for statement in group
     )
+
+
+def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
+    """The nodes of `statement` outside the statements it holds (those of its header, of an `except` clause's
+    type...), and those statements: with theirs, every node `ast.walk(statement)` gives."""
+    own: list[ast.AST] = [statement]
+    inner: list[ast.stmt] = []
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        for field in node._fields:
+            value = getattr(node, field, None)
+            for child in value if isinstance(value, list) else (value,):
+                if not isinstance(child, ast.AST):
+                    continue
+                if isinstance(child, ast.stmt):
+                    inner.append(child)
+                else:
+                    own.append(child)
+                    stack.append(child)
+    return own, inner
 
 
 def _first_line(statement: ast.stmt) -> int:
@@ -1169,17 +1285,15 @@ def _string_interiors(text: str) -> set[int]:
 class _GraphScan:
     """Where a function (or the module) makes a session over graph code it built outside any graph block."""
 
-    def __init__(self, tree: ast.Module, names: check_names.Names):
+    def __init__(self, tree: ast.Module, names: check_names.Names, nodes: list[ast.AST]):
         self.names = names
         self.graph_blocks = [
             (node.lineno, node.end_lineno)
-            for node in ast.walk(tree)
+            for node in nodes
             if isinstance(node, ast.With) and any(_is_as_default(item.context_expr) for item in node.items)
         ]
         self.tf_functions = self._tensorflow_functions(tree)
-        self.uses_wrap_graph = any(
-            isinstance(node, ast.Attribute) and node.attr == 'wrap_graph' for node in ast.walk(tree)
-        )
+        self.uses_wrap_graph = any(isinstance(node, ast.Attribute) and node.attr == 'wrap_graph' for node in nodes)
 
     def _tensorflow_functions(self, tree: ast.Module) -> set[str]:
         """The module's functions that build graph ops, themselves or through the module's other functions."""
@@ -1187,7 +1301,7 @@ class _GraphScan:
         direct, calls = set(), {}
         for name, function in functions.items():
             calls[name] = set()
-            for child in ast.walk(function):
+            for child in check_names.walk(function):
                 if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in functions:
                     calls[name].add(child.func.id)
                 elif isinstance(child, ast.Attribute) and name not in direct and self._is_graph_name(child):
@@ -1251,7 +1365,7 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
       The new text and where blocks were added (`main()`, `the module`).
     """
     tree, resolver = parsed(text)
-    scan = _GraphScan(tree, resolver.names)
+    scan = _GraphScan(tree, resolver.names, resolver.nodes)
     tf_name = next(
         (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
     )
@@ -1259,7 +1373,7 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
         return text, []
     bodies = [('the module', tree.body)] + [
         (f'{node.name}()', node.body)
-        for node in ast.walk(tree)
+        for node in resolver.nodes
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
     regions = []
@@ -1295,7 +1409,11 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
     if not regions:
         return text, []
     lines = text.splitlines(keepends=True)
-    interiors = _string_interiors(text)
+    # A string over several lines is a node over several lines: without one, no line is a string's interior.
+    spanning = any(
+        isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno > node.lineno for node in resolver.nodes
+    )
+    interiors = _string_interiors(text) if spanning else set()
     for where, start, end, column in sorted(regions, key=lambda region: -region[1]):
         for number in range(start, end + 1):
             if number not in interiors and lines[number - 1].strip():
@@ -1343,15 +1461,10 @@ class _V1Modules(cst.CSTTransformer):
         return self._positions.line(self.get_metadata(ByteSpanPositionProvider, node).start)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        path = self._resolver.path(original) or ''
-        module = next((m for m in _KEPT_BY_TF_UPGRADE_V2 if path == f'tensorflow.{m}.{original.attr.value}'), None)
-        if module is None:
-            return updated
         spelled = helpers.get_full_name_for_node(original)
-        if not spelled.endswith(f'.{module}.{original.attr.value}'):
-            return updated  # Through a name of the module (`layers.dense` after `layers = tf.layers`): renamed there.
-        head = spelled[: -len(f'.{module}.{original.attr.value}')]
-        replacement = f'{head}.compat.v1.{module}.{original.attr.value}'
+        replacement = _v1_module_name(self._resolver.path(original), spelled, original.attr.value)
+        if replacement is None:
+            return updated
         self.notes.append(Note(self._line(original), f'{spelled} -> {replacement}', True))
         return cst.parse_expression(replacement)
 
@@ -1365,6 +1478,43 @@ class _V1Modules(cst.CSTTransformer):
         replacement = f'{spelled[: -len(module)]}compat.v1.{module}'
         self.notes.append(Note(self._line(original.value), f'{spelled} -> {replacement}', True))
         return updated.with_changes(value=cst.parse_expression(replacement))
+
+
+def _v1_module_name(path: str | None, spelled: str | None, attribute: str) -> str | None:
+    """The `tf.compat.v1` name of a module's name (`tf.summary.scalar`, its `attribute` `scalar`) that stands for
+    `path`, spelled `spelled`; None for the other names."""
+    module = next((m for m in _KEPT_BY_TF_UPGRADE_V2 if (path or '') == f'tensorflow.{m}.{attribute}'), None)
+    if module is None or not spelled.endswith(f'.{module}.{attribute}'):
+        return None  # Through a name of the module (`layers.dense` after `layers = tf.layers`): renamed there.
+    return f'{spelled[: -len(f".{module}.{attribute}")]}.compat.v1.{module}.{attribute}'
+
+
+def _plain_v1_modules(source: str, lines_before: int, resolver: _Resolver) -> tuple[str, list[Note]] | None:
+    """`_V1Modules`' text and notes of `source` (statements, the script's after its first `lines_before` lines)
+    made on the text (`splice`); None where a module itself is assigned (`layers = tf.layers`), or a name
+    cannot be replaced in place."""
+    tree = upgrade_splice.statement_tree(source)
+    if tree is None:
+        return None
+    edits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+            if resolver.syntax_path(node.value) in {f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2}:
+                return None
+        elif isinstance(node, ast.Attribute):
+            spelled = _syntax_name(node)
+            replacement = _v1_module_name(resolver.dotted_path(spelled), spelled, node.attr)
+            if replacement is not None:
+                edits.append((node, spelled, replacement))
+    inside = {id(child) for node, _, _ in edits for child in ast.walk(node) if child is not node}
+    text = None if any(id(node) in inside for node, _, _ in edits) else upgrade_splice.spliced(source, edits)
+    if text is None:
+        return None
+    notes = [
+        Note(lines_before + node.lineno, f'{spelled} -> {new}', True)
+        for node, spelled, new in sorted(edits, key=lambda item: (item[0].lineno, item[0].col_offset))
+    ]
+    return text, notes
 
 
 def v1_modules(text: str) -> tuple[str, list[Note]]:
@@ -1389,6 +1539,13 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
             for node in nodes
         )
 
+    def plain(source: str, lines_before: int) -> str | None:
+        found = _plain_v1_modules(source, lines_before, resolver)
+        if found is None:
+            return None
+        notes.extend(found[1])
+        return found[0]
+
     def edit(source: str, lines_before: int) -> str:
         module = cst.parse_module(source)
         edits = _V1Modules(_Positions(module, source, lines_before), resolver)
@@ -1396,7 +1553,7 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         notes.extend(edits.notes)
         return edited
 
-    units = StatementEdits(text, needs, edit, runs=True).top_level(tree.body)
+    units = StatementEdits(text, needs, edit, runs=True, plain=plain).top_level(tree.body)
     return ''.join(unit.text for unit in units), notes
 
 
