@@ -32,7 +32,6 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from benchmarks.premade_estimator import _cpu_s, _rss_mb, _tf215_python  # noqa: E402
+from benchmarks.premade_estimator import _child_report, _cpu_s, _rss_mb, _tf215_python  # noqa: E402
 
 _COUNTS = ('context_functions', 'concrete_functions', 'graphs', 'threads', 'atexit_callbacks')
 
@@ -115,26 +114,8 @@ def _bare_child() -> None:
 
 
 def _run(python: str, env: dict, arguments: list[str], what: str) -> dict:
-    """A child process: its report, its exit lag (the parent's clock) and the CPU time it spent exiting."""
-    child = subprocess.Popen(
-        [python, os.path.abspath(__file__), '--child', *arguments],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    report = None
-    for line in child.stdout:
-        if line.startswith('RESULT:'):
-            report = json.loads(line[len('RESULT:') :])
-    _, status, usage = os.wait4(child.pid, 0)
-    ended = time.time()
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0 or report is None:
-        raise SystemExit(f'{what} failed (exit status {child.returncode})')
-    report['exit_lag_s'] = ended - report.pop('last_line_time')
-    report['exit_cpu_s'] = usage.ru_utime + usage.ru_stime - report.pop('last_line_cpu_s')
-    return report
+    """A child process: its report, its exit lag and the CPU time it spent exiting."""
+    return _child_report([python, os.path.abspath(__file__), '--child', *arguments], env, what)
 
 
 def _growth(values: list[float]) -> float:
