@@ -83,8 +83,6 @@ _SUBMODULES = {
 
 # TensorFlow's C++ start-up lines stay off stderr (COMPAT_MTS_SHOW_TF_STARTUP=1 shows them): see _quiet_start.
 importlib.import_module('compat_mts._quiet_start').install()
-# Python's last collections at exit skip what is still alive then (COMPAT_MTS_FULL_EXIT=1 keeps them): see _quick_exit.
-importlib.import_module('compat_mts._quick_exit').install()
 # The modules' paths before the concept folders keep working for one release: see _moved.
 importlib.import_module('compat_mts._moved').install()
 
