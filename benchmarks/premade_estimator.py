@@ -187,39 +187,36 @@ def _rss_mb() -> float:
     return float('nan')
 
 
-def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, kinds: list[str], side: str) -> dict:
-    """One side's child process: its report, and its exit lag (its end after its last line's time)."""
-    child = subprocess.Popen(
-        [
-            python,
-            os.path.abspath(__file__),
-            '--child',
-            '--side',
-            side,
-            '--models',
-            model,
-            '--calls',
-            str(calls),
-            '--call-steps',
-            str(steps),
-            '--call-kinds',
-            *kinds,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+def _child_report(command: list[str], env: dict, what: str) -> dict:
+    """A child's `RESULT:` report, with its exit lag (its end, the parent's clock, after its last line's time).
+
+    A report with `last_line_cpu_s` also gets `exit_cpu_s`: the CPU time the child spent exiting (its whole CPU
+    time, from `wait4`, less what it had used at its last line), less disturbed by the machine's load.
+    """
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     report = None
     for line in child.stdout:
         if line.startswith('RESULT:'):
             report = json.loads(line[len('RESULT:') :])
-    child.wait(timeout=900)
+    _, status, usage = os.wait4(child.pid, 0)
     ended = time.time()
-    if child.returncode != 0 or report is None:
-        raise SystemExit(f'the {side} child of {model} failed (exit status {child.returncode})')
+    returncode = os.waitstatus_to_exitcode(status)
+    if returncode != 0 or report is None:
+        raise SystemExit(f'{what} failed (exit status {returncode})')
     report['exit_lag_s'] = ended - report.pop('last_line_time')
+    if 'last_line_cpu_s' in report:
+        report['exit_cpu_s'] = usage.ru_utime + usage.ru_stime - report.pop('last_line_cpu_s')
     return report
+
+
+def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, kinds: list[str], side: str) -> dict:
+    """One side's child process: its report, and its exit lag."""
+    arguments = ['--side', side, '--models', model, '--calls', str(calls), '--call-steps', str(steps)]
+    return _child_report(
+        [python, os.path.abspath(__file__), '--child', *arguments, '--call-kinds', *kinds],
+        env,
+        f'the {side} child of {model}',
+    )
 
 
 def _calls_main(args, python: str, env: dict) -> None:

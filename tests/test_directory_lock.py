@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import collections
 import json
 import multiprocessing
@@ -102,6 +103,17 @@ def test_a_lock_of_another_host_that_renews_its_lease_is_refused(tmp_path):
         renewer.join()
     with open(path, encoding='utf-8') as lock:
         assert json.load(lock)['host'] == 'live-host'
+
+
+def test_locking_again_after_unlocking_registers_nothing_more_at_exit(tmp_path):
+    """Each Estimator call locks its model_dir and unlocks it at its end: the process's atexit list stays put."""
+    directory_lock.lock_directory(str(tmp_path))
+    directory_lock.unlock_directory(str(tmp_path))
+    registered = atexit._ncallbacks()
+    for _ in range(3):
+        directory_lock.lock_directory(str(tmp_path))
+        directory_lock.unlock_directory(str(tmp_path))
+    assert atexit._ncallbacks() == registered
 
 
 def test_a_lock_path_that_is_a_directory_is_a_clear_error(tmp_path):

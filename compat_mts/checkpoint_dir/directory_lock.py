@@ -57,6 +57,7 @@ _held_locks: set[str] = program_lib.PROGRAM.table(
 )
 _held_lock = threading.Lock()
 _renewer: threading.Thread | None = None
+_unlock_at_exit = False  # `_unlock_all` is registered with atexit once, at the first lock.
 
 
 class CheckpointDirectoryInUseError(RuntimeError):
@@ -101,9 +102,11 @@ def lock_directory(directory: str) -> bool:
             break
     _renew(path)  # Also a lock of this process taken again: its lease starts now.
     _remove_old_temporaries(path)
+    global _unlock_at_exit
     with _held_lock:
-        if not _held_locks:
+        if not _unlock_at_exit:
             atexit.register(_unlock_all)
+            _unlock_at_exit = True
         taken = path not in _held_locks
         _held_locks.add(path)
     _start_renewer()
