@@ -297,6 +297,23 @@ def stop_reads_the_step_a_hook_moved(side, result, directory):
     run_session(side, model, hooks, 8, result)
 
 
+def stop_reads_the_step_a_subclassed_hook_moved(side, result, directory):
+    # As above, but the hook that moves the step is a program's subclass of `StepCounterHook`: its `after_run`
+    # is the program's, so the step it leaves is read again by `StopAtStepHook`.
+    model = side.model(LOSSES)
+
+    class CountingStepMover(side.train.StepCounterHook):
+        def __init__(self):
+            super().__init__(every_n_steps=1)
+            self.mover = StepMover(model, at=3, amount=-2)
+
+        def after_run(self, run_context, run_values):
+            super().after_run(run_context, run_values)
+            self.mover.after_run(run_context, run_values)
+
+    run_session(side, model, [CountingStepMover(), side.train.StopAtStepHook(last_step=4)], 8, result)
+
+
 # FinalOpsHook
 
 
@@ -490,6 +507,7 @@ SCENARIOS = {
         feed_fn_conflicts_with_user_feed,
         feed_fn_conflicts_between_hooks,
         stop_reads_the_step_a_hook_moved,
+        stop_reads_the_step_a_subclassed_hook_moved,
         profiler_every_2_steps,
         profiler_every_second,
         constructor_errors,

@@ -149,6 +149,7 @@ SAME_AS_V1 = [
     'feed_fn_conflicts_with_user_feed',
     'feed_fn_conflicts_between_hooks',
     'stop_reads_the_step_a_hook_moved',
+    'stop_reads_the_step_a_subclassed_hook_moved',
 ]
 
 

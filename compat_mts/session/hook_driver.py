@@ -55,6 +55,16 @@ def steps_per_run_setters(hooks: Sequence) -> list:
     return [setter for setter in setters if setter is not None]
 
 
+def _leaves_global_step(hook: Any) -> bool:
+    """Whether `hook`'s `after_run` leaves the global step as it was: said by `leaves_global_step = True` on the
+    class whose `after_run` it runs (or a subclass of it). A program's subclass of a built-in hook with an
+    `after_run` of its own does not inherit the built-in's word for it."""
+    cls = type(hook)
+    said = next((klass for klass in cls.__mro__ if 'leaves_global_step' in vars(klass)), None)
+    runs = next((klass for klass in cls.__mro__ if 'after_run' in vars(klass)), None)
+    return said is not None and vars(said)['leaves_global_step'] is True and runs is not None and issubclass(said, runs)
+
+
 class HookDriver:
     """Calls `hooks` (in their order) as v1's hooked session did; with `scheduled`, skips idle periodic hooks.
 
@@ -97,7 +107,7 @@ class HookDriver:
             self._schedule = HookSchedule(self.run_hooks, decide_after_run=True)
         self._every_position = tuple(range(len(self.run_hooks)))
         # The hooks whose `after_run` does not move the global step: a read after the run is shared past them.
-        self._leaves_global_step = tuple(getattr(hook, 'leaves_global_step', False) is True for hook in self.run_hooks)
+        self._leaves_global_step = tuple(_leaves_global_step(hook) for hook in self.run_hooks)
         self._no_options = _RunOptions()  # The options of runs without any; no hook's are merged into it.
         self.requests: list = []
         self.stale_position: int | None = None  # Where the stale global step is in this run's requests, if asked.
@@ -241,7 +251,7 @@ class HookDriver:
 
         The global step the hooks read after the run (`session_run_hook.global_step_after_run`) is read once and
         shared, until a hook that may move it has run: one that does not say `leaves_global_step = True` (the
-        built-in hooks that only read it do).
+        built-in hooks that only read it do; a subclass with an `after_run` of its own does not inherit it).
         """
         options = self._options
         run_metadata = run_metadata or _RunMetadata()
