@@ -314,6 +314,27 @@ def stop_reads_the_step_a_subclassed_hook_moved(side, result, directory):
     run_session(side, model, [CountingStepMover(), side.train.StopAtStepHook(last_step=4)], 8, result)
 
 
+def subclassed_hooks_are_called_on_every_run(side, result, directory):
+    # Programs' subclasses of the periodic hooks with methods of their own: v1 calls those on every run, not only
+    # on the runs where the built-in would act.
+    model = side.model(LOSSES)
+    calls = {'before_run': 0, 'after_run': 0}
+
+    class CountingStepCounter(side.train.StepCounterHook):
+        def before_run(self, run_context):
+            calls['before_run'] += 1
+            return super().before_run(run_context)
+
+    class CountingStop(side.train.StopAtStepHook):
+        def after_run(self, run_context, run_values):
+            calls['after_run'] += 1
+            super().after_run(run_context, run_values)
+
+    hooks = [CountingStepCounter(every_n_steps=100, output_dir=directory), CountingStop(last_step=50)]
+    run_session(side, model, hooks, 8, result)
+    result['calls'] = calls
+
+
 # FinalOpsHook
 
 
@@ -508,6 +529,7 @@ SCENARIOS = {
         feed_fn_conflicts_between_hooks,
         stop_reads_the_step_a_hook_moved,
         stop_reads_the_step_a_subclassed_hook_moved,
+        subclassed_hooks_are_called_on_every_run,
         profiler_every_2_steps,
         profiler_every_second,
         constructor_errors,

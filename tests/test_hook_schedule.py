@@ -37,7 +37,9 @@ class SummarizingRegression(keras.Model):
 def counting(hook_class: type, skippable: bool) -> type:
     """`hook_class`, recording the stale global step of each batch its `before_run` is called on.
 
-    Not `skippable`: without `_idle_until`, as a hook of the program's own, so it is called on every batch.
+    `skippable`: saying again what the hook class says of its `before_run` (as a subclass with a method of its own
+    must, `session_run_hook.said_of_its_runs`). Not `skippable`: as a hook of the program's own, so it is called
+    on every batch.
     """
 
     class Counting(hook_class):
@@ -49,8 +51,9 @@ def counting(hook_class: type, skippable: bool) -> type:
             self.called_at.append(run_context.session.stale_step)
             return super().before_run(run_context)
 
-    if not skippable:
-        Counting._idle_until = None
+    if skippable:
+        for capability in ('idle_until', 'reads_clock_after_run', 'catch_up'):
+            setattr(Counting, capability, getattr(hook_class, capability))
     return Counting
 
 

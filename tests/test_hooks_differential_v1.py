@@ -150,6 +150,7 @@ SAME_AS_V1 = [
     'feed_fn_conflicts_between_hooks',
     'stop_reads_the_step_a_hook_moved',
     'stop_reads_the_step_a_subclassed_hook_moved',
+    'subclassed_hooks_are_called_on_every_run',
 ]
 
 

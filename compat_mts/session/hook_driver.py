@@ -25,6 +25,7 @@ from compat_mts.session.session_run_hook import (
     HookSchedule,
     SessionRunValues,
     capability,
+    said_of_its_runs,
 )
 
 
@@ -56,13 +57,9 @@ def steps_per_run_setters(hooks: Sequence) -> list:
 
 
 def _leaves_global_step(hook: Any) -> bool:
-    """Whether `hook`'s `after_run` leaves the global step as it was: said by `leaves_global_step = True` on the
-    class whose `after_run` it runs (or a subclass of it). A program's subclass of a built-in hook with an
-    `after_run` of its own does not inherit the built-in's word for it."""
-    cls = type(hook)
-    said = next((klass for klass in cls.__mro__ if 'leaves_global_step' in vars(klass)), None)
-    runs = next((klass for klass in cls.__mro__ if 'after_run' in vars(klass)), None)
-    return said is not None and vars(said)['leaves_global_step'] is True and runs is not None and issubclass(said, runs)
+    """Whether `hook`'s `after_run` leaves the global step as it was (`leaves_global_step = True`, said of its own
+    `after_run`: `session_run_hook.said_of_its_runs`)."""
+    return getattr(hook, 'leaves_global_step', False) is True and said_of_its_runs(hook, 'leaves_global_step')
 
 
 class HookDriver:

@@ -121,7 +121,10 @@ class HookCapabilities(Protocol):
 
     `isinstance(hook, HookCapabilities)` says whether a hook offers all four. The driver reads each one alone
     (`capability`), so a hook may offer some; setting one to None on a subclass withdraws it (a built-in hook
-    with `idle_until = None` is called on every run).
+    with `idle_until = None` is called on every run). `idle_until`, `reads_clock_after_run` and `catch_up` speak
+    for the hook's `before_run` and `after_run`, so a subclass with either method of its own does not inherit
+    them (`said_of_its_runs`): a program's subclass of a built-in hook that logs every run is called on every
+    run, as in v1, unless it says them again.
 
     The private names of before this protocol are read when the public name is absent, and their None withdraws
     too. `_set_steps_per_run` is v1's own name: its Estimator called it and v1 programs' hooks define it, so it
@@ -147,6 +150,31 @@ _FORMER_NAMES = {
     'set_steps_per_run': '_set_steps_per_run',
 }
 _ABSENT = object()
+# The capabilities that say what a hook's `before_run` and `after_run` need: a subclass with either method of
+# its own does not inherit them (`said_of_its_runs`).
+_SAID_OF_THE_RUNS = frozenset({'idle_until', 'reads_clock_after_run', 'catch_up'})
+
+
+def said_of_its_runs(hook: Any, attribute: str) -> bool:
+    """Whether `hook`'s `attribute` was said of the `before_run` and `after_run` it has: set on the hook itself, or
+    defined by a class that is (or derives from) the classes defining both methods.
+
+    A program's subclass of a built-in hook with a `before_run` or `after_run` of its own (one that logs every
+    run, or moves the global step) does not inherit what the built-in said of its own methods, so it is called
+    on every run as in v1, unless the subclass says it again.
+    """
+    if attribute in getattr(hook, '__dict__', ()):
+        return True
+    mro = type(hook).__mro__
+    said = next((klass for klass in mro if attribute in vars(klass)), None)
+    if said is None:
+        return False
+    if said is StepsPerRunMixin:  # Its defaults skip nothing: the next run is needed, no clock, nothing to catch up.
+        return True
+    return all(
+        issubclass(said, next((klass for klass in mro if method in vars(klass)), object))
+        for method in ('before_run', 'after_run')
+    )
 
 
 def capability(hook: Any, name: str) -> Any:
@@ -165,7 +193,11 @@ def capability(hook: Any, name: str) -> Any:
     if offered is None or former is None:
         return None
     if offered is _ABSENT:
-        offered = former
+        offered, name_given = former, _FORMER_NAMES[name]
+    else:
+        name_given = name
+    if name in _SAID_OF_THE_RUNS and not said_of_its_runs(hook, name_given):
+        return None
     if name == 'reads_clock_after_run':
         return True if offered is True else None
     return offered if callable(offered) else None
