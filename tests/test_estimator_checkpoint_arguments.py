@@ -61,6 +61,13 @@ def test_the_error_names_the_argument_the_checkpoint_was_given_as_and_begins_as_
     assert _first_sentences(message) == _first_sentences(their[1])
 
 
+@pytest.mark.slow
+def test_a_warm_start_from_a_directory_missing_a_variable_names_the_directory_as_tf215s_error(results):
+    ours, theirs = results
+    assert ours['missing/warm_start_train_from_directory'] == theirs['missing/warm_start_train_from_directory']
+    assert ours['missing/warm_start_train_from_directory'][1].startswith('Tensor v is not found in <root>/a checkpoint')
+
+
 def test_the_error_names_the_argument_given_by_its_own_class():
     error = compat_mts.CheckpointMismatchError('It does not fit.', partial=True)
     named = error.naming('Estimator.predict', 'checkpoint_path', directory=False)

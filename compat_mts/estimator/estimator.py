@@ -856,11 +856,18 @@ class Estimator:
     def _warm_start(self) -> None:
         logging.info('Warm-starting with WarmStartSettings: %s' % (self._warm_start_settings,))
         settings = self._warm_start_settings
-        if tf.io.gfile.isdir(settings.ckpt_to_initialize_from):  # Its state file read as the session reads it.
-            latest = checkpoints.latest_checkpoint(settings.ckpt_to_initialize_from)
+        given = settings.ckpt_to_initialize_from
+        if tf.io.gfile.isdir(given):  # Its state file read as the session reads it.
+            latest = checkpoints.latest_checkpoint(given)
             if latest is not None:
                 settings = settings._replace(ckpt_to_initialize_from=latest)
-        tf.compat.v1.train.warm_start(*settings)
+        try:
+            tf.compat.v1.train.warm_start(*settings)
+        except ValueError as error:  # "Tensor w is not found in <checkpoint> checkpoint {...}", naming what was given.
+            resolved = settings.ckpt_to_initialize_from
+            if resolved == given or f' in {resolved} checkpoint' not in str(error):
+                raise
+            raise ValueError(str(error).replace(f' in {resolved} checkpoint', f' in {given} checkpoint', 1)) from None
 
     def _call_model_fn(self, features, labels, mode: str, config: RunConfig) -> EstimatorSpec:
         """Calls `model_fn` with the arguments it names (v1's rules and messages)."""
