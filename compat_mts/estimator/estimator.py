@@ -812,7 +812,8 @@ class Estimator:
             # A checkpoint of `evaluate`, `predict` or an export, read as a file (the training session's is named
             # by its `CheckpointDirectory`).
             except checkpoints.CheckpointMismatchError as error:
-                raise error.naming(*checkpoint_from[:2], directory=checkpoint_from[2]) from None
+                owner, argument, directory = checkpoint_from
+                raise error.naming(owner, argument, directory=directory) from None
             finally:
                 legacy.forget_graph(wrapped)
                 global_step_lib.restore_registration(previous)

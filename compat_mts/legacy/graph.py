@@ -645,11 +645,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         named = _saver_named(saver)
         if named is None:
             return None
-        owners = {}
-        for key in (tf.compat.v1.GraphKeys.GLOBAL_VARIABLES, tf.compat.v1.GraphKeys.LOCAL_VARIABLES):
-            for variable in self.graph.get_collection(key):
-                if isinstance(variable, tf.distribute.DistributedValues):
-                    owners.update((id(copy), variable) for copy in variable.values)
+        owners = _replica_owners(
+            self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+            + self.graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+        )
         pairs, seen = [], set()
         for name, variable in named:
             variable = owners.get(id(variable), variable)
@@ -1052,11 +1051,18 @@ def _without_replicas(variables: list) -> list:
     Keras 3 layers built under a strategy list each replica's copy in the collection beside the strategy's
     variable; `tf.compat.v1.get_variable` lists the strategy's variable alone.
     """
-    copies = {id(copy) for copy in _replica_copies(variables)}
-    copies.update(
-        id(variable.values[0]) for variable in variables if isinstance(variable, tf.distribute.DistributedValues)
-    )
+    copies = _replica_owners(variables)
     return [variable for variable in variables if id(variable) not in copies]
+
+
+def _replica_owners(variables: list) -> dict[int, Any]:
+    """id of each replica's copy of the `tf.distribute` variables among `variables` -> that variable."""
+    return {
+        id(copy): variable
+        for variable in variables
+        if isinstance(variable, tf.distribute.DistributedValues)
+        for copy in variable.values
+    }
 
 
 class _Replicated:
