@@ -6,6 +6,13 @@ Every scenario trains a zero-initialized linear model by gradient descent on fix
 same losses), with an early-stopping hook reading the evaluations of `eval_dir()`; what is compared is the
 global step training stopped at, the evaluations' history (`{step: {metric: value}}` of the eval events), the
 checkpoint's variables and the errors.
+
+An early-stopping hook fetches the global step in the run of the train op that increments it. TF 2.15's graph
+orders neither before the other, so on its inter-op threads the hook mostly reads the step from before the
+run and, on a loaded machine, sometimes the one after. A mix of the two within one training (the same step
+read twice) makes the hook's timer skip a run and stop training one step late. The TF 2.15 child therefore
+runs its sessions on one inter-op thread of their own (`ordered_session_config`): the read then comes in the same
+order on every run, as in compat_mts, whose step reads the global step before the train op.
 """
 
 import json
@@ -32,7 +39,16 @@ def _history(tf, eval_dir):
     return found
 
 
+def ordered_session_config(tf):
+    """A session config whose sessions run their ops on one inter-op thread of their own."""
+    config = tf.compat.v1.ConfigProto()
+    config.session_inter_op_thread_pool.add(num_threads=1)
+    return config
+
+
 class _Program:
+    session_config = None  # `ordered_session_config(tf)` in the TF 2.15 child (see the module docstring).
+
     def __init__(self, tf, estimator, model_dir, learning_rate, **config):
         self.tf = tf
         self.estimator = estimator
@@ -52,6 +68,8 @@ class _Program:
             return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops=metrics)
 
         config = dict({'tf_random_seed': 1, 'log_step_count_steps': 1000}, **config)
+        if self.session_config is not None:
+            config['session_config'] = self.session_config
         self.model = estimator.Estimator(model_fn, model_dir=model_dir, config=estimator.RunConfig(**config))
 
     def train_input_fn(self):
@@ -191,4 +209,5 @@ if __name__ == '__main__':
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     import tensorflow as tf
 
+    _Program.session_config = ordered_session_config(tf)
     print('RESULTS:' + json.dumps(results(tf, tf.estimator, sys.argv[1])))
