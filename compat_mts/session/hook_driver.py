@@ -7,10 +7,11 @@ around each run every hook's `before_run` in order (their requests merged into t
 What a hook offers beyond those methods (`HookCapabilities`: when it next acts, whether it reads the clock after
 the run, how many steps a run goes) is read once, when the driver is made.
 
-A driver without a schedule (the session's) calls every hook on every run. One with a schedule
-(`HooksCallback`'s, `session_run_hook.HookSchedule`) skips the hooks that said they will not act on a run, and
-catches them up when they run again (ARCHITECTURE.md, "The hook-driver seam"); where no hook offers
-`idle_until`, nothing can be skipped and it keeps no schedule.
+A driver without a schedule calls every hook on every run. One with a schedule (`HooksCallback`'s,
+`session_run_hook.HookSchedule`) skips the hooks that said they will not act on a run, and catches them up when
+they run again (ARCHITECTURE.md, "The hook-driver seam"); the session's schedule is in after-run mode, which
+leaves out only the idle `reads_clock_after_run` hooks and calls them late on the runs where they act. Where no
+hook offers `idle_until`, nothing can be skipped and it keeps no schedule.
 """
 
 from __future__ import annotations
