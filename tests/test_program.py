@@ -57,7 +57,7 @@ def sizes() -> dict[str, int]:
 def test_the_tables_are_those_architecture_md_lists():
     registered = {table.name: table.kind for table in program_lib.PROGRAM.tables()}
     assert registered == documented_tables()
-    assert len(registered) == 27
+    assert len(registered) > 20, 'the scan finds the tables of ARCHITECTURE.md and of the package'
     assert all(table.holds for table in program_lib.PROGRAM.tables())
 
 
