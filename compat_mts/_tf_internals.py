@@ -13,7 +13,8 @@ module would start it). No other module imports a `tensorflow.python` or `keras.
 here, by who needs it:
 
 - the session's core (`fetches`, `global_step`, `monitored_session`, `scaffold`, `summary`): eager mode, plain
-  variables and tensors read and made without Python layers, the direct concrete-function call, the profiler,
+  variables and tensors read and made without Python layers, the direct concrete-function call, a step traced
+  again without its summaries (fallback: the step's own trace, its recording condition evaluated), the profiler,
   a v1 `Saver`'s arguments, unfinalizing a graph; all with public fallbacks that cost speed or a nicety;
 - checkpoints (`compat_mts.checkpoint_dir.checkpoints`): which values of a checkpoint a restore left for later, to
   check their checksums at restore; public fallback: read every value once more; a `tf.train.CheckpointManager`'s
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -357,6 +359,33 @@ def _output_packer(structure: Any, count: int) -> Callable | None:
         return lambda outputs: (outputs[0], packer(outputs))
     packer, end = leaf_packer(structure, 0)
     return packer if packer is not None and end == count else None
+
+
+def _tracing():
+    from tensorflow.core.function.polymorphism import function_cache
+    from tensorflow.python.eager.polymorphic_function import tracing_compilation
+
+    tracing_compilation.TracingOptions.function_cache  # Probed: the field `trace_anew` replaces.
+    return tracing_compilation.trace_function, function_cache.FunctionCache
+
+
+_trace_function_and_cache = _probe(_tracing)
+
+
+def trace_anew(function: Any, context: Any) -> Any:
+    """A new concrete function of the `tf.function` `function` called without arguments, traced inside `context`.
+
+    Traced as `function`'s own traces after its first call are (its options, no variable created), but apart from
+    its cache, which keeps the trace it has: `tf.summary.record_if(False)` as `context` makes the step without
+    its summary ops (a `tf.function`'s cache does not tell summary recording states apart). None when `function`
+    has not been called yet or the private API is not there (the caller keeps the trace it has).
+    """
+    options = getattr(function, '_no_variable_creation_config', None)
+    if options is None or _trace_function_and_cache is None:
+        return None
+    trace_function, new_cache = _trace_function_and_cache
+    with context:
+        return trace_function((), {}, dataclasses.replace(options, function_cache=new_cache()))
 
 
 def _fn_args():

@@ -10,8 +10,9 @@ Eagerly, the user's step calls `tf.summary.*` itself; compat_mts makes those cal
   sessions on many directories keeps no file open for those it is done with;
 - while a session runs, that writer is the default one, its default step is a compat_mts variable
   holding the post-step global step of the recording run (v1 stamped summaries with it), and recording
-  is gated by `tf.summary.record_if` on a boolean variable. Reading a variable does not retrace a
-  `tf.function`, and the variables are assigned only on the runs where recording switches on or off.
+  is gated by `tf.summary.record_if` on a boolean variable (`core.fetch.RecordingSwitch`). Reading a variable
+  does not retrace a `tf.function`, and the variables are assigned only on the runs where recording switches on
+  or off; on the runs it is off, the session calls its step traced without the summaries (`core.fetch`).
 
 Writing `simple_value` scalars (v1's `global_step/sec`) goes through `write_raw_pb` with a v1
 `Summary` proto, which TensorBoard reads exactly as it read v1's events.
@@ -322,7 +323,7 @@ class Recorder:
             self._step = tf_internals.RESOURCE_VARIABLE(
                 0, dtype=tf.int64, trainable=False, name='compat_mts_summary_step'
             )
-        self._recording_now = False
+        self._switch = fetches_lib.RecordingSwitch(self._recording)
         self._contexts: list = []
         # The writer's directory, looked at every `_CHECK_EVERY_STEPS` global steps of recording runs (see
         # `events_directory_problem`), and the problem last warned about.
@@ -335,8 +336,7 @@ class Recorder:
         if self._contexts:
             return
         self._next_check_step, self._problem = 0, None  # Each session looks at the directory at its first recording.
-        recording = self._recording
-        contexts = [self.writer.as_default(step=self._step), tf.summary.record_if(lambda: recording)]
+        contexts = [self.writer.as_default(step=self._step), tf.summary.record_if(self._switch)]
         for context in contexts:
             context.__enter__()
         self._contexts = contexts
@@ -369,9 +369,10 @@ class Recorder:
                 step = None
             else:
                 _assign(self._step, step)
-        if (step is not None) != self._recording_now:
-            self._recording_now = step is not None
-            _assign(self._recording, self._recording_now)
+        switch = self._switch
+        if (step is not None) != switch.on:
+            _assign(self._recording, step is not None)
+            switch.on = step is not None
 
     def _check_directory(self, step: int) -> None:
         """Warns once, naming the directory, when the events of the runs it records from `step` would be lost."""

@@ -9,7 +9,10 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import _tf_internals as tf_internals
+from compat_mts.core import fetch
 from tests.models import Recorder, Regression
+from tests.support import read_events
 
 
 def test_callable_fetch_is_the_step_and_returns_numpy():
@@ -285,6 +288,61 @@ def test_a_step_that_creates_its_variables_on_the_first_call_keeps_them():
         totals = [float(session.run(counter)) for _ in range(4)]
     assert totals == [101.0, 102.0, 103.0, 104.0]
     assert stale.results == [0, 1, 2, 3]
+
+
+def test_runs_that_record_no_summaries_call_the_step_traced_without_them(tmp_path):
+    global_step = mts.get_or_create_global_step()
+    total = tf.Variable(1.0)
+    traces = []
+
+    @tf.function
+    def step():
+        traces.append(tf.summary.should_record_summaries())
+        total.assign_add(1.0)
+        global_step.assign_add(1)
+        tf.summary.scalar('total', total)
+
+    hooks = [mts.SummarySaverHook(save_steps=3, output_dir=str(tmp_path), scaffold=mts.Scaffold())]
+    with mts.MonitoredSession(hooks=hooks) as session:
+        for _ in range(10):
+            session.run(step)
+    # Its own first call (the recording condition a variable read), then once with recording off (a private API).
+    again = [False] if tf_internals.PRIVATE_TF and fetch.fast_paths() else []
+    assert [tf.get_static_value(condition) for condition in traces] == [None, *again]
+    assert read_events(str(tmp_path))['total'] == [(1, 2.0), (4, 5.0), (7, 8.0), (10, 11.0)]
+
+
+def _run_a_step_whose_python_state_changes(run, global_step: tf.Variable, change: str) -> list[float]:
+    """Runs a summary-writing step six times with `run`, changing what its Python reads after the first."""
+    totals = [tf.Variable(0.0), tf.Variable(100.0)]
+    state = {'increment': 1.0, 'which': 0}
+
+    @tf.function
+    def step():
+        totals[state['which']].assign_add(state['increment'])
+        global_step.assign_add(1)
+        tf.summary.scalar('total', totals[0])
+
+    run(step)
+    if change == 'a Python number':
+        state['increment'] = 10.0
+    else:
+        state['which'] = 1
+    for _ in range(5):
+        run(step)
+    return [float(total.numpy()) for total in totals]
+
+
+@pytest.mark.parametrize('change', ['a Python number', 'the variable read'])
+def test_a_step_whose_python_reads_what_changed_since_its_first_trace_keeps_that_trace(tmp_path, change):
+    """As a `tf.function` called in a loop does: its first trace holds the number, or reads the variable, it saw."""
+    with tf.summary.create_file_writer(str(tmp_path / 'loop')).as_default(step=0):
+        expected = _run_a_step_whose_python_state_changes(lambda step: step(), tf.Variable(0, dtype=tf.int64), change)
+    global_step = mts.get_or_create_global_step()
+    hooks = [mts.SummarySaverHook(save_steps=2, output_dir=str(tmp_path / 'session'), scaffold=mts.Scaffold())]
+    with mts.MonitoredSession(hooks=hooks) as session:
+        totals = _run_a_step_whose_python_state_changes(session.run, global_step, change)
+    assert totals == expected == [6.0, 100.0]
 
 
 def test_with_run_functions_eagerly_the_step_runs_as_python_every_time():

@@ -16,11 +16,11 @@ One place decides what a fetch is, for the sessions, the raw session and the hoo
 Only what was fetched is copied to the host: a step output nobody asked for stays a tensor.
 
 The usual runs take fast paths (a `tf.function` step called directly, with the stale global step read in its own
-call; a legacy graph's fetches planned once; a plain variable fetched alone read directly), and the session
-skips the idle hooks whose `before_run` only asks for the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the
-environment (read at import), or `FAST_PATHS = False` on this module before a session is made, forces the general
-path for every run and has the session call every hook on every run: what the fast paths are tested against
-(tests/test_general_fetch_path.py).
+call, and traced without its summaries for the runs that record none; a legacy graph's fetches planned once; a
+plain variable fetched alone read directly), and the session skips the idle hooks whose `before_run` only asks for
+the stale step. `COMPAT_MTS_GENERAL_FETCH_PATH=1` in the environment (read at import), or `FAST_PATHS = False` on
+this module before a session is made, forces the general path for every run and has the session call every hook on
+every run: what the fast paths are tested against (tests/test_general_fetch_path.py).
 
 This module is the run (`Run`: the general path, and when each fast path is taken); what a fetch is, the
 graphs a name resolves in and a session's own state are `model`; the feeds and the step's arguments, `feeds`;
@@ -39,6 +39,7 @@ from compat_mts import _tf_internals as tf_internals
 from compat_mts.core import global_step as global_step_lib
 from compat_mts.core import validation
 from compat_mts.core.fetch.fast_paths import (
+    RecordingSwitch as RecordingSwitch,
     _DirectStep as _DirectStep,
     _GraphOnlyPlan,
     _direct_steps,

@@ -1,5 +1,6 @@
 """The fetch model's fast paths (`compat_mts.core.fetch`): a `tf.function` step called directly, with the stale
-global step read in its own call (`_DirectStep`), and a run of graph fetches only planned once (`_GraphOnlyPlan`).
+global step read in its own call and, on runs that record no summaries, traced without them (`_DirectStep`,
+`RecordingSwitch`), and a run of graph fetches only planned once (`_GraphOnlyPlan`).
 
 Each gives what the general path gives (`compat_mts.core.fetch.FAST_PATHS = False` forces that one; tests/
 test_general_fetch_path.py runs the session's tests both ways); the package decides when they are taken.
@@ -7,6 +8,7 @@ test_general_fetch_path.py runs the session's tests both ways); the package deci
 
 from __future__ import annotations
 
+import collections
 import functools
 import weakref
 from typing import Any, Sequence
@@ -124,12 +126,17 @@ class _DirectStep:
     `call_after_read` returns the global step as it was before the step ran together with the step's
     outputs, from one function that reads the variable and then calls the step: eagerly, a separate
     read op between two steps costs two to four times its own duration.
+
+    A step traced under a `RecordingSwitch` (the session's summary recording) is called, on the runs where the
+    switch is off, through a second trace made under `tf.summary.record_if(False)`: the step without its summary
+    ops and their condition, which on those runs would have recorded nothing.
     """
 
     def __init__(self, step: Any):
         self._step = weakref.ref(step, functools.partial(_forget_direct_step, id(step)))
-        # id(global step) or None (no read) -> [tf.function, its concrete function once known]. The
-        # tf.function holds the global step, so its id stays unique while the entry lives.
+        # id(global step) or None (no read) -> [tf.function, its concrete call once known, the `RecordingSwitch`
+        # its trace reads or None, the call of the trace without summaries once made]. The tf.function holds the
+        # global step, so its id stays unique while the entry lives.
         self._functions: dict[int | None, list] = {}
 
     def is_for(self, step: Any) -> bool:
@@ -148,31 +155,120 @@ class _DirectStep:
         key = None if global_step is None else id(global_step)
         entry = self._functions.get(key)
         if entry is None:
-            entry = self._functions[key] = [self._trace(global_step), None]
-        function, concrete = entry
+            entry = self._functions[key] = [self._trace(global_step), None, None, None]
+        function, concrete, switch, quiet = entry
         if kwargs:
             return function(**kwargs)
         if _functions_run_eagerly() or _has_strategy() or _in_save_context():  # Not plain eager execution.
             return function()
         if concrete is None:
-            concrete = entry[1] = tf_internals.ConcreteCall(function.get_concrete_function(), function.name)
-        return concrete()
+            traced = function.get_concrete_function()
+            concrete = entry[1] = tf_internals.ConcreteCall(traced, function.name)
+            switch = entry[2] = _switch_read_by(traced)
+        if switch is None or switch.on:
+            return concrete()
+        if quiet is None:
+            quiet = entry[3] = self._trace_without_summaries(global_step, function) or concrete
+        return quiet()
 
-    def _trace(self, global_step: tf.Variable | None) -> Any:
+    def _trace(self, global_step: tf.Variable | None, step: Any = None) -> Any:
+        """The tf.function calling the step (or `step`, a concrete function of it), after reading `global_step`."""
         step_ref = self._step  # Weak: the cache of direct steps is keyed by the step.
         if global_step is None:
 
             def call_step(**kwargs):
-                return step_ref()(**kwargs)
+                return (step_ref() if step is None else step)(**kwargs)
         else:
 
             def call_step(**kwargs):
                 stale = global_step.read_value()
                 with tf.control_dependencies([stale]):
-                    return stale, step_ref()(**kwargs)
+                    return stale, (step_ref() if step is None else step)(**kwargs)
 
         call_step.__name__ = self._step().name  # Profiles show the step's name.
         return tf.function(call_step, autograph=False)
+
+    def _trace_without_summaries(self, global_step: tf.Variable | None, function: Any) -> Any:
+        """The concrete call of the step traced again under `record_if(False)`, or None if it cannot stand in.
+
+        It stands in for the step's own trace on the runs its switch is off when it is that trace less the summaries:
+        it reads no variable the other does not, and its ops are the other's less those of the recording condition
+        and its branches. A step whose Python reads state that changed since its first trace (a Python number, a
+        flag) traces to other ops or constants, and keeps its own trace only.
+        """
+        step = self._step()
+        quiet_step = tf_internals.trace_anew(step, tf.summary.record_if(False))
+        if quiet_step is None:
+            return None
+        quiet = self._trace(global_step, quiet_step).get_concrete_function()
+        read = {id(tensor) for tensor in function.get_concrete_function().captured_inputs}
+        if any(id(tensor) not in read for tensor in quiet.captured_inputs):
+            return None
+        if not _less_summaries(step.get_concrete_function().graph, quiet_step.graph):
+            return None
+        return tf_internals.ConcreteCall(quiet, function.name)
+
+
+def _op_counts(graph: Any) -> collections.Counter:
+    """How many ops of each kind `graph` has, by type, device and, for a constant, value."""
+    return collections.Counter(
+        (op.type, op.device, op.node_def.attr['value'].SerializeToString() if op.type == 'Const' else b'')
+        for op in graph.get_operations()
+    )
+
+
+# What a summary's recording condition adds to a step's own ops: the captured writer, step and switch, their reads,
+# the condition (`logical_and` with the tf.distribute switch, a constant), the `cond` of each summary and the
+# outputs it passes on.
+_SUMMARY_OP_TYPES = frozenset(('Placeholder', 'ReadVariableOp', 'Const', 'LogicalAnd', 'If', 'StatelessIf', 'Identity'))
+
+
+def _less_summaries(graph: Any, quiet_graph: Any) -> bool:
+    """Whether `quiet_graph`'s ops are `graph`'s less only ops a summary's recording condition adds, and plus only
+    the constant False a summary not recorded returns."""
+    counts, quiet_counts = _op_counts(graph), _op_counts(quiet_graph)
+    if any((kind, value) != ('Const', _false_value()) for kind, _, value in quiet_counts - counts):
+        return False
+    return all(kind in _SUMMARY_OP_TYPES for kind, _, _ in counts - quiet_counts)
+
+
+@functools.cache
+def _false_value() -> bytes:
+    """How `_op_counts` holds the value of a constant False."""
+    with tf.Graph().as_default() as graph:
+        tf.constant(False)
+    return next(iter(_op_counts(graph)))[2]
+
+
+class RecordingSwitch:
+    """A `tf.summary.record_if` condition the host alone sets: a boolean variable, and its value as `on`.
+
+    `compat_mts.summary`'s recorders gate the session's summaries with one, assigning the variable and `on`
+    together; a direct step traced under it is called without its summary ops while it is off (`_DirectStep`).
+    """
+
+    __slots__ = ('variable', 'on')
+
+    def __init__(self, variable: tf.Variable):
+        self.variable = variable
+        self.on = False
+        _switches[id(variable.handle)] = self
+
+    def __call__(self) -> tf.Variable:
+        return self.variable
+
+
+def _switch_read_by(concrete: Any) -> RecordingSwitch | None:
+    """The one `RecordingSwitch` whose variable the concrete function reads, else None."""
+    found = [_switches[id(tensor)] for tensor in concrete.captured_inputs if id(tensor) in _switches]
+    return found[0] if len(found) == 1 else None
+
+
+# id(switch variable's handle) -> its switch. Switches live for the process (one per summary writer, as the
+# writers), and the handle with its variable, so ids stay theirs.
+_switches: dict[int, RecordingSwitch] = program_lib.PROGRAM.table(
+    'fetches.recording_switches', {}, "the summary recorders' switches, by their variable's handle", kind='process'
+)
 
 
 # id(step) -> its direct caller. Process-wide, not per session: it is a cache of what a `tf.function` step
