@@ -345,6 +345,27 @@ def test_a_step_whose_python_reads_what_changed_since_its_first_trace_keeps_that
     assert totals == expected == [6.0, 100.0]
 
 
+def test_a_step_whose_python_fails_when_traced_again_keeps_its_first_trace(tmp_path):
+    """A `tf.function` called in a loop traces it once; the session's trace without summaries must not fail it."""
+    global_step = mts.get_or_create_global_step()
+    traces = []
+
+    @tf.function
+    def step():
+        traces.append(len(traces))
+        if len(traces) > 1:
+            raise RuntimeError('traced again')
+        global_step.assign_add(1)
+        tf.summary.scalar('step', global_step)
+
+    hooks = [mts.SummarySaverHook(save_steps=3, output_dir=str(tmp_path), scaffold=mts.Scaffold())]
+    with mts.MonitoredSession(hooks=hooks) as session:
+        for _ in range(6):
+            session.run(step)
+    assert int(global_step.numpy()) == 6
+    assert read_events(str(tmp_path))['step'] == [(1, 1.0), (4, 4.0)]
+
+
 def test_with_run_functions_eagerly_the_step_runs_as_python_every_time():
     global_step = mts.get_or_create_global_step()
     python_calls = []

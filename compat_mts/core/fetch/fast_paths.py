@@ -194,10 +194,14 @@ class _DirectStep:
         It stands in for the step's own trace on the runs its switch is off when it is that trace less the summaries:
         it reads no variable the other does not, and its ops are the other's less those of the recording condition
         and its branches. A step whose Python reads state that changed since its first trace (a Python number, a
-        flag) traces to other ops or constants, and keeps its own trace only.
+        flag) traces to other ops or constants, and keeps its own trace only; so does one whose Python fails when traced
+        again.
         """
         step = self._step()
-        quiet_step = tf_internals.trace_anew(step, tf.summary.record_if(False))
+        try:
+            quiet_step = tf_internals.trace_anew(step, tf.summary.record_if(False))
+        except Exception:  # noqa: BLE001 - the step's Python failed on a trace its program never asked for.
+            return None  # It keeps its own trace, which ran.
         if quiet_step is None:
             return None
         quiet = self._trace(global_step, quiet_step).get_concrete_function()
