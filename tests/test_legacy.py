@@ -382,6 +382,31 @@ def test_graph_def_is_the_graph_with_the_ops_a_hook_added_and_a_copy_each_time(g
     assert graph.graph_def() == graph.graph.as_graph_def(add_shapes=True)
 
 
+def test_a_fed_tensor_and_the_wrap_function_run_on_the_variables_the_session_trains(graph):
+    """A fetched fed tensor (which the functions made from the graph's own ops leave to `prune`), and `function`
+    (made when first used), also for a variable a hook adds after it was made."""
+    x, y, loss, train_op = (graph.outputs[name] for name in ('x', 'y', 'loss', 'train_op'))
+    feeds = {x: FEATURES, y: TARGETS}
+    arguments = (tf.constant(FEATURES), tf.constant(TARGETS))
+    with mts.MonitoredSession() as session:
+        session.run(train_op, feed_dict=feeds)
+        fed, loss_value = session.run([x, loss], feed_dict=feeds)
+        np.testing.assert_array_equal(fed, FEATURES)
+        imported = graph.function.graph
+        inputs = [imported.get_tensor_by_name('x:0'), imported.get_tensor_by_name('y:0')]
+        pruned_loss = graph.function.prune(feeds=inputs, fetches=imported.get_tensor_by_name('loss:0'))
+        assert float(pruned_loss(*arguments)) == pytest.approx(loss_value)
+        with graph.as_default():
+            scaled = loss * tf.compat.v1.get_variable('scale', initializer=3.0)
+        assert session.run(scaled, feed_dict=feeds) == pytest.approx(3 * loss_value)
+        pruned_scaled = graph.function.prune(feeds=inputs, fetches=imported.get_tensor_by_name(scaled.name))
+        session.run(train_op, feed_dict=feeds)
+        trained = session.run(loss, feed_dict=feeds)
+    assert trained < loss_value
+    assert float(pruned_loss(*arguments)) == pytest.approx(trained)
+    assert float(pruned_scaled(*arguments)) == pytest.approx(3 * trained)
+
+
 def test_fetching_what_needs_an_unfed_placeholder_raises_v1s_error(graph):
     loss = graph.outputs['loss']
     with mts.MonitoredSession() as session:

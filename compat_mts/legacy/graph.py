@@ -1,10 +1,12 @@
 """Legacy graph code run eagerly: `wrap_graph(build_fn)`, and the program's own graphs a session adopts.
 
 Stage 1 of a migration keeps the v1 graph code as it is. `wrap_graph` builds it once in a plain
-`tf.Graph` and imports that graph into a `tf.compat.v1.wrap_function`, which owns the variables in the
-eager context. The session runs the graph v1-style: all graph fetches and feeds of one `run()`, the
-caller's and every hook's, go into one call of a function pruned to exactly those fetches and feeds,
-built once per distinct fetch/feed set and cached.
+`tf.Graph`; its variables become eager variables (as `tf.compat.v1.wrap_function` lifts the variables of a graph it
+imports). The session runs the graph v1-style: all graph fetches and feeds of one `run()`, the caller's and every
+hook's, go into one call of a function pruned to exactly those fetches and feeds, built once per distinct
+fetch/feed set and cached. The functions are made from the plain graph's own ops, the eager variables passed in
+place of their handles; without TensorFlow's private function APIs, or on a parameter-server cluster, the graph
+is imported into a `wrap_function` once and its `prune`s are the functions.
 
 What the user holds are the plain graph's tensors, ops and variables (`g.outputs` is what `build_fn`
 returned). Tensors of a *function* graph are unhashable in TF2, which would break `feed_dict={x: batch}`;
@@ -68,9 +70,8 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
     `tf.compat.v1.train.*Optimizer.minimize(loss, global_step=...)`, `tf.compat.v1.summary.*`,
     `tf.compat.v1.data` iterators. Then:
 
-    - the graph is imported into a `tf.compat.v1.wrap_function`; its variables become eager variables
-      owned by the wrapped function, initialized as v1's `global_variables_initializer` and
-      `local_variables_initializer` (and table initializers) would;
+    - its variables become eager variables (`variables`), initialized as v1's `global_variables_initializer`
+      and `local_variables_initializer` (and table initializers) would;
     - the graph's global step (`tf.compat.v1.train.get_or_create_global_step()` or
       `compat_mts.get_or_create_global_step()` inside `build_fn`) becomes the session's global step;
     - a session's default checkpoint holds every global variable under its v1 name (what v1's default
@@ -352,7 +353,7 @@ class _Registrations:
 
 
 class WrappedGraph(fetches_lib.GraphRunner):
-    """A v1 graph built by `wrap_graph`, run eagerly through pruned functions of a `wrap_function`.
+    """A v1 graph built by `wrap_graph`, run eagerly through functions pruned to each fetch/feed set.
 
     Attributes:
       graph: the plain (finalized) `tf.Graph` that `build_fn` built.
@@ -361,7 +362,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
       global_step: the eager variable of the graph's global step, or None.
       checkpoint: a `NameBasedCheckpoint` of every global variable under its v1 name.
       summary_op: `merge_all()` of the graph's summaries (a tensor of `graph`), or None.
-      function: the `tf.compat.v1.wrap_function` the graph was imported into (only ever called pruned).
+      function: the `tf.compat.v1.wrap_function` the graph is imported into (only ever called pruned).
     """
 
     def __init__(self, graph: tf.Graph, outputs: Any, summary_op: tf.Tensor | None):
@@ -383,25 +384,40 @@ class WrappedGraph(fetches_lib.GraphRunner):
         _check_supported(graph, global_variables + local_variables, self._parameter_servers)
         self._registrations = _Registrations()
         self._released = False
-        self.function, library = self._import(graph, self._parameter_servers)
+        # The functions are made from the plain graph's own ops (`_subgraph`) where they can be; else from the
+        # graph imported into a `wrap_function` (`_import`), whose ops `prune` copies.
+        self._in_place = tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS and self._parameter_servers is None
+        self._function = None
+        if self._in_place:
+            self._captures: list = []  # (eager tensor, the plain graph's tensor it stands for) each.
+            self._source = graph
+            self._registrations.library.update(self._register_library(graph.as_graph_def().library.function))
+            eager, initializers = self._lift_variables(
+                graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+                + graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+            )
+        else:
+            self._function, library = self._import(graph, self._parameter_servers)
+            self._source = self._function.graph
+            eager = {
+                global_step_lib.op_name(v.name): v
+                for v in (
+                    self._source.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+                    + self._source.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
+                )
+            }
+            initializers = [tf_internals.variable_initializer(variable) for variable in eager.values()]
         if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # Else what wrap_function registered stays registered.
-            self._registrations.library.update(library)
+            if not self._in_place:
+                self._registrations.library.update(library)
             finalizer = weakref.finalize(self, self._registrations.release)
             finalizer.atexit = False  # At the exit the eager context goes with everything in it.
-        imported = self.function.graph
-        eager = {
-            global_step_lib.op_name(v.name): v
-            for v in (
-                imported.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
-                + imported.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)
-            )
-        }
         self._eager_by_name = eager
         self.variables = [
             eager[global_step_lib.op_name(v.name)] for v in global_variables + local_variables + replica_copies
         ]
-        self._lift_resources(imported)
-        self._initialize(imported)
+        self._lift_resources()
+        self._initialize(initializers)
         plain_step = tf.compat.v1.train.get_global_step(graph)
         self.global_step = eager[global_step_lib.op_name(plain_step.name)] if plain_step is not None else None
         self._plain_variable_ids = {id(variable) for variable in global_variables + local_variables + replica_copies}
@@ -465,7 +481,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
             self._import_added(added)
 
     def _import_added(self, added: list) -> None:
-        """Imports the plain graph's ops `added` after the wrapping into the wrapped function's graph, by name.
+        """Makes the plain graph's ops `added` after the wrapping runnable (imported by name into the wrapped
+        function's graph, where the functions are made from that graph).
 
         Variables among them (made in a hook's `begin()`, as v1 allowed) are lifted as `wrap_function` lifted the
         graph's own: each global or local one becomes an eager variable captured in place of its handle and is
@@ -481,6 +498,20 @@ class WrappedGraph(fetches_lib.GraphRunner):
         ]
         _check_supported(self.graph, added_variables, self._parameter_servers)
         graph_def = self.graph.as_graph_def()
+        if self._function is not None:
+            self._import_fragment(graph_def, names)
+        if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # The new ops' functions (a `tf.cond`'s branches).
+            library = self._registrations.library
+            library.update(
+                self._register_library(
+                    function for function in graph_def.library.function if function.signature.name not in library
+                )
+            )
+        self._lift_added(added_variables)
+        self._foreign_names.clear()  # Names of the new ops are this graph's now.
+
+    def _import_fragment(self, graph_def, names: set[str]) -> None:
+        """Imports the nodes `names` of the plain graph's `graph_def` into the wrapped function's graph."""
         fragment = type(graph_def)()
         fragment.versions.CopyFrom(graph_def.versions)
         fragment.library.CopyFrom(graph_def.library)
@@ -500,35 +531,74 @@ class WrappedGraph(fetches_lib.GraphRunner):
                     input_map[source] = imported.get_tensor_by_name(source if ':' in source else source + ':0')
         with imported.as_default():
             tf.graph_util.import_graph_def(fragment, input_map=input_map, name='')
-        if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # The new ops' functions (a `tf.cond`'s branches).
-            library = self._registrations.library
-            added_functions = [
-                function for function in fragment.library.function if function.signature.name not in library
-            ]
-            tf_internals.register_function_definitions(added_functions)
-            library.update(function.signature.name for function in added_functions)
-        self._lift_added(added_variables)
-        self._foreign_names.clear()  # Names of the new ops are this graph's now.
 
     def _lift_added(self, added_variables: list) -> None:
-        """Lifts the imported handles of `added_variables` (of the plain graph) into eager variables, initialized."""
-        imported = self.function.graph
+        """Lifts the handles of `added_variables` (of the plain graph) into eager variables, initialized."""
         global_ids = {id(v) for v in self.graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)}
-        initializers, added_globals = [], []
-        for variable in added_variables:
-            name = global_step_lib.op_name(variable.name)
-            eager = tf_internals.lifted_variable(variable)
-            imported.add_capture(eager.handle, imported.get_tensor_by_name(variable.handle.name))
-            self._eager_by_name[name] = eager
-            self.variables.append(eager)
-            self._plain_variable_ids.add(id(variable))
-            initializers.append(imported.get_operation_by_name(tf_internals.variable_initializer(variable).name))
-            if id(variable) in global_ids:
-                added_globals.append((None, variable))
+        lifted, initializers = self._lift_variables(added_variables)
+        self._eager_by_name.update(lifted)
+        self.variables.extend(lifted.values())
+        self._plain_variable_ids.update(id(variable) for variable in added_variables)
         if initializers:
             self._run_once(initializers)
+        added_globals = [(None, variable) for variable in added_variables if id(variable) in global_ids]
         if added_globals:
             self.checkpoint.add(*self._checkpoint_entries(added_globals))
+
+    def _lift_variables(self, variables: list) -> tuple[dict, list]:
+        """Eager variables for the plain graph's `variables`, each captured in place of its handle, as
+        `wrap_function` lifts the variables of a graph it imports (a `tf.distribute` variable's first replica's).
+
+        Returns:
+          The eager variables by v1 name, and their initializers (ops of the functions' source graph).
+        """
+        lifted, initializers, seen = {}, [], set()
+        for variable in variables:
+            if isinstance(variable, tf.distribute.DistributedValues):
+                variable = variable.values[0]
+            if id(variable.handle) in seen:
+                continue
+            seen.add(id(variable.handle))
+            eager = tf_internals.lifted_variable(variable)
+            self._capture(eager.handle, variable.handle)
+            lifted[global_step_lib.op_name(variable.name)] = eager
+            initializers.append(self._source.get_operation_by_name(tf_internals.variable_initializer(variable).name))
+        return lifted, initializers
+
+    def _capture(self, value, tensor: tf.Tensor) -> None:
+        """Passes `value` (an eager tensor) to every function in place of the plain graph's `tensor`."""
+        if self._in_place:
+            self._captures.append((value, tensor))
+        if self._function is not None:
+            imported = self._function.graph
+            imported.add_capture(value, imported.get_tensor_by_name(tensor.name))
+
+    def _captured(self) -> list:
+        """The (eager tensor, tensor of the functions' source graph it is passed for) pairs."""
+        return self._captures if self._in_place else self._source.captures
+
+    @staticmethod
+    def _register_library(definitions) -> list[str]:
+        """Registers the `FunctionDef`s `definitions` (of the plain graph's library) with the eager context; their
+        names."""
+        definitions = list(definitions)
+        tf_internals.register_function_definitions(definitions)
+        return [definition.signature.name for definition in definitions]
+
+    @property
+    def function(self):
+        """The `tf.compat.v1.wrap_function` the graph is imported into, its captures the graph's eager variables
+        and resources; made on first use when the functions are made from the plain graph's ops."""
+        if self._function is None:
+            graph_def = self.graph.as_graph_def()
+            self._function = tf.compat.v1.wrap_function(
+                lambda: tf.graph_util.import_graph_def(graph_def, name=''), signature=[]
+            )
+            self._registrations.library.update(function.signature.name for function in graph_def.library.function)
+            imported = self._function.graph
+            for value, tensor in self._captures:
+                imported.add_capture(value, imported.get_tensor_by_name(tensor.name))
+        return self._function
 
     # Building.
 
@@ -557,7 +627,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             return parameter_servers.placing_variables(wrap), library
         return tf.compat.v1.wrap_function(import_graph, signature=[]), library
 
-    def _lift_resources(self, imported) -> None:
+    def _lift_resources(self) -> None:
         """Creates the graph's iterators and tables once, eagerly, and captures them in every pruned function.
 
         In a `tf.compat.v1.Session` one kernel per op creates each resource for the whole graph; each
@@ -567,8 +637,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         """
         handles = [
             tensor
-            for op in imported.get_operations()
-            if all(source.op.type == 'Const' for source in op.inputs) and op.type not in _NOT_RESOURCE_CREATORS
+            for op in self._source.get_operations()
+            if op.type not in _NOT_RESOURCE_CREATORS
+            and any(output.dtype == tf.resource for output in op.outputs)  # Before the inputs, which cost more.
+            and all(source.op.type == 'Const' for source in op.inputs)
             for tensor in op.outputs
             if tensor.dtype == tf.resource
         ]
@@ -578,11 +650,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
         # Keep the function (registered until the graph is released): its kernels own the resources.
         self._resource_function = self._function_of(handles, [], [])
         for value, handle in zip(self._call(self._resource_function, []), handles):
-            imported.add_capture(value, handle)
+            self._capture(value, handle)
 
-    def _initialize(self, imported) -> None:
-        initializers = [tf_internals.variable_initializer(variable) for variable in self._eager_by_name.values()]
-        initializers += imported.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
+    def _initialize(self, initializers: list) -> None:
+        """Runs the variables' `initializers` and the graph's table initializers (ops of the source graph)."""
+        initializers = initializers + self._source.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
         if initializers:
             self._run_once(initializers)
 
@@ -866,7 +938,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if self._released:
                 raise ValueError(f'{self!r} was forgotten (`forget_graph`): its graph runs no more.')
             self._check_fed(tensors + operations, {feed.name for feed in feed_specs})
-            imported = self.function.graph
+            imported = self._source
             function = self._function_of(
                 [imported.get_tensor_by_name(name) for name in tensors],
                 [imported.get_operation_by_name(name) for name in operations],
@@ -890,6 +962,11 @@ class WrappedGraph(fetches_lib.GraphRunner):
         function = self._subgraph(tensors, operations, feeds)
         if function is not None:
             return function
+        if self._in_place:  # The same names in the imported graph.
+            imported = self.function.graph
+            feeds = [imported.get_tensor_by_name(tensor.name) for tensor in feeds]
+            tensors = [imported.get_tensor_by_name(tensor.name) for tensor in tensors]
+            operations = [imported.get_operation_by_name(op.name) for op in operations]
         pruned = self.function.prune(feeds=feeds, fetches=tensors + operations)
         if tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS:  # `prune` registered its graph's library once more.
             self._registrations.library.update(
@@ -898,7 +975,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return pruned
 
     def _subgraph(self, tensors: list, operations: list, feeds: list) -> _Subgraph | None:
-        """The function of `tensors` and `operations` (of the imported graph) given `feeds`, made where its ops are.
+        """The function of `tensors` and `operations` (of the source graph) given `feeds`, made where its ops are.
 
         Its body is what `prune` would copy: the ops the fetches need through their inputs and control inputs,
         back to the feeds and the captured tensors (variables, lifted resources), which become its arguments
@@ -908,8 +985,9 @@ class WrappedGraph(fetches_lib.GraphRunner):
         """
         if not tf_internals.CAN_MAKE_SUBGRAPH_FUNCTIONS or self._parameter_servers is not None:
             return None
-        imported = self.function.graph
-        captured = {(internal.op, internal.value_index): external for external, internal in imported.captures}
+        imported = self._source
+        captures = self._captured()
+        captured = {(internal.op, internal.value_index): external for external, internal in captures}
         sources = {(tensor.op, tensor.value_index) for tensor in feeds} | set(captured)
         source_ops = {op for op, _ in sources}
         body, used = set(), set()
@@ -936,7 +1014,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
                 if producer in source_ops:
                     return None
                 pending.append(producer)
-        inputs = [internal for _, internal in imported.captures if (internal.op, internal.value_index) in used]
+        inputs = [internal for _, internal in captures if (internal.op, internal.value_index) in used]
         name = f'compat_mts_wrapped_graph_{self._id}_subgraph_{next(_subgraph_ids)}'
         tf_internals.subgraph_function(
             imported,
@@ -957,7 +1035,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return function(*args)
 
     def _run_once(self, operations: list) -> None:
-        """Runs `operations` (ops of the imported graph: initializers) in a function called once, which
+        """Runs `operations` (ops of the source graph: initializers) in a function called once, which
         Grappler does not optimize (`call_function_once`)."""
         function = self._function_of([], operations, [])
         if isinstance(function, _Subgraph):
