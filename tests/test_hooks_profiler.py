@@ -202,7 +202,12 @@ def test_a_resumed_session_is_first_traced_n_steps_after_the_restored_step(tmp_p
 
 def test_the_profile_extra_installs_the_plugin_that_opens_the_captures_and_the_guide_says_how():
     import pathlib
-    import tomllib
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
 
     repo = pathlib.Path(__file__).resolve().parent.parent
     extras = tomllib.loads((repo / 'pyproject.toml').read_text())['project']['optional-dependencies']
