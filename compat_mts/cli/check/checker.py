@@ -121,7 +121,7 @@ class _Nodes:
     """The nodes of a tree that the checker's passes read, by kind, each list in `ast.walk`'s order: one walk
     of the tree feeds every pass (a 120,000-line file has millions of nodes, most of which no pass reads)."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, walked: Sequence[ast.AST] | None = None):
         self.names: list[ast.AST] = []  # what `names.Names` reads
         self.imports: list[ast.AST] = []
         self.bindings: list[ast.AST] = []  # what may bind a name to a value (`_Checker._bind_values`)
@@ -131,7 +131,7 @@ class _Nodes:
         self.returns: list[ast.Return] = []
         self.functions: list[ast.AST] = []  # function and class definitions
         lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
-        for node in names.walk(tree):
+        for node in names.walk(tree) if walked is None else walked:
             for found in lists.get(type(node), ()):
                 found.append(node)
 
@@ -155,10 +155,16 @@ class _Spans:
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, filename: str, tree: ast.Module):
+    def __init__(
+        self,
+        filename: str,
+        tree: ast.Module,
+        walked: Sequence[ast.AST] | None = None,
+        resolved: names.Names | None = None,
+    ):
         self.filename = filename
-        nodes = _Nodes(tree)
-        self.names = names.Names(tree, nodes.names)
+        nodes = _Nodes(tree, walked)
+        self.names = names.Names(tree, nodes.names) if resolved is None else resolved
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
         self._functions = {node.name for node in nodes.functions if not isinstance(node, ast.ClassDef)}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
@@ -656,8 +662,27 @@ def _check_source(text: str | bytes, filename: str) -> list[report.Finding]:
         raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
     except (RecursionError, MemoryError):
         raise report.CheckError(filename, _TOO_DEEP) from None
+    return _checked(filename, tree)
+
+
+def check_tree(
+    tree: ast.Module, nodes: Sequence[ast.AST], resolved: names.Names, filename: str = '<string>'
+) -> list[report.Finding]:
+    """`check_source` of the text whose syntax tree is `tree`, given every node of it (`names.walk(tree)`) and its
+    `names.Names` (made from those nodes), which a caller that has them saves a parse and two passes over it.
+
+    Raises:
+      CheckError: the tree nests deeper than this checker can follow.
+    """
+    with collector_paused():
+        return _checked(filename, tree, nodes, resolved)
+
+
+def _checked(
+    filename: str, tree: ast.Module, nodes: Sequence[ast.AST] | None = None, resolved: names.Names | None = None
+) -> list[report.Finding]:
     try:
-        checker = _Checker(filename, tree)
+        checker = _Checker(filename, tree, nodes, resolved)
         checker.visit(tree)
     except RecursionError:
         raise report.CheckError(filename, _TOO_DEEP) from None

@@ -438,8 +438,12 @@ class _StageOneEdits(cst.CSTTransformer):
         only edits are dotted names replaced or noted, made on the text (`splice`), the notes and what the edits
         found recorded as `edit` records them; None (nothing recorded) when another edit may apply there or a
         name cannot be replaced in place."""
-        if self.ps_program or self._serving_placeholders:
-            return None
+        if self.ps_program and ('Server' in source or 'master' in source):
+            return None  # A server to move into the block that joins on 'ps' (`_ps_servers`), `master=` to drop.
+        if self._serving_placeholders:
+            last = lines_before + source.count('\n') + 1
+            if any(lines_before < line <= last for line, _ in self._serving_placeholders):
+                return None  # A placeholder that becomes a TensorSpec (`_tensor_spec`).
         nodes = upgrade_splice.statement_nodes(source)
         if nodes is None:
             return None
@@ -794,10 +798,10 @@ def _appended_to(call: ast.Call, lines: list[str]) -> ast.AST | None:
 def _aligned_arguments(call: ast.Call, lines: list[str], new_func: str | None) -> dict[int, int] | None:
     """What `_StageOneEdits.leave_Call` does to the lines of a call over several lines whose name becomes
     `new_func`: {line index: columns its indentation moves} (empty: nothing), for the layout it is found for
-    here: the call's name itself replaced (`new_func`), the call not in parentheses of its own, its first argument
-    after `(` on its line, each argument on one line, each comma right after its argument and followed by a space
-    or the end of the line, the next argument then first on the next line, and `)` right after the last one. None
-    for any other layout (libcst's edit decides)."""
+    here: the call's name itself replaced (`new_func`), the call not in parentheses of its own, and either `(` the
+    end of its line (nothing moves) or its first argument after `(` on its line, each argument on one line, each
+    comma right after its argument and followed by a space or the end of the line, the next argument then first
+    on the next line, and `)` right after the last one. None for any other layout (libcst's edit decides)."""
     if new_func is None:
         return None
     func, encoded = call.func, [line.encode('utf-8') for line in lines[call.lineno - 1 : call.end_lineno]]
@@ -811,6 +815,8 @@ def _aligned_arguments(call: ast.Call, lines: list[str], new_func: str | None) -
     if not arguments:
         return {} if text(func.end_lineno, func.end_col_offset, func.end_col_offset + 1) == b'(' else None
     first = arguments[0]
+    if first.lineno > func.end_lineno and text(func.end_lineno, func.end_col_offset).strip() == b'(':
+        return {}  # The arguments start on a line of their own: their lines stay as they are.
     if first.lineno != func.lineno or text(func.end_lineno, func.end_col_offset, first.col_offset) != b'(':
         return None
     if any(argument.lineno != argument.end_lineno for argument in arguments):
@@ -962,12 +968,14 @@ def _is_placeholder(node: ast.AST, resolver: _Resolver) -> bool:
     return path in ('tensorflow.compat.v1.placeholder', 'tensorflow.placeholder')
 
 
-def _reads_dimension_values(text: str) -> bool:
-    """Whether the script reads `x.shape[i].value` (check's blocking shape finding)."""
+def _reads_dimension_values(text: str, tree: ast.Module, resolver: _Resolver) -> bool:
+    """Whether the script `text` (its syntax tree and resolver) reads `x.shape[i].value` (check's blocking shape
+    finding)."""
     if '.value' not in text:
         return False
     return any(
-        finding.replacement.startswith('tf.compat.v1.dimension_value(') for finding in check_checker.check_source(text)
+        finding.replacement.startswith('tf.compat.v1.dimension_value(')
+        for finding in check_checker.check_tree(tree, resolver.nodes, resolver.names)
     )
 
 
@@ -1051,7 +1059,7 @@ def apply_edits(
     edits = _StageOneEdits(
         resolver,
         mts,
-        keep_v1_shapes=_reads_dimension_values(text),
+        keep_v1_shapes=_reads_dimension_values(text, tree, resolver),
         ps_program=_is_ps_program(resolver.nodes),
         serving_placeholders=_serving_placeholders(tree, resolver),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
