@@ -121,8 +121,9 @@ class RenameTriggers(NamedTuple):
     imports: frozenset[tuple[str, str | None]]
     """(module, alias) of the imports after which it changes nothing but deprecated modules in the file."""
     tables: types.SimpleNamespace | None = None
-    """Its change spec's tables (`symbol_renames`, ...), `get_arg_value` and the levels of a log that is a
-    message (`loud`), for `plain_renames`; None when a name it looks for turns the renames off in a file."""
+    """Its change spec's tables (`symbol_renames`, ...), `get_arg_value`, the levels of a log that is a message
+    (`loud`) and whether it renames or adds imports (`renames_imports`), for `plain_renames`; None when a name it
+    looks for turns the renames off in a file."""
 
 
 _TABLES = (  # The change spec's tables of names.
@@ -152,6 +153,7 @@ def rename_triggers() -> RenameTriggers | None:
             named = types.SimpleNamespace(
                 **{name: getattr(spec, name, {}) for name in _TABLES},
                 get_arg_value=ast_edits.get_arg_value,
+                renames_imports=bool(getattr(spec, 'import_renames', {}) or getattr(spec, 'inserts_after_imports', {})),
                 loud=frozenset({ast_edits.WARNING, ast_edits.ERROR}),
             )
     except (ImportError, AttributeError, TypeError):
@@ -182,9 +184,11 @@ program_lib.PROGRAM.register(
 
 
 def plain_renames(tree: ast.AST, triggers: RenameTriggers) -> list[tuple[ast.Attribute, str, str]] | None:
-    """The renames `renamer()` makes in `tree` (statements without imports) when it does nothing else there and
-    says nothing (no message): `(node, its dotted name, the new name)` each; None when it may do more (reorder or
-    rename arguments, transform a call, warn), or cannot be read here.
+    """The renames `renamer()` makes in `tree` (statements) when it does nothing else there and says nothing (no
+    message): `(node, its dotted name, the new name)` each; None when it may do more (reorder or rename
+    arguments, transform a call, warn; an import it looks for, `triggers.imports`, changes what it does in the
+    whole file; any import when its tables rename modules, which they do not in `renamer()`'s mode), or cannot be
+    read here.
 
     The nodes are looked at as its visitor looks at them (`ast_edits._PastaEditVisitor`): each call's name and
     arguments against the call tables, each dotted name against the name tables, outermost first and none
@@ -205,9 +209,17 @@ def plain_renames(tree: ast.AST, triggers: RenameTriggers) -> list[tuple[ast.Att
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and tables.renames_imports:
             return None
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Import):
+            if any((alias.name, alias.asname) in triggers.imports for alias in node.names):
+                return None
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and any(
+                (f'{node.module}.{alias.name}', alias.asname) in triggers.imports for alias in node.names
+            ):
+                return None
+        elif isinstance(node, ast.Call):
             full = dotted_name(node.func)
             name = full.rpartition('.')[2] if full else getattr(node.func, 'id', getattr(node.func, 'attr', None))
             if isinstance(node.func, ast.Attribute) and tables.function_warnings.get(f'*.{name}', ('',))[0] in loud:

@@ -435,6 +435,41 @@ def test_the_in_process_renames_and_the_process_pool_give_the_tf_upgrade_v2_comm
     assert all("tf_upgrade_v2's renames" in upgrade.report() for upgrade in renamed)
 
 
+FORKED_PARTS = """\
+import json
+import sys
+
+from benchmarks import check_upgrade_scaling
+from compat_mts.cli import upgrade
+from compat_mts.cli.upgrade import forked
+
+text = check_upgrade_scaling.v1_program(forked.MIN_LINES + 600)
+results = {}
+for processes in (1, 2):
+    result = upgrade._upgrade_one('long.py', text, True, True, processes=processes)
+    results[processes] = [result.upgraded, [[note.line, note.text, note.done] for note in result.notes]]
+with open(sys.argv[1], 'w', encoding='utf-8') as file:
+    json.dump(results, file)
+"""
+
+
+@pytest.mark.slow
+def test_a_long_script_upgraded_in_parts_by_forked_processes_is_upgraded_as_in_one(tmp_path):
+    """The renames and the edits of a long TensorFlow 1.x script shared by two forked processes (its pieces, its
+    top-level statements) give the text and the notes, in their order, of one process."""
+    out = tmp_path / 'results.json'
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    result = subprocess.run(
+        [sys.executable, '-c', FORKED_PARTS, str(out)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(out.read_text(encoding='utf-8'))
+    one, shared = results['1'], results['2']
+    assert shared[0] == one[0]
+    assert shared[1] == one[1]
+    assert 'mts.MonitoredTrainingSession' in one[0] and len(one[1]) > 100, 'the edits were made'
+
+
 def test_a_horovod_program_swaps_one_import_and_the_report_says_how_to_start_its_workers():
     [result] = upgrade.upgrade_files([os.path.join(SAMPLES, 'horovod_mnist.py')])
     text = result.upgraded

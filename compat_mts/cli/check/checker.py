@@ -6,6 +6,7 @@ Standard library only, as the rest of the checker (`check.py`).
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import dataclasses
 import gc
@@ -107,6 +108,7 @@ _NODE_KINDS = {
     ast.Attribute: ('names',),
     ast.Name: ('names',),
     ast.Call: ('calls',),
+    ast.Return: ('returns',),
     ast.FunctionDef: ('functions',),
     ast.AsyncFunctionDef: ('functions',),
     ast.ClassDef: ('functions',),
@@ -119,25 +121,50 @@ class _Nodes:
     """The nodes of a tree that the checker's passes read, by kind, each list in `ast.walk`'s order: one walk
     of the tree feeds every pass (a 120,000-line file has millions of nodes, most of which no pass reads)."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, walked: Sequence[ast.AST] | None = None):
         self.names: list[ast.AST] = []  # what `names.Names` reads
         self.imports: list[ast.AST] = []
         self.bindings: list[ast.AST] = []  # what may bind a name to a value (`_Checker._bind_values`)
         self.assignments: list[ast.AST] = []
         self.withs: list[ast.AST] = []
         self.calls: list[ast.Call] = []
+        self.returns: list[ast.Return] = []
         self.functions: list[ast.AST] = []  # function and class definitions
         lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
-        for node in names.walk(tree):
+        for node in names.walk(tree) if walked is None else walked:
             for found in lists.get(type(node), ()):
                 found.append(node)
 
 
+def _start(node: ast.AST) -> tuple[int, int]:
+    """Where `node` starts: its first decorator, for a definition."""
+    return min([(node.lineno, node.col_offset)] + [_start(d) for d in getattr(node, 'decorator_list', ())])
+
+
+class _Spans:
+    """Nodes by where they start, to find the ones of a statement by its span instead of a walk of it: the
+    spans of statements nest, so the nodes that start inside a statement's are the ones `ast.walk` gives of it."""
+
+    def __init__(self, nodes: Sequence[ast.AST]):
+        self._nodes = sorted(nodes, key=_start)
+        self._starts = [_start(node) for node in self._nodes]
+
+    def inside(self, statement: ast.stmt) -> list[ast.AST]:
+        first = bisect.bisect_left(self._starts, _start(statement))
+        return self._nodes[first : bisect.bisect_left(self._starts, (statement.end_lineno, statement.end_col_offset))]
+
+
 class _Checker(ast.NodeVisitor):
-    def __init__(self, filename: str, tree: ast.Module):
+    def __init__(
+        self,
+        filename: str,
+        tree: ast.Module,
+        walked: Sequence[ast.AST] | None = None,
+        resolved: names.Names | None = None,
+    ):
         self.filename = filename
-        nodes = _Nodes(tree)
-        self.names = names.Names(tree, nodes.names)
+        nodes = _Nodes(tree, walked)
+        self.names = names.Names(tree, nodes.names) if resolved is None else resolved
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
         self._functions = {node.name for node in nodes.functions if not isinstance(node, ast.ClassDef)}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
@@ -272,17 +299,16 @@ class _Checker(ast.NodeVisitor):
             # A class stands for its methods: `model = PTBModel()` in a graph block builds in `__init__`.
             definitions.setdefault(node.name, []).append(node)
 
-        def called(root: ast.AST) -> set[str]:
-            found = set()
-            for node in names.walk(root):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    name = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
-                    if name in definitions:
-                        found.add(name)
-            return found
+        def name_called(call: ast.Call) -> str | None:
+            func = call.func
+            return func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
 
-        elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions)
+        calls = _Spans([node for node in nodes.calls if name_called(node) in definitions])
+
+        def called(root: ast.stmt) -> set[str]:
+            return {name_called(node) for node in calls.inside(root)}
+
+        elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions, nodes.returns)
         for node in nodes.calls:
             if self.names.resolve(node.func) not in _MAIN_RUNNERS:
                 for value in (*node.args, *(keyword.value for keyword in node.keywords)):
@@ -305,17 +331,22 @@ class _Checker(ast.NodeVisitor):
                     )
         return elsewhere
 
-    def _serving_input_fns(self, definitions: dict[str, list[ast.AST]]) -> set[str]:
+    def _serving_input_fns(self, definitions: dict[str, list[ast.AST]], returns: Sequence[ast.Return]) -> set[str]:
         """The functions that return a ServingInputReceiver (or are named as serving input functions): the
-        Estimator calls them in a graph of its own at export, so their placeholders are that graph's."""
+        Estimator calls them in a graph of its own at export, so their placeholders are that graph's. `returns`:
+        every return statement of the script."""
         found = {name for name in definitions if 'serving_input' in name}
+        receivers = _Spans(
+            [
+                node
+                for node in returns
+                if isinstance(node.value, ast.Call)
+                and (self.names.resolve(node.value.func) or '').endswith(_SERVING_RECEIVERS)
+            ]
+        )
         for name, functions in definitions.items():
-            for function in functions:
-                for node in names.walk(function):
-                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
-                        path = self.names.resolve(node.value.func) or ''
-                        if path.endswith(_SERVING_RECEIVERS):
-                            found.add(name)
+            if any(receivers.inside(function) for function in functions):
+                found.add(name)
         return found
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
@@ -631,8 +662,27 @@ def _check_source(text: str | bytes, filename: str) -> list[report.Finding]:
         raise report.CheckError(filename, f'syntax error: {message}', line, col) from None
     except (RecursionError, MemoryError):
         raise report.CheckError(filename, _TOO_DEEP) from None
+    return _checked(filename, tree)
+
+
+def check_tree(
+    tree: ast.Module, nodes: Sequence[ast.AST], resolved: names.Names, filename: str = '<string>'
+) -> list[report.Finding]:
+    """`check_source` of the text whose syntax tree is `tree`, given every node of it (`names.walk(tree)`) and its
+    `names.Names` (made from those nodes), which a caller that has them saves a parse and two passes over it.
+
+    Raises:
+      CheckError: the tree nests deeper than this checker can follow.
+    """
+    with collector_paused():
+        return _checked(filename, tree, nodes, resolved)
+
+
+def _checked(
+    filename: str, tree: ast.Module, nodes: Sequence[ast.AST] | None = None, resolved: names.Names | None = None
+) -> list[report.Finding]:
     try:
-        checker = _Checker(filename, tree)
+        checker = _Checker(filename, tree, nodes, resolved)
         checker.visit(tree)
     except RecursionError:
         raise report.CheckError(filename, _TOO_DEEP) from None

@@ -110,7 +110,18 @@ class Names:
                 self.aliases[node.targets[0].id] = path
 
     def _bare_tensorflow_is_v1(self, nodes: Sequence[ast.AST]) -> bool:
+        # Without star imports, only a name bound to a path in TensorFlow can resolve to one: the others are
+        # skipped without resolving them (most names of a script are its own variables).
+        heads = None
+        if not self.star_modules:
+            heads = {name for name, path in self.aliases.items() if path.startswith('tensorflow')}
         for node in nodes:
+            if heads is not None:
+                root = node
+                while root.__class__ is ast.Attribute:
+                    root = root.value
+                if root.__class__ is not ast.Name or root.id not in heads:
+                    continue
             if isinstance(node, (ast.Attribute, ast.Name)):
                 path = self.resolve(node)
                 if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):

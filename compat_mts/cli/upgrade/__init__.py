@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import bisect
 import concurrent.futures
 import dataclasses
 import functools
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from compat_mts import _tf_tools
 from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
-from compat_mts.cli.upgrade import splice as upgrade_splice, write as upgrade_write
+from compat_mts.cli.upgrade import forked as upgrade_forked, splice as upgrade_splice, write as upgrade_write
 
 if TYPE_CHECKING:
     from compat_mts.cli.upgrade.edits import Note
@@ -138,6 +139,7 @@ def upgrade_source(
     *,
     renamed: str | None = None,
     renamer_messages: Sequence[tuple[int, str]] = (),
+    processes: int = 1,
 ) -> Upgrade:
     """The stage-1 upgrade of one script's `text`.
 
@@ -149,6 +151,7 @@ def upgrade_source(
       renamer_messages: `tf_upgrade_v2`'s errors and warnings on `text`, as (line, reason): each one the other
         notes do not cover (at its line, or naming a name a line left for a person names) is a line left for a
         person.
+      processes: how many forked processes share the edits of a long script (`apply_edits`).
 
     Returns:
       The `Upgrade`.
@@ -167,7 +170,7 @@ def upgrade_source(
         start = renamed
         renames = "tf_upgrade_v2's renames (tf.X -> tf.compat.v1.X where TensorFlow 2 moved X)"
         notes.append(_edits().Note(0, renames, True))
-    upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None)
+    upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None, processes=processes)
     notes.extend(edit_notes)
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
@@ -274,7 +277,8 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
       paths: the scripts.
       renames: whether TensorFlow 1.x scripts get `tf_upgrade_v2`'s renames (else the report says to run it).
       processes: how many processes upgrade the files; None: one per core available, when there are enough
-        files to repay starting them and TensorFlow is not running in this process (it is not fork-safe).
+        files to repay starting them and TensorFlow is not running in this process (it is not fork-safe), and
+        for fewer files, one per core for the parts of a long file (`upgrade_forked`).
 
     Returns:
       One `Upgrade` per path, in order.
@@ -291,11 +295,13 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
             return _upgrade_with_the_command(texts, tf1)
         except SyntaxError as error:
             raise SourceError([(f'{error.filename}:{error.lineno}', error.msg)]) from None
+    within = 1  # Processes for the parts of one file.
     if processes is None:
         processes = _default_processes(len(texts))
+        within = upgrade_forked.usable_processes() if processes <= 1 else 1
     jobs = [(path, text, path in tf1, renames) for path, text in texts.items()]
     if processes <= 1:
-        results = [_upgrade_one_job(job) for job in jobs]
+        results = [_upgrade_one_job(job, within) for job in jobs]
     else:
         # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
         order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
@@ -313,32 +319,30 @@ _FILES_PER_PROCESS = 8  # Fewer files than this per process: starting the proces
 
 
 def _default_processes(files: int) -> int:
-    if 'tensorflow' in sys.modules or 'fork' not in multiprocessing.get_all_start_methods():
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-    return max(1, min(cores, files // _FILES_PER_PROCESS))
+    return max(1, min(upgrade_forked.usable_processes(), files // _FILES_PER_PROCESS))
 
 
-def _upgrade_one_job(job: tuple[str, str, bool, bool]) -> Upgrade | tuple[str, str]:
-    """The file's `Upgrade`, or `('path:line', reason)` when it is not valid Python."""
+def _upgrade_one_job(job: tuple[str, str, bool, bool], processes: int = 1) -> Upgrade | tuple[str, str]:
+    """The file's `Upgrade`, or `('path:line', reason)` when it is not valid Python; `processes`: how many
+    forked processes share a long file's renames and edits."""
     try:
         with check_checker.collector_paused():
-            return _upgrade_one(*job)
+            return _upgrade_one(*job, processes=processes)
     except SyntaxError as error:
         return f'{job[0]}:{error.lineno}', error.msg
 
 
-def _upgrade_one(path: str, text: str, tf1: bool, renames: bool) -> Upgrade:
+def _upgrade_one(path: str, text: str, tf1: bool, renames: bool, *, processes: int = 1) -> Upgrade:
     """One file's upgrade: a TensorFlow 1.x script's renames first (in this process), then the edits."""
     if not tf1:
-        return upgrade_source(text, path)
+        return upgrade_source(text, path, processes=processes)
     if not renames:
-        return _without_renames(upgrade_source(text, path))
+        return _without_renames(upgrade_source(text, path, processes=processes))
     renamed, v1_module_notes = _edits().v1_modules(text)
-    renamed = renamed_in_pieces(renamed, _tf_tools.renamer(), triggers=_tf_tools.rename_triggers())
+    renamed = renamed_in_pieces(renamed, _tf_tools.renamer(), triggers=_tf_tools.rename_triggers(), processes=processes)
     if renamed is None:
-        return _without_renames(upgrade_source(text, path))
-    upgrade = upgrade_source(text, path, renamed=renamed.text, renamer_messages=renamed.messages)
+        return _without_renames(upgrade_source(text, path, processes=processes))
+    upgrade = upgrade_source(text, path, renamed=renamed.text, renamer_messages=renamed.messages, processes=processes)
     upgrade.notes[:0] = v1_module_notes
     return upgrade
 
@@ -351,6 +355,7 @@ def renamed_in_pieces(
     rename: Callable[[str], _tf_tools.Renamed | None],
     lines_per_piece: int = _LINES_PER_PIECE,
     triggers: _tf_tools.RenameTriggers | None = None,
+    processes: int = 1,
 ) -> _tf_tools.Renamed | None:
     """`rename(text)` (`tf_upgrade_v2`'s renames), made on pieces of about `lines_per_piece` lines cut between
     top-level statements, and joined (the messages' lines those of `text`).
@@ -362,59 +367,101 @@ def renamed_in_pieces(
     a piece is renamed statement by statement (`upgrade_edits.StatementEdits`): only the statements that hold a
     name it changes or warns about, unless an import of the piece (`triggers.imports`) changes what it does in the
     whole piece; and a statement where it would only rename names, on its text (`_plain_renames`). None when a
-    piece cannot be renamed.
+    piece cannot be renamed. The pieces of a text of `upgrade_forked.MIN_LINES` lines or more are shared by
+    `processes` forked processes.
     """
-    pieces = [text] if len(text.splitlines()) <= lines_per_piece else _edits().top_level_pieces(text, lines_per_piece)
-    texts, messages, before = [], [], 0
-    for piece in pieces:
-        renamed = _renamed_piece(piece, rename, triggers)
-        if renamed is None:
-            return None
-        texts.append(renamed.text)
-        messages.extend((before + line, reason) for line, reason in renamed.messages)
-        before += len(io.StringIO(piece, newline='').readlines())  # The line ends top_level_pieces cuts at.
-    return _tf_tools.Renamed(''.join(texts), tuple(messages))
+    one_piece = len(text.splitlines()) <= lines_per_piece
+    tree = None if one_piece and triggers is None else ast.parse(text)
+    pieces = _PieceRenames(text, tree, rename, triggers, lines_per_piece=None if one_piece else lines_per_piece)
+    renamed_pieces = upgrade_forked.forked_map(
+        pieces.renamed,
+        range(len(pieces.cuts)),
+        processes if len(pieces.lines) >= upgrade_forked.MIN_LINES else 1,
+    )
+    if any(renamed is None for renamed in renamed_pieces):
+        return None
+    return _tf_tools.Renamed(
+        ''.join(renamed.text for renamed in renamed_pieces),
+        tuple(message for renamed in renamed_pieces for message in renamed.messages),
+    )
 
 
 class _NotRenamed(Exception):
     """`tf_upgrade_v2` could not parse a statement."""
 
 
-def _renamed_piece(
-    piece: str, rename: Callable[[str], _tf_tools.Renamed | None], triggers: _tf_tools.RenameTriggers | None
-) -> _tf_tools.Renamed | None:
-    if triggers is None:
-        return rename(piece)
-    tree = ast.parse(piece)
-    for node in check_names.walk(tree):
-        if isinstance(node, ast.Import) and any((alias.name, alias.asname) in triggers.imports for alias in node.names):
-            return rename(piece)
-        if isinstance(node, ast.ImportFrom) and any(
-            (f'{node.module}.{alias.name}', alias.asname) in triggers.imports for alias in node.names
-        ):
-            return rename(piece)
-    messages: list[tuple[int, str]] = []
+class _PieceRenames:
+    """The renames of the pieces of one text (`renamed_in_pieces`), each piece's statements those of the text's
+    syntax tree (`tree`; None without `triggers` and with one piece): `cuts` holds each piece's first and last
+    lines (0-based, the last excluded), cut before top-level statements (`upgrade_edits.top_level_cuts`) every
+    `lines_per_piece` lines (None: one piece)."""
 
-    def edit(source: str, lines_before: int) -> str:
-        renamed = rename(source)
+    def __init__(
+        self,
+        text: str,
+        tree: ast.Module | None,
+        rename: Callable[[str], _tf_tools.Renamed | None],
+        triggers: _tf_tools.RenameTriggers | None,
+        lines_per_piece: int | None,
+    ):
+        self.lines = io.StringIO(text, newline='').readlines()  # Python's line ends only, as `ast` counts them.
+        self._rename, self._triggers = rename, triggers
+        self.cuts = [(0, len(self.lines))]
+        if lines_per_piece is not None:
+            self.cuts = _edits().top_level_cuts(tree.body, lines_per_piece, len(self.lines))
+        self._bodies: list[list[ast.stmt]] = [[] for _ in self.cuts]
+        if tree is not None:
+            starts = [start for start, _ in self.cuts]
+            for statement in tree.body:
+                self._bodies[bisect.bisect_right(starts, _edits().first_line(statement) - 1) - 1].append(statement)
+        self._messages: list[tuple[int, str]] = []
+        self._statements = None
+        if triggers is not None:
+            self._statements = _edits().StatementEdits(
+                text,
+                functools.partial(_renamed_by, triggers),
+                self._edit,
+                header_after_body=True,
+                runs=True,
+                plain=lambda source, lines_before: _plain_renames(source, triggers),
+            )
+
+    def _edit(self, source: str, lines_before: int) -> str:
+        renamed = self._rename(source)
         if renamed is None:
             raise _NotRenamed
-        messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
+        self._messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
         return renamed.text
 
-    statements = _edits().StatementEdits(
-        piece,
-        functools.partial(_renamed_by, triggers),
-        edit,
-        header_after_body=True,
-        runs=True,
-        plain=lambda source, lines_before: _plain_renames(source, triggers),
-    )
-    try:
-        units = statements.top_level(tree.body)
-    except _NotRenamed:
-        return None
-    return _tf_tools.Renamed(''.join(unit.text for unit in units), tuple(messages))
+    def renamed(self, index: int) -> _tf_tools.Renamed | None:
+        """The piece's `Renamed`, its messages at the text's lines; None when a statement cannot be renamed."""
+        start, stop = self.cuts[index]
+        if self._statements is None or self._imports_trigger(self._bodies[index]):
+            renamed = self._rename(''.join(self.lines[start:stop]))
+            if renamed is None:
+                return None
+            return _tf_tools.Renamed(renamed.text, tuple((start + line, reason) for line, reason in renamed.messages))
+        self._messages = []
+        try:
+            text = self._statements.lines_edited(self._bodies[index], start, stop)
+        except _NotRenamed:
+            return None
+        return _tf_tools.Renamed(text, tuple(self._messages))
+
+    def _imports_trigger(self, body: list[ast.stmt]) -> bool:
+        """Whether an import among the statements makes `tf_upgrade_v2` change the whole piece (`triggers.imports`)."""
+        imports = self._triggers.imports
+        for statement in body:
+            if 'import' not in ''.join(self.lines[_edits().first_line(statement) - 1 : statement.end_lineno]):
+                continue  # No import in its text: no walk of its nodes.
+            for node in check_names.walk(statement):
+                if isinstance(node, ast.Import) and any((alias.name, alias.asname) in imports for alias in node.names):
+                    return True
+                if isinstance(node, ast.ImportFrom) and any(
+                    (f'{node.module}.{alias.name}', alias.asname) in imports for alias in node.names
+                ):
+                    return True
+        return False
 
 
 def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) -> bool:
@@ -447,14 +494,13 @@ _NEWER_SYNTAX = tuple(
 def _plain_renames(source: str, triggers: _tf_tools.RenameTriggers) -> str | None:
     """`tf_upgrade_v2`'s text of `source` (statements) when all it does there is rename names, with no message
     (`_tf_tools.plain_renames`): the names replaced in the text (`splice`); else None."""
-    tree = upgrade_splice.statement_tree(source)
-    if tree is None or any(
-        isinstance(node, _NEWER_SYNTAX) or (isinstance(node, ast.arguments) and node.posonlyargs)
-        for node in ast.walk(tree)
+    nodes = upgrade_splice.statement_nodes(source)
+    if nodes is None or any(
+        isinstance(node, _NEWER_SYNTAX) or (isinstance(node, ast.arguments) and node.posonlyargs) for node in nodes
     ):
         return None
-    renames = _tf_tools.plain_renames(tree, triggers)
-    return None if renames is None else upgrade_splice.spliced(source, renames)
+    renames = _tf_tools.plain_renames(nodes[0], triggers)
+    return None if renames is None else upgrade_splice.spliced(source, renames, nodes)
 
 
 def _without_renames(upgrade: Upgrade) -> Upgrade:

@@ -18,7 +18,7 @@ import io
 import os
 import re
 import tokenize
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 import libcst as cst
 from libcst import helpers
@@ -28,7 +28,7 @@ from compat_mts.core import program as program_lib
 from compat_mts.cli.check import catalogue
 from compat_mts.cli.check import checker as check_checker
 from compat_mts.cli.check import names as check_names
-from compat_mts.cli.upgrade import splice as upgrade_splice
+from compat_mts.cli.upgrade import forked as upgrade_forked, splice as upgrade_splice
 
 # `tf.compat.v1.train.<X>` names that become `compat_mts.<X>` at stage 1: the catalogue's, where its
 # replacement is the same name in compat_mts.
@@ -246,6 +246,16 @@ class _NameEdit:
     graph: bool = False
 
 
+class _Recorded(NamedTuple):
+    """What `_StageOneEdits` recorded over some statements: their notes, and what the edits found there."""
+
+    notes: list[Note]
+    uses_mts: bool
+    uses_legacy_layers: bool
+    graph_program: bool
+    kept_v1_shapes: bool
+
+
 class _StageOneEdits(cst.CSTTransformer):
     """The name edits, the eager-switch removal, the Estimator and ps-cluster edits, in one walk."""
 
@@ -279,6 +289,20 @@ class _StageOneEdits(cst.CSTTransformer):
         what the edits found (`uses_mts`, ...) added to this object's."""
         self._positions = _Positions(module, text, lines_before)
         return MetadataWrapper(module, unsafe_skip_copy=True).visit(self)  # The module is ours: no copy.
+
+    def recorded_since(self, notes_before: int) -> _Recorded:
+        """What the edits recorded since `notes_before` notes were: the later notes, and what they found."""
+        return _Recorded(
+            self.notes[notes_before:], self.uses_mts, self.uses_legacy_layers, self.graph_program, self.kept_v1_shapes
+        )
+
+    def add_recorded(self, recorded: _Recorded) -> None:
+        """Adds what the edits of other statements recorded (in another process: `recorded_since`)."""
+        self.notes.extend(recorded.notes)
+        self.uses_mts = self.uses_mts or recorded.uses_mts
+        self.uses_legacy_layers = self.uses_legacy_layers or recorded.uses_legacy_layers
+        self.graph_program = self.graph_program or recorded.graph_program
+        self.kept_v1_shapes = self.kept_v1_shapes or recorded.kept_v1_shapes
 
     def needs_edits(self, nodes: Iterable[ast.AST]) -> bool:
         """Whether an edit or a note may come of the `ast` nodes of a statement (every node of it, from
@@ -414,13 +438,17 @@ class _StageOneEdits(cst.CSTTransformer):
         only edits are dotted names replaced or noted, made on the text (`splice`), the notes and what the edits
         found recorded as `edit` records them; None (nothing recorded) when another edit may apply there or a
         name cannot be replaced in place."""
-        if self.ps_program or self._serving_placeholders:
+        if self.ps_program and ('Server' in source or 'master' in source):
+            return None  # A server to move into the block that joins on 'ps' (`_ps_servers`), `master=` to drop.
+        if self._serving_placeholders:
+            last = lines_before + source.count('\n') + 1
+            if any(lines_before < line <= last for line, _ in self._serving_placeholders):
+                return None  # A placeholder that becomes a TensorSpec (`_tensor_spec`).
+        nodes = upgrade_splice.statement_nodes(source)
+        if nodes is None:
             return None
-        tree = upgrade_splice.statement_tree(source)
-        if tree is None:
-            return None
-        edits, found = [], []
-        for node in ast.walk(tree):
+        edits, found, canned = [], [], []
+        for node in nodes:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 return None  # libcst's module names are attributes, and imports have edits of their own.
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -432,8 +460,10 @@ class _StageOneEdits(cst.CSTTransformer):
                 method = node.func.attr if isinstance(node.func, ast.Attribute) else None
                 if method == 'export_savedmodel' or method in _ITERATOR_METHODS:
                     return None
-                if path and (path == 'tensorflow.device' or self._v1_canned(path)):
+                if path == 'tensorflow.device':
                     return None
+                if path and self._v1_canned(path) and self._loss_reduction_value(node) is not None:
+                    canned.append(node)
             elif isinstance(node, ast.Attribute):
                 spelled = _syntax_name(node)
                 edit = self._name_edit(self._resolver.dotted_path(spelled), lambda: spelled)
@@ -443,19 +473,54 @@ class _StageOneEdits(cst.CSTTransformer):
         inside = {id(child) for node, _, _ in edits for child in ast.walk(node) if child is not node}
         if any(id(node) in inside for node, _, _ in edits):
             return None  # A name edited inside another: libcst's order of the notes, and the outer one's text.
-        renamed = {id(node) for node, _, edit in edits if edit.new is not None}
-        for node in ast.walk(tree):
+        lines = io.StringIO(source, newline='').readlines()  # `ast`'s lines
+        renamed = {id(node): edit.new for node, _, edit in edits if edit.new is not None}
+        shifts: dict[int, int] = {}  # line index -> columns its indentation moves (`leave_Call`)
+        for node in nodes:
             if isinstance(node, ast.Call) and node.lineno != node.end_lineno:
                 if any(id(child) in renamed for child in ast.walk(node.func)):
-                    return None  # `leave_Call` may align the arguments' lines with the new name.
-        text = upgrade_splice.spliced(source, [(node, spelled, edit.new or spelled) for node, spelled, edit in edits])
+                    aligned = _aligned_arguments(node, lines, renamed.get(id(node.func)))
+                    if aligned is None:
+                        return None  # Not a layout whose arguments' lines this aligns as `leave_Call` does.
+                    shifts.update(aligned)
+        replacements = [(node, spelled, edit.new or spelled) for node, spelled, edit in edits]
+        added = []  # (where the note goes in libcst's order, the note) of each `loss_reduction=` added
+        for call in canned:
+            last = _appended_to(call, lines)
+            if last is None:
+                return None
+            spelled = _syntax_name(call.func)
+            value = self._loss_reduction_value(call)
+            argument = _source_segment(lines, last)
+            replacements.append((last, argument, f'{argument}, loss_reduction={value}'))
+            note = Note(lines_before + call.lineno, _loss_reduction_note(spelled, value), True)
+            added.append(((call.end_lineno, call.end_col_offset - 1), note))  # After the notes inside the call.
+        text = upgrade_splice.spliced(source, replacements, nodes)
         if text is None:
             return None
+        if shifts:
+            edited = io.StringIO(text, newline='').readlines()
+            for index, shift in shifts.items():
+                indentation = len(edited[index]) - len(edited[index].lstrip(' \t'))
+                edited[index] = ' ' * max(0, indentation + shift) + edited[index][indentation:]
+            text = ''.join(edited)
         for edit in found:
             self._record(edit)
-        for node, _, edit in sorted(edits, key=lambda item: (item[0].lineno, item[0].col_offset)):
-            self.notes.append(Note(lines_before + node.lineno, *edit.note))
+        ordered = [
+            ((node.lineno, node.col_offset), Note(lines_before + node.lineno, *edit.note)) for node, _, edit in edits
+        ]
+        self.notes.extend(note for _, note in sorted(ordered + added, key=lambda item: item[0]))
         return text
+
+    def _loss_reduction_value(self, call: ast.Call) -> str | None:
+        """The `loss_reduction=` value `_keep_v1_loss_reduction` adds to a canned Estimator's `call` (of `ast`);
+        None where it adds none (the argument given, `*args` or `**kwargs`, no name of TensorFlow)."""
+        if any(isinstance(arg, ast.Starred) for arg in call.args) or any(
+            keyword.arg in (None, 'loss_reduction') for keyword in call.keywords
+        ):
+            return None
+        tf_name = self._resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
+        return None if tf_name is None else f'{tf_name}.keras.losses.Reduction.SUM'
 
     # Horovod: its graph API on the strategy's collectives, by one import (compat_mts.legacy.horovod).
     def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.ImportFrom:
@@ -579,12 +644,7 @@ class _StageOneEdits(cst.CSTTransformer):
         args.append(
             cst.Arg(cst.parse_expression(value), keyword=cst.Name('loss_reduction'), equal=equal, comma=trailing)
         )
-        spelled = helpers.get_full_name_for_node(original.func)
-        self._done(
-            original,
-            f"{spelled}(..., loss_reduction={value}) added: v1's default (TensorFlow 2 averages the loss over the "
-            'batch), as tf_upgrade_v2 adds it; without it the loss is batch_size times smaller',
-        )
+        self._done(original, _loss_reduction_note(helpers.get_full_name_for_node(original.func), value))
         return updated.with_changes(args=args)
 
     def _iterator_function(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -699,6 +759,89 @@ class _StageOneEdits(cst.CSTTransformer):
                     *body[later + 1 :],
                 ]
         return body
+
+
+def _loss_reduction_note(spelled: str, value: str) -> str:
+    """The note of `loss_reduction=value` added to the call of the canned Estimator `spelled`."""
+    return (
+        f"{spelled}(..., loss_reduction={value}) added: v1's default (TensorFlow 2 averages the loss over the "
+        'batch), as tf_upgrade_v2 adds it; without it the loss is batch_size times smaller'
+    )
+
+
+def _source_segment(lines: list[str], node: ast.AST) -> str:
+    """The text of a node on one line of `lines` (`ast`'s columns count UTF-8 bytes)."""
+    return lines[node.lineno - 1].encode('utf-8')[node.col_offset : node.end_col_offset].decode('utf-8')
+
+
+def _column(lines: list[str], line: int, byte_column: int) -> int:
+    """The column in characters of `ast`'s `byte_column` on `line` (1-based)."""
+    return len(lines[line - 1].encode('utf-8')[:byte_column].decode('utf-8'))
+
+
+def _arguments(call: ast.Call) -> list[ast.AST]:
+    """The call's arguments in the order of the text (`ast` keeps keywords apart)."""
+    return sorted([*call.args, *call.keywords], key=lambda node: (node.lineno, node.col_offset))
+
+
+def _appended_to(call: ast.Call, lines: list[str]) -> ast.AST | None:
+    """The last argument of a one-line `call`, after which `_keep_v1_loss_reduction` adds its argument with `, `,
+    when the call's `)` follows it at once (no trailing comma, space or parentheses of its own); else None."""
+    arguments = _arguments(call)
+    if call.lineno != call.end_lineno or not arguments or isinstance(arguments[-1], ast.GeneratorExp):
+        return None
+    last = arguments[-1]
+    line = lines[call.lineno - 1].encode('utf-8')
+    return last if line[last.end_col_offset : call.end_col_offset] == b')' else None
+
+
+def _aligned_arguments(call: ast.Call, lines: list[str], new_func: str | None) -> dict[int, int] | None:
+    """What `_StageOneEdits.leave_Call` does to the lines of a call over several lines whose name becomes
+    `new_func`: {line index: columns its indentation moves} (empty: nothing), for the layout it is found for
+    here: the call's name itself replaced (`new_func`), the call not in parentheses of its own, and either `(` the
+    end of its line (nothing moves) or its first argument after `(` on its line, each argument on one line, each
+    comma right after its argument and followed by a space or the end of the line, the next argument then first
+    on the next line, and `)` right after the last one. None for any other layout (libcst's edit decides)."""
+    if new_func is None:
+        return None
+    func, encoded = call.func, [line.encode('utf-8') for line in lines[call.lineno - 1 : call.end_lineno]]
+
+    def text(line: int, start: int, stop: int | None = None) -> bytes:
+        return encoded[line - call.lineno][start:stop]
+
+    if func.lineno != func.end_lineno or text(func.lineno, 0, call.col_offset).rstrip().endswith(b'('):
+        return None
+    arguments = _arguments(call)
+    if not arguments:
+        return {} if text(func.end_lineno, func.end_col_offset, func.end_col_offset + 1) == b'(' else None
+    first = arguments[0]
+    if first.lineno > func.end_lineno and text(func.end_lineno, func.end_col_offset).strip() == b'(':
+        return {}  # The arguments start on a line of their own: their lines stay as they are.
+    if first.lineno != func.lineno or text(func.end_lineno, func.end_col_offset, first.col_offset) != b'(':
+        return None
+    if any(argument.lineno != argument.end_lineno for argument in arguments):
+        return None
+    wrapped = []  # the arguments first on a line of their own
+    for before, after in zip(arguments, arguments[1:]):
+        if after.lineno == before.end_lineno:
+            if text(before.end_lineno, before.end_col_offset, after.col_offset).strip() != b',':
+                return None
+        elif (
+            after.lineno == before.end_lineno + 1
+            and text(before.end_lineno, before.end_col_offset).rstrip() == b','
+            and not text(after.lineno, 0, after.col_offset).strip()
+        ):
+            wrapped.append(after)
+        else:
+            return None
+    last = arguments[-1]
+    if last.end_lineno != call.end_lineno or text(last.end_lineno, last.end_col_offset, call.end_col_offset) != b')':
+        return None
+    if not wrapped:
+        return {}
+    current = _column(lines, wrapped[0].lineno, wrapped[0].col_offset)
+    shift = _column(lines, call.lineno, call.col_offset) + len(new_func) + 1 - current
+    return {argument.lineno - 1: shift for argument in wrapped} if shift else {}
 
 
 def _estimator_rule(relative: str) -> catalogue.Rule | None:
@@ -825,12 +968,14 @@ def _is_placeholder(node: ast.AST, resolver: _Resolver) -> bool:
     return path in ('tensorflow.compat.v1.placeholder', 'tensorflow.placeholder')
 
 
-def _reads_dimension_values(text: str) -> bool:
-    """Whether the script reads `x.shape[i].value` (check's blocking shape finding)."""
+def _reads_dimension_values(text: str, tree: ast.Module, resolver: _Resolver) -> bool:
+    """Whether the script `text` (its syntax tree and resolver) reads `x.shape[i].value` (check's blocking shape
+    finding)."""
     if '.value' not in text:
         return False
     return any(
-        finding.replacement.startswith('tf.compat.v1.dimension_value(') for finding in check_checker.check_source(text)
+        finding.replacement.startswith('tf.compat.v1.dimension_value(')
+        for finding in check_checker.check_tree(tree, resolver.nodes, resolver.names)
     )
 
 
@@ -887,7 +1032,9 @@ def _add_legacy_keras(module: cst.Module) -> cst.Module:
     return module
 
 
-def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: bool = True) -> tuple[str, list[Note]]:
+def apply_edits(
+    text: str, v1_script: bool = False, *, statement_by_statement: bool = True, processes: int = 1
+) -> tuple[str, list[Note]]:
     """The script `text` after the stage-1 edits, and the report's notes (line numbers of `text`).
 
     `v1_script`: `text` was written for TensorFlow 1.x (and may since have had `tf_upgrade_v2`'s renames), so its
@@ -898,7 +1045,8 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
     program, a statement whose body assigns a `tf.train.Server` is edited whole (the edits move that assignment
     into the block that joins on 'ps'). Else, and always for a parameter-server program that assigns its server
     at the top level, a file with a coding declaration or carriage returns, libcst parses the whole script as one
-    module; the text and the notes are the same.
+    module; the text and the notes are the same. `processes`: how many forked processes share the statements of
+    a script of `upgrade_forked.MIN_LINES` lines or more (each statement's edits are its own).
 
     Raises:
       SyntaxError: `text` is not valid Python.
@@ -911,7 +1059,7 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
     edits = _StageOneEdits(
         resolver,
         mts,
-        keep_v1_shapes=_reads_dimension_values(text),
+        keep_v1_shapes=_reads_dimension_values(text, tree, resolver),
         ps_program=_is_ps_program(resolver.nodes),
         serving_placeholders=_serving_placeholders(tree, resolver),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
@@ -925,13 +1073,28 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
             notes.append(note)
         result = edited.code
     else:
-        units = StatementEdits(
+        statements = StatementEdits(
             text,
             edits.needs_edits,
             lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
             removable=functools.partial(_removable, edits.resolver, edits.ps_program),
             plain=edits.plain_edit,
-        ).top_level(tree.body)
+        )
+        groups = statements.top_level_groups(tree.body)
+        if text.count('\n') < upgrade_forked.MIN_LINES:
+            processes = 1
+
+        def units_of(part: tuple[int, int]) -> tuple[list[_Unit], _Recorded]:
+            before = len(edits.notes)
+            part_units = statements.units(groups, *part)
+            recorded = edits.recorded_since(before)
+            del edits.notes[before:]  # Added back in order by `add_recorded`, in this process or not.
+            return part_units, recorded
+
+        units = []
+        for part_units, recorded in upgrade_forked.forked_map(units_of, _parts(groups, processes), processes):
+            units.extend(part_units)
+            edits.add_recorded(recorded)
         notes.extend(edits.notes)
         result = _with_additions(units, _additions(edits, resolver, text, tree), notes)
     if edits.graph_program:
@@ -941,6 +1104,22 @@ def apply_edits(text: str, v1_script: bool = False, *, statement_by_statement: b
             for where in wrapped
         )
     return result, notes
+
+
+def _parts(groups: list[tuple[list[ast.stmt], bool]], processes: int) -> list[tuple[int, int]]:
+    """`groups` cut into `(start, stop)` ranges of about equal lines: four per process, so that a process that
+    finishes early takes another; one range for one process."""
+    if processes <= 1 or not groups:
+        return [(0, len(groups))]
+    count = 4 * processes
+    ends = [max(statement.end_lineno for statement in group) for group, _ in groups]
+    size = ends[-1] / count
+    cuts = [0]
+    for index, end in enumerate(ends[:-1]):
+        if end >= size * len(cuts):
+            cuts.append(index + 1)
+    cuts.append(len(groups))
+    return list(zip(cuts, cuts[1:]))
 
 
 _CODING = re.compile(r'(.*\n)?[ \t\f]*#.*?coding[:=]')  # A coding declaration, on one of the first two lines.
@@ -1070,21 +1249,31 @@ class StatementEdits:
 
     def top_level(self, body: list[ast.stmt]) -> list[_Unit]:
         """The script's text as units, their statements edited; `body` the script's top-level statements."""
-        units: list[_Unit] = []
-        groups: list[list[ast.stmt]] = []
-        merged: list[bool] = []
+        if self._runs:
+            return [_Unit(self.lines_edited(body, 0, len(self._lines)))]
+        groups = self.top_level_groups(body)
+        return self.units(groups, 0, len(groups))
+
+    def top_level_groups(self, body: list[ast.stmt]) -> list[tuple[list[ast.stmt], bool]]:
+        """The top-level statements as `top_level` edits them: groups of statements that share lines, each with
+        whether it was joined with a removable group after it (see the class docstring). Not with `runs`."""
+        groups: list[tuple[list[ast.stmt], bool]] = []
         for group in _groups(body):
             if self._removable(group) and groups:
-                groups[-1].extend(group)
-                merged[-1] = True
+                groups[-1][0].extend(group)
+                groups[-1] = (groups[-1][0], True)
             else:
-                groups.append(list(group))
-                merged.append(False)
-        if self._runs:
-            return [_Unit(self._block(body, 0, len(self._lines), 0))]
-        cursor = 0
-        for group, joined in zip(groups, merged):
-            first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+                groups.append((list(group), False))
+        return groups
+
+    def units(self, groups: list[tuple[list[ast.stmt], bool]], start: int, stop: int) -> list[_Unit]:
+        """The units of `groups[start:stop]` (of `top_level_groups`) and of the lines before each; with the
+        script's last lines after the last group. Each group's edit is its own, so the units of parts of the
+        groups, joined, are those of the whole."""
+        units: list[_Unit] = []
+        cursor = max(statement.end_lineno for statement in groups[start - 1][0]) if start else 0
+        for group, joined in groups[start:stop]:
+            first, last = first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
             if first > cursor:
                 units.append(_Unit(''.join(self._lines[cursor:first])))
             text = self._parse(first, last, 0) if joined else self._statements(group, 0)
@@ -1098,16 +1287,21 @@ class StatementEdits:
                 )
             )
             cursor = last
-        if cursor < len(self._lines):
+        if stop == len(groups) and cursor < len(self._lines):
             units.append(_Unit(''.join(self._lines[cursor:])))
         return units
+
+    def lines_edited(self, body: list[ast.stmt], start: int, stop: int) -> str:
+        """The text of lines `start` to `stop` (0-based, `stop` excluded), the top-level statements of `body`, which
+        are all the ones in them, edited (with `runs`: the statements of a piece of the script)."""
+        return self._block(body, start, stop, 0)
 
     def _block(self, body: list[ast.stmt], start: int, stop: int, depth: int) -> str:
         """The text of lines `start` to `stop` (0-based, `stop` excluded), the statements of `body` in them edited."""
         parts, cursor, run = [], start, None  # run: (first, last) lines of adjacent statements edited whole
         for group in [*_groups(body), None]:  # None: the end of the block, where a run ends too.
             if group is not None:
-                first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+                first, last = first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
                 needed = self._needed(group)
                 plain = None
                 if self._runs and needed and self._whole(group):
@@ -1149,7 +1343,7 @@ class StatementEdits:
     def _statements(self, group: list[ast.stmt], depth: int, needed: bool | None = None) -> str:
         """The text of statements that share their lines, edited; `needed`: whether they hold an edit, when the
         caller has asked `needs`."""
-        first, last = _first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
+        first, last = first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
         if needed is None:
             needed = self._needed(group)
         if not needed:
@@ -1157,7 +1351,7 @@ class StatementEdits:
         if self._whole(group):
             return self._parse(first, last, depth)
         statement = group[0]
-        body_first = _first_line(statement.body[0]) - 1
+        body_first = first_line(statement.body[0]) - 1
         if self._needs(self._header(statement, lambda field: field != 'body')):
             body_line = self._lines[body_first]
             head = self._parse(first, body_first, depth, dummy=body_line[: len(body_line) - len(body_line.lstrip())])
@@ -1187,7 +1381,7 @@ class StatementEdits:
         if any(self._removable([child]) for child in statement.body):
             return False
         first = statement.body[0]
-        line = self._lines[_first_line(first) - 1]
+        line = self._lines[first_line(first) - 1]
         if getattr(first, 'decorator_list', None):
             return line.lstrip().startswith('@')
         return not line.encode('utf-8')[: first.col_offset].strip()  # ast's columns count UTF-8 bytes.
@@ -1250,7 +1444,7 @@ def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
     return own, inner
 
 
-def _first_line(statement: ast.stmt) -> int:
+def first_line(statement: ast.stmt) -> int:
     """The statement's first line: its first decorator's, if it has any."""
     return min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
 
@@ -1260,7 +1454,7 @@ def _groups(body: list[ast.stmt]) -> list[list[ast.stmt]]:
     groups: list[list[ast.stmt]] = []
     end = 0
     for statement in body:
-        if groups and _first_line(statement) <= end:
+        if groups and first_line(statement) <= end:
             groups[-1].append(statement)
         else:
             groups.append([statement])
@@ -1493,11 +1687,11 @@ def _plain_v1_modules(source: str, lines_before: int, resolver: _Resolver) -> tu
     """`_V1Modules`' text and notes of `source` (statements, the script's after its first `lines_before` lines)
     made on the text (`splice`); None where a module itself is assigned (`layers = tf.layers`), or a name
     cannot be replaced in place."""
-    tree = upgrade_splice.statement_tree(source)
-    if tree is None:
+    nodes = upgrade_splice.statement_nodes(source)
+    if nodes is None:
         return None
     edits = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
             if resolver.syntax_path(node.value) in {f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2}:
                 return None
@@ -1507,7 +1701,7 @@ def _plain_v1_modules(source: str, lines_before: int, resolver: _Resolver) -> tu
             if replacement is not None:
                 edits.append((node, spelled, replacement))
     inside = {id(child) for node, _, _ in edits for child in ast.walk(node) if child is not node}
-    text = None if any(id(node) in inside for node, _, _ in edits) else upgrade_splice.spliced(source, edits)
+    text = None if any(id(node) in inside for node, _, _ in edits) else upgrade_splice.spliced(source, edits, nodes)
     if text is None:
         return None
     notes = [
@@ -1557,19 +1751,15 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
     return ''.join(unit.text for unit in units), notes
 
 
-def top_level_pieces(text: str, lines_per_piece: int = 1) -> list[str]:
-    """`text` cut into pieces of at least `lines_per_piece` lines (but the last), each cut before a top-level
-    statement that starts on a line of its own.
-
-    Raises:
-      SyntaxError: `text` is not valid Python.
-    """
-    lines = io.StringIO(text, newline='').readlines()  # Python's line ends only (not str.splitlines' \f, ...)
+def top_level_cuts(body: list[ast.stmt], lines_per_piece: int, line_count: int) -> list[tuple[int, int]]:
+    """The first and last lines (0-based, the last excluded) of pieces of a script of `line_count` lines, whose
+    top-level statements are `body`: pieces of at least `lines_per_piece` lines (but the last), each cut before a
+    top-level statement that starts on a line of its own."""
     cuts, end = [0], 0
-    for statement in ast.parse(text).body:
-        first = min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+    for statement in body:
+        first = first_line(statement)
         if first > end and first - 1 - cuts[-1] >= lines_per_piece:
             cuts.append(first - 1)  # A statement that starts on a line of its own: the piece before it ends.
         end = max(end, statement.end_lineno)
-    cuts.append(len(lines))
-    return [''.join(lines[start:stop]) for start, stop in zip(cuts, cuts[1:]) if stop > start]
+    cuts.append(line_count)
+    return [(start, stop) for start, stop in zip(cuts, cuts[1:]) if stop > start]
