@@ -344,3 +344,40 @@ def test_the_write_flags_without_the_mode_they_belong_to_are_refused(tmp_path):
     no_backup = _cli('train.py', '-o', 'out', '--no-backup', cwd=tmp_path)
     assert no_backup.returncode == 2 and '--no-backup goes with --in-place' in no_backup.stderr
     assert not (tmp_path / 'out').exists() and _read(tmp_path / 'train.py') == _script(1).encode()
+
+
+_WORKERS_WAIT = r"""
+import os, sys, time
+from compat_mts.cli.upgrade import forked
+
+def wait(index):
+    os.write(1, f'{os.getpid()}\n'.encode())  # One write: the two workers' lines do not interleave.
+    time.sleep(600)
+
+forked.forked_map(wait, [0, 1], 2)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f'/proc/{pid}/stat') as file:
+            return file.read().split(')')[-1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='the workers ask Linux to end them with the parent')
+def test_the_forked_workers_end_when_the_command_is_killed():
+    """`kill -9` of `upgrade` (the OOM killer) while its forked processes work: none is left behind waiting."""
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT)
+    parent = subprocess.Popen([sys.executable, '-c', _WORKERS_WAIT], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(parent.stdout.readline()) for _ in range(2)]
+        assert all(_alive(worker) for worker in workers)
+    finally:
+        parent.kill()
+        parent.wait(timeout=60)
+    deadline = time.monotonic() + 60
+    while any(_alive(worker) for worker in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [worker for worker in workers if _alive(worker)]

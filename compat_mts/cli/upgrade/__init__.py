@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import ast
 import bisect
-import concurrent.futures
 import dataclasses
 import functools
 import difflib
 import io
-import multiprocessing
 import os
 import re
 import signal
@@ -305,9 +303,8 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
     else:
         # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
         order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
-        context = multiprocessing.get_context('fork')
-        with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
-            done = dict(zip(order, pool.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
+        with upgrade_forked.pool(processes) as workers:
+            done = dict(zip(order, workers.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
         results = [done[index] for index in range(len(jobs))]
     problems = [result for result in results if not isinstance(result, Upgrade)]
     if problems:

@@ -9,8 +9,10 @@ not once TensorFlow runs in the process (it is not fork-safe), and not on a syst
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import multiprocessing
 import os
+import signal
 import sys
 from typing import Callable, Sequence, TypeVar
 
@@ -31,6 +33,27 @@ def usable_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
 
 
+def pool(processes: int) -> concurrent.futures.ProcessPoolExecutor:
+    """A pool of `processes` forked processes that end with this one, even when it is killed (`kill -9`, the
+    OOM killer): a worker left behind would wait for work forever."""
+    context = multiprocessing.get_context('fork')
+    return concurrent.futures.ProcessPoolExecutor(
+        processes, mp_context=context, initializer=_end_with_parent, initargs=(os.getpid(),)
+    )
+
+
+_PR_SET_PDEATHSIG = 1  # Linux's prctl option: the signal a process gets when its parent ends.
+
+
+def _end_with_parent(parent: int) -> None:
+    """In a worker: asks Linux for SIGKILL when the parent ends (elsewhere the pool's own shutdown stands), and
+    ends at once if the parent ended before it asked."""
+    if sys.platform.startswith('linux'):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _run(index: int):
     return _job(index)  # type: ignore[misc]
 
@@ -46,8 +69,7 @@ def forked_map(function: Callable[[_Item], _Result], items: Sequence[_Item], pro
         raise RuntimeError('forked_map is not reentrant')
     _job = lambda index: function(items[index])  # noqa: E731
     try:
-        context = multiprocessing.get_context('fork')
-        with concurrent.futures.ProcessPoolExecutor(min(processes, len(items)), mp_context=context) as pool:
-            return list(pool.map(_run, range(len(items))))
+        with pool(min(processes, len(items))) as workers:
+            return list(workers.map(_run, range(len(items))))
     finally:
         _job = None
