@@ -236,12 +236,9 @@ def _less_summaries(graph: Any, quiet_graph: Any) -> bool:
     return all(kind in _SUMMARY_OP_TYPES for kind, _, _ in counts - quiet_counts)
 
 
-@functools.cache
 def _false_value() -> bytes:
-    """How `_op_counts` holds the value of a constant False."""
-    with tf.Graph().as_default() as graph:
-        tf.constant(False)
-    return next(iter(_op_counts(graph)))[2]
+    """How `_op_counts` holds the value of a constant False (a `Const` op's `value` attribute, serialized)."""
+    return tf.compat.v1.AttrValue(tensor=tf.make_tensor_proto(False)).SerializeToString()
 
 
 class RecordingSwitch:
