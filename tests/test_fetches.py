@@ -290,6 +290,14 @@ def test_a_step_that_creates_its_variables_on_the_first_call_keeps_them():
     assert stale.results == [0, 1, 2, 3]
 
 
+def _run_recorded(step, directory, runs: int) -> None:
+    """Runs `step` `runs` times in a session whose `SummarySaverHook` records every third step into `directory`."""
+    hooks = [mts.SummarySaverHook(save_steps=3, output_dir=str(directory), scaffold=mts.Scaffold())]
+    with mts.MonitoredSession(hooks=hooks) as session:
+        for _ in range(runs):
+            session.run(step)
+
+
 def test_runs_that_record_no_summaries_call_the_step_traced_without_them(tmp_path):
     global_step = mts.get_or_create_global_step()
     total = tf.Variable(1.0)
@@ -302,10 +310,7 @@ def test_runs_that_record_no_summaries_call_the_step_traced_without_them(tmp_pat
         global_step.assign_add(1)
         tf.summary.scalar('total', total)
 
-    hooks = [mts.SummarySaverHook(save_steps=3, output_dir=str(tmp_path), scaffold=mts.Scaffold())]
-    with mts.MonitoredSession(hooks=hooks) as session:
-        for _ in range(10):
-            session.run(step)
+    _run_recorded(step, tmp_path, 10)
     # Its own first call (the recording condition a variable read), then once with recording off (a private API).
     again = [False] if tf_internals.PRIVATE_TF and fetch.fast_paths() else []
     assert [tf.get_static_value(condition) for condition in traces] == [None, *again]
@@ -358,10 +363,7 @@ def test_a_step_whose_python_fails_when_traced_again_keeps_its_first_trace(tmp_p
         global_step.assign_add(1)
         tf.summary.scalar('step', global_step)
 
-    hooks = [mts.SummarySaverHook(save_steps=3, output_dir=str(tmp_path), scaffold=mts.Scaffold())]
-    with mts.MonitoredSession(hooks=hooks) as session:
-        for _ in range(6):
-            session.run(step)
+    _run_recorded(step, tmp_path, 6)
     assert int(global_step.numpy()) == 6
     assert read_events(str(tmp_path))['step'] == [(1, 1.0), (4, 4.0)]
 
