@@ -83,6 +83,9 @@ _SUBMODULES = {
 
 # TensorFlow's C++ start-up lines stay off stderr (COMPAT_MTS_SHOW_TF_STARTUP=1 shows them): see _quiet_start.
 importlib.import_module('compat_mts._quiet_start').install()
+# TensorFlow's import-time objects leave the cyclic collector's generations (COMPAT_MTS_KEEP_GC=1 keeps them):
+# a quicker exit, cheaper collections. See _frozen_imports.
+importlib.import_module('compat_mts._frozen_imports').install()
 # The modules' paths before the concept folders keep working for one release: see _moved.
 importlib.import_module('compat_mts._moved').install()
 

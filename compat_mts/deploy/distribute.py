@@ -33,7 +33,6 @@ gradients. compat_mts never exchanges parameters itself; it adds what v1's sessi
 
 from __future__ import annotations
 
-import gc
 import re
 import shutil
 import socket
@@ -43,6 +42,7 @@ import time
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import _frozen_imports
 from compat_mts import _tf_internals as tf_internals
 from compat_mts.checkpoint_dir import checkpoints
 from compat_mts.core import global_step as global_step_lib
@@ -167,7 +167,7 @@ def _own_server(master: str) -> 'tf.distribute.Server | None':
     host, port = _TARGET.match(master).groups()
     if host not in ('localhost', '127.0.0.1', '0.0.0.0', '[::1]', socket.gethostname()):
         return None
-    for candidate in gc.get_objects():
+    for candidate in _frozen_imports.live_objects():
         if isinstance(candidate, tf.distribute.Server) and _TARGET.match(candidate.target).group(2) == port:
             return candidate
     return None

@@ -55,7 +55,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
-import gc
 import math
 import os
 import sys
@@ -66,6 +65,7 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 from tensorflow.compat.v1 import logging
 
+from compat_mts import _frozen_imports
 from compat_mts import _tf_internals as tf_internals
 from compat_mts.checkpoint_dir import checkpoints
 from compat_mts.core import program as program_lib
@@ -200,7 +200,7 @@ def _check_no_server_of_its_own() -> None:
     task would hold that port. TensorFlow keeps no registry of a process's servers, so they are looked up
     among the process's objects, once.
     """
-    servers = [candidate for candidate in gc.get_objects() if isinstance(candidate, tf.distribute.Server)]
+    servers = [candidate for candidate in _frozen_imports.live_objects() if isinstance(candidate, tf.distribute.Server)]
     if servers:
         raise ValueError(
             f'This process already runs a tf.distribute.Server ({servers[0].target}): on the chief of a '
