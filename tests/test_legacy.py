@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import _tf_internals as tf_internals
 from compat_mts.core import fetch as fetches_lib
 from compat_mts import legacy
 from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
@@ -59,10 +60,17 @@ def test_outputs_are_what_build_fn_returned_and_are_hashable_plain_graph_tensors
     assert {outputs['x']: 1}[outputs['x']] == 1  # A function graph's tensors would raise "unhashable".
     with pytest.raises(TypeError, match='unhashable'):
         {tf.constant(1.0): 1}  # Tensor equality is still on.
-    assert graph.graph.finalized
-    with pytest.raises(RuntimeError, match='finalized'):
+    if tf_internals.CAN_UNFINALIZE:
+        assert graph.graph.finalized
+        with pytest.raises(RuntimeError, match='finalized'):
+            with graph.graph.as_default():
+                tf.constant(1.0)
+    else:  # A finalized graph could not be opened again (`as_default`): left open, an op made in it runs.
+        assert not graph.graph.finalized
         with graph.graph.as_default():
-            tf.constant(1.0)
+            doubled = tf.multiply(outputs['loss'], 2.0)
+        with mts.MonitoredSession() as session:
+            assert session.run(doubled, feed_dict={outputs['x']: FEATURES, outputs['y']: TARGETS}) == 2.0
 
 
 def test_graph_variables_become_eager_and_the_graph_global_step_is_the_session_global_step(graph):
