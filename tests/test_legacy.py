@@ -187,6 +187,42 @@ def test_feed_errors_are_v1s(graph):
             session.run(loss, feed_dict={x: FEATURES, 'y:0': TARGETS, foreign: 1.0})
 
 
+def test_feeds_of_two_placeholders_take_arrays_lists_and_python_numbers_as_a_v1_session_takes_them():
+    def build():
+        a = tf.compat.v1.placeholder(tf.float32, [None, 2], name='a')
+        b = tf.compat.v1.placeholder(tf.int32, [], name='b')
+        return a, b, tf.reduce_sum(a) * tf.cast(b, tf.float32)
+
+    feeds = [  # (a, b) -> feed_dict: values to convert to each dtype, then two shapes that do not fit.
+        lambda a, b: {a: np.ones((3, 2)), b: 3},
+        lambda a, b: {a: [[1, 2]], b: np.int64(2)},
+        lambda a, b: {a: [[0.5, 2.0]], b: 2.9},
+        lambda a, b: {a: [[1, 2, 3]], b: 3},
+        lambda a, b: {a: [[1, 2]], b: [3]},
+    ]
+
+    def outcomes(run, a, b):
+        results = []
+        for feed in feeds:
+            try:
+                results.append(float(run(feed(a, b))))
+            except ValueError as error:
+                results.append(str(error))
+        return results
+
+    with tf.Graph().as_default() as v1_graph:
+        v1_a, v1_b, v1_product = build()
+    with tf.compat.v1.Session(graph=v1_graph) as v1_session:
+        expected = outcomes(lambda feed_dict: v1_session.run(v1_product, feed_dict=feed_dict), v1_a, v1_b)
+    a, b, product = mts.wrap_graph(build).outputs
+    with mts.MonitoredSession() as session:
+        assert outcomes(lambda feed_dict: session.run(product, feed_dict=feed_dict), a, b) == expected
+        assert expected[:3] == [18.0, 6.0, 5.0] and expected[3].startswith('Cannot feed value of shape (1, 3)')
+        # TF 2.15's error (NumPy 1); on NumPy 2 v1's own check raises NumPy's OverflowError first.
+        with pytest.raises(TypeError, match=r"^Type of feed value 1099511627776 with type <class 'int'> is not "):
+            session.run(product, feed_dict={a: [[1, 2]], b: 2**40})
+
+
 def test_a_fed_eager_tensor_or_list_is_converted_to_the_placeholder_dtype(graph):
     loss = graph.outputs['loss']
     with mts.MonitoredSession() as session:

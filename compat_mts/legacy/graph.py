@@ -272,6 +272,12 @@ class _Feed:
                 f'was {value} which was passed to the argument `feed_dict` with key {self.name}.'
             )
         else:
+            if isinstance(value, int) and not _holds_int(self.numpy_dtype, value):
+                raise TypeError(
+                    f'Type of feed value {value} with type {type(value)} is not compatible with Tensor type '
+                    f'{self.numpy_dtype}. Try explicitly setting the type of the feed tensor to a larger type '
+                    '(e.g. int64).'
+                )
             array = np.asarray(value, dtype=self.numpy_dtype)
         shape = self.shape
         if shape is not None:
@@ -287,6 +293,16 @@ class _Feed:
             return value
         # The eager tensor constructor, without tf.convert_to_tensor's dispatch: this runs on every step.
         return tf_internals.eager_tensor(array, self.dtype)
+
+
+def _holds_int(numpy_dtype: Any, value: int) -> bool:
+    """Whether a feed of `numpy_dtype` holds the Python int `value` as it is: v1's test (a string does not)."""
+    if numpy_dtype is object:
+        return False
+    try:
+        return numpy_dtype(value) == value
+    except OverflowError:  # NumPy 2; NumPy 1 wrapped the value around, which then differed.
+        return False
 
 
 class _Plan:
@@ -825,7 +841,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
         Raises:
           TypeError, ValueError: v1's messages for a feed that is not a tensor of the graph, a
-            `tf.Tensor` as a feed value, or a value whose shape does not fit.
+            `tf.Tensor` as a feed value, a Python int its placeholder's dtype does not hold, or a value whose shape
+            does not fit.
         """
         key = (*map(_identity, fetches), None, *map(_identity, feeds))
         plan = self._plans.get(key)
