@@ -68,6 +68,14 @@ def test_a_warm_start_from_a_directory_missing_a_variable_names_the_directory_as
     assert ours['missing/warm_start_train_from_directory'][1].startswith('Tensor v is not found in <root>/a checkpoint')
 
 
+@pytest.mark.slow
+def test_where_tf215_raised_a_not_found_error_except_not_found_error_catches_the_mismatch_too(results):
+    ours, theirs = results
+    assert 'missing/evaluate' in theirs['not_found'] and 'missing/model_dir_evaluate' in theirs['not_found']
+    assert set(theirs['not_found']) <= set(ours['not_found'])
+    assert all(ours[scenario][0] in ('CheckpointMismatchError', 'NotFoundError') for scenario in ours['not_found'])
+
+
 def test_the_error_names_the_argument_given_by_its_own_class():
     error = compat_mts.CheckpointMismatchError('It does not fit.', partial=True)
     named = error.naming('Estimator.predict', 'checkpoint_path', directory=False)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import _tf_internals as tf_internals
 from compat_mts.core import fetch as fetches_lib
 from compat_mts import legacy
 from compat_mts.session.session_run_hook import SessionRunArgs, SessionRunHook
@@ -59,10 +60,17 @@ def test_outputs_are_what_build_fn_returned_and_are_hashable_plain_graph_tensors
     assert {outputs['x']: 1}[outputs['x']] == 1  # A function graph's tensors would raise "unhashable".
     with pytest.raises(TypeError, match='unhashable'):
         {tf.constant(1.0): 1}  # Tensor equality is still on.
-    assert graph.graph.finalized
-    with pytest.raises(RuntimeError, match='finalized'):
+    if tf_internals.CAN_UNFINALIZE:
+        assert graph.graph.finalized
+        with pytest.raises(RuntimeError, match='finalized'):
+            with graph.graph.as_default():
+                tf.constant(1.0)
+    else:  # A finalized graph could not be opened again (`as_default`): left open, an op made in it runs.
+        assert not graph.graph.finalized
         with graph.graph.as_default():
-            tf.constant(1.0)
+            doubled = tf.multiply(outputs['loss'], 2.0)
+        with mts.MonitoredSession() as session:
+            assert session.run(doubled, feed_dict={outputs['x']: FEATURES, outputs['y']: TARGETS}) == 2.0
 
 
 def test_graph_variables_become_eager_and_the_graph_global_step_is_the_session_global_step(graph):
@@ -177,6 +185,42 @@ def test_feed_errors_are_v1s(graph):
     with mts.MonitoredSession() as session:
         with pytest.raises(TypeError, match='Cannot interpret feed_dict key as Tensor'):
             session.run(loss, feed_dict={x: FEATURES, 'y:0': TARGETS, foreign: 1.0})
+
+
+def test_feeds_of_two_placeholders_take_arrays_lists_and_python_numbers_as_a_v1_session_takes_them():
+    def build():
+        a = tf.compat.v1.placeholder(tf.float32, [None, 2], name='a')
+        b = tf.compat.v1.placeholder(tf.int32, [], name='b')
+        return a, b, tf.reduce_sum(a) * tf.cast(b, tf.float32)
+
+    feeds = [  # (a, b) -> feed_dict: values to convert to each dtype, then two shapes that do not fit.
+        lambda a, b: {a: np.ones((3, 2)), b: 3},
+        lambda a, b: {a: [[1, 2]], b: np.int64(2)},
+        lambda a, b: {a: [[0.5, 2.0]], b: 2.9},
+        lambda a, b: {a: [[1, 2, 3]], b: 3},
+        lambda a, b: {a: [[1, 2]], b: [3]},
+    ]
+
+    def outcomes(run, a, b):
+        results = []
+        for feed in feeds:
+            try:
+                results.append(float(run(feed(a, b))))
+            except ValueError as error:
+                results.append(str(error))
+        return results
+
+    with tf.Graph().as_default() as v1_graph:
+        v1_a, v1_b, v1_product = build()
+    with tf.compat.v1.Session(graph=v1_graph) as v1_session:
+        expected = outcomes(lambda feed_dict: v1_session.run(v1_product, feed_dict=feed_dict), v1_a, v1_b)
+    a, b, product = mts.wrap_graph(build).outputs
+    with mts.MonitoredSession() as session:
+        assert outcomes(lambda feed_dict: session.run(product, feed_dict=feed_dict), a, b) == expected
+        assert expected[:3] == [18.0, 6.0, 5.0] and expected[3].startswith('Cannot feed value of shape (1, 3)')
+        # TF 2.15's error (NumPy 1); on NumPy 2 v1's own check raises NumPy's OverflowError first.
+        with pytest.raises(TypeError, match=r"^Type of feed value 1099511627776 with type <class 'int'> is not "):
+            session.run(product, feed_dict={a: [[1, 2]], b: 2**40})
 
 
 def test_a_fed_eager_tensor_or_list_is_converted_to_the_placeholder_dtype(graph):

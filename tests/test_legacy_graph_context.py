@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 import compat_mts as mts
+from compat_mts import _tf_internals as tf_internals
 from tests.support import REPO_ROOT, checkpoint_steps, events_files, read_events, run_v1_and_compat, state_file_steps
 
 _TRAINER = os.path.join(REPO_ROOT, 'tests', 'v1_programs', 'cifar10_train.py')
@@ -109,9 +110,18 @@ def test_hooks_add_ops_in_begin_and_the_graph_is_finalized_only_while_the_sessio
         global_step, weights, loss, train_op = _build_regression()
         hook = _OpInBeginHook()
         with mts.MonitoredTrainingSession(hooks=[hook, mts.StopAtStepHook(last_step=3)]) as session:
-            assert graph.finalized
+            if tf_internals.CAN_UNFINALIZE:
+                assert graph.finalized
+                with pytest.raises(RuntimeError, match='Graph is finalized'):
+                    tf.identity(loss)
+            else:  # A finalized graph could not be opened again: it is left open, and what is made in it runs.
+                assert not graph.finalized
+                tripled = tf.multiply(loss, 3.0, name='made_in_the_session')
             while not session.should_stop():
                 session.run(train_op)
+            if not tf_internals.CAN_UNFINALIZE:  # Run by the raw session: no hook, no step.
+                fetched = session.run_step_fn(lambda step_context: step_context.session.run(tripled))
+                assert fetched == pytest.approx(3 * _regression_losses(4)[3], rel=1e-5)
         assert not graph.finalized  # As v1 left a graph it had finalized itself.
         tf.identity(loss, name='after_the_session')
     np.testing.assert_allclose(hook.values, [2 * loss for loss in _regression_losses(3)], rtol=1e-5)

@@ -24,6 +24,11 @@ CORE_TESTS = [
     'tests/test_checkpoints.py',
     'tests/test_training_session.py',
     'tests/test_tf_internals.py',
+    # A v1 graph without unfinalizing (`CAN_UNFINALIZE`), about 0.5 s: left open, the ops made later run.
+    'tests/test_legacy.py::test_outputs_are_what_build_fn_returned_and_are_hashable_plain_graph_tensors',
+    'tests/test_legacy.py::test_graph_def_is_the_graph_with_the_ops_a_hook_added_and_a_copy_each_time',
+    'tests/test_legacy_graph_context.py::'
+    'test_hooks_add_ops_in_begin_and_the_graph_is_finalized_only_while_the_session_is_open',
 ]
 
 _PRIVATE_PATHS = [

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import glob
 import itertools
 import logging as python_logging
@@ -67,12 +68,17 @@ _SAVE_COUNTER = 'save_counter'
 _NUMBERED_INDEX = re.compile(r'^(?P<prefix>.+)-(?P<step>\d+)\.index$')
 
 
-class CheckpointMismatchError(RuntimeError):
+class CheckpointMismatchError(RuntimeError, tf.errors.NotFoundError):
     """A checkpoint does not fit the program's variables: it was written by another program.
 
     Raised when the checkpoint lacks variables of the program, or holds one with another shape or dtype. A
     session does not fall back to an older checkpoint of the directory (all would mismatch, and it would
     start afresh over them); it stops, as v1's `Saver.restore` did.
+
+    It is a `tf.errors.NotFoundError`, what v1's `Saver.restore` raised for a variable missing from the
+    checkpoint, so that a v1 program's `except tf.errors.NotFoundError:` around a restore still catches it
+    (also for another shape or dtype, where v1 raised `tf.errors.InvalidArgumentError`); and a `RuntimeError`,
+    as it was before.
 
     The message says what does not fit, then what to give instead, in the words of the argument the user gave
     the checkpoint as: a session's `checkpoint_dir`, an Estimator's `model_dir`, `evaluate`'s `checkpoint_path`,
@@ -104,7 +110,18 @@ class CheckpointMismatchError(RuntimeError):
                 ', or, to restore what matches and keep the rest as it is, pass '
                 'compat_mts.Scaffold(..., allow_partial_restore=True)'
             )
-        super().__init__(f'{problem} {advice}.')
+        self._naming = (owner, argument, directory)
+        message = f'{problem} {advice}.'
+        tf.errors.NotFoundError.__init__(self, None, None, message)
+        self.args = (message,)
+
+    def __reduce__(self):
+        # Pickled with its own arguments: `OpError`'s reduce passes the positional ones of `__init__` alone.
+        owner, argument, directory = self._naming
+        rebuild = functools.partial(
+            CheckpointMismatchError, partial=self.partial, owner=owner, argument=argument, directory=directory
+        )
+        return rebuild, (self.problem,)
 
     def naming(self, owner: str, argument: str, *, directory: bool = True) -> 'CheckpointMismatchError':
         """The same error, its advice for the checkpoint given to `owner` as `argument` (a `directory` or not)."""
@@ -402,6 +419,8 @@ def restore_latest(checkpoint: tf.train.Checkpoint, directory: str, *, allow_par
     for path in checkpoint_paths(directory):
         try:
             restore(checkpoint, path, allow_partial=allow_partial)
+        except CheckpointMismatchError:  # A `tf.errors.OpError` too; older checkpoints would not fit either.
+            raise
         except _RESTORE_ERRORS as error:
             logging.warning(
                 'Could not restore checkpoint %s (%s: %s); trying the previous one.',

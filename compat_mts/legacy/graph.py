@@ -79,7 +79,9 @@ def wrap_graph(build_fn: Callable[[], Any]) -> 'WrappedGraph':
     - a variable a `tf.distribute.MirroredStrategy` made in `build_fn` keeps its copy on each replica, all
       initialized alike; the checkpoint saves the first under the v1 name and restores every copy;
     - the plain graph is finalized, as v1's `MonitoredSession` finalized it: ops must be created in
-      `build_fn`.
+      `build_fn` (or in `WrappedGraph.as_default`, which opens it again). Without TensorFlow's private APIs
+      (`COMPAT_MTS_NO_PRIVATE_TF=1`), which alone open a finalized graph, it is left open instead, and ops made
+      in it later are imported when first fetched.
 
     Differences from v1 (migration_guide/legacy.md lists them all): iterators and tables are created
     once per `wrap_graph` call and shared by every pruned function; a stateful random op keeps one random
@@ -188,6 +190,7 @@ def adopt_graph(graph: tf.Graph) -> 'WrappedGraph':
     initialized or restored as a new v1 `tf.Session`'s were, replacing what an earlier session of the same
     graph ran. The graph's summaries are merged once, into its `SUMMARY_OP` collection, as v1's `Scaffold`
     did. The graph is finalized while the session is open (as v1 finalized it); the caller unfinalizes it.
+    Without TensorFlow's private APIs it is never finalized (see `wrap_graph`).
     """
     summary_op = _merged_summaries(graph, collection=tf.compat.v1.GraphKeys.SUMMARY_OP)
     for earlier in [wrapped for wrapped in _wrapped_graphs() if wrapped.graph is graph]:
@@ -269,6 +272,12 @@ class _Feed:
                 f'was {value} which was passed to the argument `feed_dict` with key {self.name}.'
             )
         else:
+            if isinstance(value, int) and not _holds_int(self.numpy_dtype, value):
+                raise TypeError(
+                    f'Type of feed value {value} with type {type(value)} is not compatible with Tensor type '
+                    f'{self.numpy_dtype}. Try explicitly setting the type of the feed tensor to a larger type '
+                    '(e.g. int64).'
+                )
             array = np.asarray(value, dtype=self.numpy_dtype)
         shape = self.shape
         if shape is not None:
@@ -284,6 +293,16 @@ class _Feed:
             return value
         # The eager tensor constructor, without tf.convert_to_tensor's dispatch: this runs on every step.
         return tf_internals.eager_tensor(array, self.dtype)
+
+
+def _holds_int(numpy_dtype: Any, value: int) -> bool:
+    """Whether a feed of `numpy_dtype` holds the Python int `value` as it is: v1's test (a string does not)."""
+    if numpy_dtype is object:
+        return False
+    try:
+        return numpy_dtype(value) == value
+    except OverflowError:  # NumPy 2; NumPy 1 wrapped the value around, which then differed.
+        return False
 
 
 class _Plan:
@@ -428,7 +447,10 @@ class WrappedGraph(fetches_lib.GraphRunner):
         self._worker_input: tuple[list[str], Any] | None = None  # (placeholder names, the per-worker iterator).
         self._functions: dict[tuple, Any] = {}
         self._graph_def: tuple[int, Any] = (-1, None)  # (the graph's version, its GraphDef): `graph_def`.
-        graph.finalize()
+        # The plain graph as far as the functions have it: its version and how many ops it had then.
+        self._imported: tuple[int, int] = (graph.version, len(graph.get_operations()))
+        if tf_internals.CAN_UNFINALIZE:  # Else it could not be opened for `as_default` again: left open.
+            graph.finalize()
 
     def __repr__(self) -> str:
         return (
@@ -456,7 +478,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
         What v1's `MonitoredSession` gave its hooks' `begin()`: the graph the program built, not yet finalized,
         so that a hook could add ops (`tf.compat.v1.summary.merge_all()`, a `tf.identity` of a tensor) and fetch
         them in its `before_run`. On leaving the block the new ops are imported into the wrapped function too,
-        and the graph is finalized again.
+        and the graph is finalized again (without TensorFlow's private APIs it was never finalized: see
+        `wrap_graph`).
 
         A variable made in the block (a counter of a hook, as v1 allowed) is initialized on leaving it, and a global
         one is saved in `checkpoint` from then on.
@@ -465,7 +488,6 @@ class WrappedGraph(fetches_lib.GraphRunner):
           TypeError: the block created a reference (non-resource) variable.
         """
         graph = self.graph
-        known = len(graph.get_operations())
         finalized = graph.finalized and tf_internals.CAN_UNFINALIZE
         if finalized:
             tf_internals.unfinalize(graph)
@@ -476,7 +498,20 @@ class WrappedGraph(fetches_lib.GraphRunner):
             if finalized:
                 graph.finalize()
             self._graph_def = (-1, None)  # The block may have set shapes, which add no op.
-        added = graph.get_operations()[known:]
+        self._import_new_ops()
+
+    def _import_new_ops(self) -> None:
+        """Makes the ops added to the plain graph since the last import runnable (`_import_added`).
+
+        Those of an `as_default` block; and, where the graph cannot be finalized (`tf_internals.CAN_UNFINALIZE`),
+        those the program made outside one, imported when a fetch is first planned, where v1 refused to make them.
+        """
+        version, known = self._imported
+        if self.graph.version == version:
+            return
+        operations = self.graph.get_operations()
+        self._imported = (self.graph.version, len(operations))
+        added = operations[known:]
         if added:
             self._import_added(added)
 
@@ -806,7 +841,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
 
         Raises:
           TypeError, ValueError: v1's messages for a feed that is not a tensor of the graph, a
-            `tf.Tensor` as a feed value, or a value whose shape does not fit.
+            `tf.Tensor` as a feed value, a Python int its placeholder's dtype does not hold, or a value whose shape
+            does not fit.
         """
         key = (*map(_identity, fetches), None, *map(_identity, feeds))
         plan = self._plans.get(key)
@@ -864,6 +900,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return target
 
     def _plan(self, fetches: Sequence[Any], feeds: dict) -> _Plan:
+        self._import_new_ops()
         targets = [self._target(fetch) for fetch in fetches]
         reads = [
             (position, target[1])

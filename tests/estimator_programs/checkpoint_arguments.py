@@ -6,7 +6,8 @@ checkpoint: one whose variable is named `v` (`missing`) and one whose `w` is [3]
 checkpoint of its own, which restores the warm-start checkpoint), and in its `model_dir` (a copy of `<root>/a`);
 the `missing` one also warm-starts its training from the directory `<root>/a`.
 The results are `{scenario: [error class, message]}` (None when the call succeeded), `<root>` standing for the
-directory. `estimator` is `tf.estimator` under TF 2.15 (run as a script: prints `RESULTS:` and the JSON), or
+directory, and under `not_found` the scenarios whose error a v1 program's `except tf.errors.NotFoundError:`
+catches. `estimator` is `tf.estimator` under TF 2.15 (run as a script: prints `RESULTS:` and the JSON), or
 `compat_mts.estimator`.
 """
 
@@ -52,6 +53,20 @@ def model_fn(features, labels, mode, params):
     )
 
 
+def _raised(call):
+    """`error_of(call)`, and whether `except tf.errors.NotFoundError:`, v1 programs' guard of a restore, caught it."""
+    caught = []
+
+    def guarded():
+        try:
+            call()
+        except tf.errors.NotFoundError:
+            caught.append(True)
+            raise
+
+    return error_of(guarded), bool(caught)
+
+
 def _model(root, directory, params, **kwargs):
     return _estimator.Estimator(
         model_fn, model_dir=os.path.join(root, directory), params=params, config=_estimator.RunConfig(), **kwargs
@@ -67,31 +82,33 @@ def main(estimator, root):
     results = {}
     for kind, params in (('missing', {'name': 'v', 'width': 2}), ('shape', {'name': 'w', 'width': 3})):
         other = _model(root, f'{kind}_own', params)
-        results[f'{kind}/evaluate'] = error_of(lambda: other.evaluate(input_fn, checkpoint_path=checkpoint))
-        results[f'{kind}/predict'] = error_of(lambda: list(other.predict(predict_input_fn, checkpoint_path=checkpoint)))
-        results[f'{kind}/export'] = error_of(
+        results[f'{kind}/evaluate'] = _raised(lambda: other.evaluate(input_fn, checkpoint_path=checkpoint))
+        results[f'{kind}/predict'] = _raised(lambda: list(other.predict(predict_input_fn, checkpoint_path=checkpoint)))
+        results[f'{kind}/export'] = _raised(
             lambda: other.export_saved_model(os.path.join(root, 'export'), receiver, checkpoint_path=checkpoint)
         )
         warm = _model(root, f'{kind}_warm', params, warm_start_from=checkpoint)
-        results[f'{kind}/warm_start_export'] = error_of(
+        results[f'{kind}/warm_start_export'] = _raised(
             lambda: warm.export_saved_model(os.path.join(root, 'export'), receiver)
         )
         if kind == 'missing':  # The directory given: TF 2.15 names it in its error.
             from_directory = _model(root, f'{kind}_warm_directory', params, warm_start_from=os.path.join(root, 'a'))
-            results[f'{kind}/warm_start_train_from_directory'] = error_of(
+            results[f'{kind}/warm_start_train_from_directory'] = _raised(
                 lambda: from_directory.train(input_fn, steps=1)
             )
         shutil.copytree(os.path.join(root, 'a'), os.path.join(root, f'{kind}_copy'))
         copied = _model(root, f'{kind}_copy', params)
-        results[f'{kind}/model_dir_evaluate'] = error_of(lambda: copied.evaluate(input_fn))
+        results[f'{kind}/model_dir_evaluate'] = _raised(lambda: copied.evaluate(input_fn))
         latest = copied.latest_checkpoint()  # What `train_and_evaluate` and the exporters pass.
-        results[f'{kind}/model_dir_checkpoint_path'] = error_of(
+        results[f'{kind}/model_dir_checkpoint_path'] = _raised(
             lambda: copied.evaluate(input_fn, checkpoint_path=latest)
         )
-    return {
+    plain = {
         scenario: None if error is None else [error[0], error[1].replace(root, '<root>')]
-        for scenario, error in results.items()
+        for scenario, (error, _) in results.items()
     }
+    plain['not_found'] = sorted(scenario for scenario, (_, caught) in results.items() if caught)
+    return plain
 
 
 if __name__ == '__main__':

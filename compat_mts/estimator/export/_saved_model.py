@@ -57,6 +57,8 @@ def _restore(checkpoint, checkpoint_path: str) -> None:
     try:
         status = checkpoint.restore(checkpoint_path)
         missing = status.unmatched
+    except checkpoints.CheckpointMismatchError:  # A NotFoundError too, which names what does not fit already.
+        raise
     except tf.errors.NotFoundError as error:
         missing = str(error)
     if missing:
