@@ -1431,9 +1431,9 @@ def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
     stack: list[ast.AST] = [statement]
     while stack:
         node = stack.pop()
-        for field in node._fields:
+        for field in check_names.child_fields(node.__class__):
             value = getattr(node, field, None)
-            for child in value if isinstance(value, list) else (value,):
+            for child in value if value.__class__ is list else (value,):
                 if not isinstance(child, ast.AST):
                     continue
                 if isinstance(child, ast.stmt):
