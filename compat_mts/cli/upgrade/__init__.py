@@ -170,10 +170,15 @@ def upgrade_source(
         notes.append(_edits().Note(0, renames, True))
     upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None, processes=processes)
     notes.extend(edit_notes)
-    tree, resolver = _edits().parsed(upgraded)  # The edited text's tree when the graphs' wrapping kept its text.
+    parsed = _edits().parsed_last(upgraded)  # The edited text's tree, when the graphs' wrapping kept its text.
+    findings = (
+        check_checker.check_source(upgraded, path)
+        if parsed is None
+        else check_checker.check_tree(parsed[0], parsed[1].nodes, parsed[1].names, path)
+    )
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
-        for finding in check_checker.check_tree(tree, resolver.nodes, resolver.names, path)
+        for finding in findings
         if finding.blocks
     ]
     notes.extend(_renamer_notes(renamer_messages, notes + finding_notes))

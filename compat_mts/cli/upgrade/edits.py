@@ -192,6 +192,11 @@ def parsed(text: str) -> tuple[ast.Module, _Resolver]:
     return found
 
 
+def parsed_last(text: str) -> tuple[ast.Module, _Resolver] | None:
+    """`parsed(text)` when `text` is the last text parsed, else None (nothing is parsed)."""
+    return _parsed_last.get(text)
+
+
 def _syntax_name(node: ast.AST) -> str | None:
     """`helpers.get_full_name_for_node` of the libcst node that stands where the `ast` node does."""
     if isinstance(node, ast.Name):
