@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from compat_mts.cli import check
-from compat_mts.cli.check import catalogue
+from compat_mts.cli.check import catalogue, names as check_names
 from tests.support import run_python
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -1499,6 +1499,41 @@ def test_a_200000_line_file_is_checked_in_one_pass(tmp_path):
     assert result.returncode == 1, result.stderr[-2000:]
     findings = json.loads(result.stdout)['findings']
     assert len(findings) == copies * len(EXPECTED['distributed_hooks.py'])
+
+
+def test_the_checkers_walk_gives_every_node_ast_walk_gives_in_its_order():
+    # Every field `check_names.walk` skips as one that never holds a node is written in the first text.
+    syntax = textwrap.dedent("""\
+        from . import a as b
+        import c.d as e
+        def f(x: int = 1, *args, y, **kw) -> None:  # type: (int) -> None
+            global g
+            def h():
+                nonlocal x
+            for i in range(3):  # type: int
+                z: int = i
+            with open(f'{x!r:>{y}}') as w:  # type: ignore
+                pass
+            try:
+                pass
+            except ValueError as err:
+                raise
+            return [u async for u in v if u.attr]
+        class K(object, metaclass=type):
+            async def m(self):
+                async with a as q:  # type: int
+                    pass
+                async for r in q:  # type: int
+                    pass
+        match b:
+            case {'k': 1, **rest}:
+                pass
+            case K(p=[_, *others]) as kind:
+                pass
+        """)
+    for text in [syntax, *(path.read_text() for path in CHECKER_MODULES)]:
+        tree = ast.parse(text, type_comments=True)
+        assert [id(node) for node in check_names.walk(tree)] == [id(node) for node in ast.walk(tree)]
 
 
 # ---------------------------------------------------------------------------------------------------------

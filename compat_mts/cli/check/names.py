@@ -14,22 +14,69 @@ else:  # `python compat_mts/cli/check FILE...`: the directory of this file is fi
     import catalogue as catalogue
 
 
+# The fields that hold a name, a number or a constant, never a node (Python's grammar, `ast`'s ASDL): `walk` does not
+# read them.
+_NOT_NODES = frozenset(
+    {
+        ('Name', 'id'),
+        ('Attribute', 'attr'),
+        ('Constant', 'value'),
+        ('Constant', 'kind'),
+        ('FunctionDef', 'name'),
+        ('FunctionDef', 'type_comment'),
+        ('AsyncFunctionDef', 'name'),
+        ('AsyncFunctionDef', 'type_comment'),
+        ('ClassDef', 'name'),
+        ('Assign', 'type_comment'),
+        ('For', 'type_comment'),
+        ('AsyncFor', 'type_comment'),
+        ('With', 'type_comment'),
+        ('AsyncWith', 'type_comment'),
+        ('arg', 'arg'),
+        ('arg', 'type_comment'),
+        ('keyword', 'arg'),
+        ('alias', 'name'),
+        ('alias', 'asname'),
+        ('ImportFrom', 'module'),
+        ('ImportFrom', 'level'),
+        ('Global', 'names'),
+        ('Nonlocal', 'names'),
+        ('ExceptHandler', 'name'),
+        ('comprehension', 'is_async'),
+        ('FormattedValue', 'conversion'),
+        ('AnnAssign', 'simple'),
+    }
+)
+_child_fields_cache: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(node_class: type) -> tuple[str, ...]:
+    """The fields of an `ast` node class that may hold nodes, in `_fields` order."""
+    fields = _child_fields_cache.get(node_class)
+    if fields is None:
+        name = node_class.__name__
+        fields = _child_fields_cache[node_class] = tuple(
+            field for field in node_class._fields if (name, field) not in _NOT_NODES
+        )
+    return fields
+
+
 def walk(tree: ast.AST) -> list[ast.AST]:
-    """Every node of `tree`, in `ast.walk`'s order (breadth first), as a list: made about twice as fast as
+    """Every node of `tree`, in `ast.walk`'s order (breadth first), as a list: made faster than
     `list(ast.walk(tree))`, which the passes over a long file's millions of nodes pay for each walk."""
     nodes = [tree]
     append = nodes.append
-    index = 0
-    while index < len(nodes):
-        node = nodes[index]
-        index += 1
-        for field in node._fields:
+    fields_of = _child_fields_cache.get
+    node_type = ast.AST
+    for node in nodes:  # The list grows as it is read: breadth first.
+        fields = fields_of(node.__class__) or child_fields(node.__class__)
+        for field in fields:
             value = getattr(node, field, None)
             if value.__class__ is list:
                 for child in value:
-                    if isinstance(child, ast.AST):
+                    if isinstance(child, node_type):
                         append(child)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, node_type):
                 append(value)
     return nodes
 

@@ -170,9 +170,15 @@ def upgrade_source(
         notes.append(_edits().Note(0, renames, True))
     upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None, processes=processes)
     notes.extend(edit_notes)
+    parsed = _edits().parsed_last(upgraded)  # The edited text's tree, when the graphs' wrapping kept its text.
+    findings = (
+        check_checker.check_source(upgraded, path)
+        if parsed is None
+        else check_checker.check_tree(parsed[0], parsed[1].nodes, parsed[1].names, path)
+    )
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
-        for finding in check_checker.check_source(upgraded, path)
+        for finding in findings
         if finding.blocks
     ]
     notes.extend(_renamer_notes(renamer_messages, notes + finding_notes))
@@ -285,24 +291,32 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
       SourceError: files cannot be read (each named, all of them), or one is not valid Python.
     """
     texts = read_sources(paths)
-    tf1 = {path for path, text in texts.items() if is_tf1_script(text)}
     _edits()  # Imported once, before any process is forked.
-    rename = _tf_tools.renamer() if tf1 and renames else None
-    if tf1 and renames and rename is None:
-        try:
-            return _upgrade_with_the_command(texts, tf1)
-        except SyntaxError as error:
-            raise SourceError([(f'{error.filename}:{error.lineno}', error.msg)]) from None
     within = 1  # Processes for the parts of one file.
     if processes is None:
         processes = _default_processes(len(texts))
         within = upgrade_forked.usable_processes() if processes <= 1 else 1
-    jobs = [(path, text, path in tf1, renames) for path, text in texts.items()]
+    if processes > 1:
+        # Each worker tells its own files' TensorFlow version (a parse each), not this process one after another.
+        tf1 = None
+        may_rename = renames and any(_may_be_tf1_script(text) for text in texts.values())
+    else:
+        tf1 = {path for path, text in texts.items() if is_tf1_script(text)}
+        may_rename = renames and bool(tf1)
+    rename = _tf_tools.renamer() if may_rename else None
+    if may_rename and rename is None:
+        tf1 = {path for path, text in texts.items() if is_tf1_script(text)} if tf1 is None else tf1
+        if tf1:
+            try:
+                return _upgrade_with_the_command(texts, tf1)
+            except SyntaxError as error:
+                raise SourceError([(f'{error.filename}:{error.lineno}', error.msg)]) from None
+    jobs = [(path, text, None if tf1 is None else path in tf1, renames) for path, text in texts.items()]
     if processes <= 1:
         results = [_upgrade_one_job(job, within) for job in jobs]
     else:
         # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
-        order = sorted(range(len(jobs)), key=lambda index: not jobs[index][2])
+        order = sorted(range(len(jobs)), key=lambda index: not _may_be_tf1_script(jobs[index][1]))
         with upgrade_forked.pool(processes) as workers:
             done = dict(zip(order, workers.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
         results = [done[index] for index in range(len(jobs))]
@@ -319,12 +333,22 @@ def _default_processes(files: int) -> int:
     return max(1, min(upgrade_forked.usable_processes(), files // _FILES_PER_PROCESS))
 
 
-def _upgrade_one_job(job: tuple[str, str, bool, bool], processes: int = 1) -> Upgrade | tuple[str, str]:
+def _may_be_tf1_script(text: str) -> bool:
+    """False only where `is_tf1_script(text)` is: a script written for TensorFlow 1.x imports `tensorflow` (spelled
+    so unless a name of other characters stands for it, which Python's normalization of names allows)."""
+    return 'tensorflow' in text or not text.isascii()
+
+
+def _upgrade_one_job(job: tuple[str, str, bool | None, bool], processes: int = 1) -> Upgrade | tuple[str, str]:
     """The file's `Upgrade`, or `('path:line', reason)` when it is not valid Python; `processes`: how many
-    forked processes share a long file's renames and edits."""
+    forked processes share a long file's renames and edits. The job is (path, text, whether it is a TensorFlow 1.x
+    script (None: not told yet), whether to rename)."""
+    path, text, tf1, renames = job
     try:
         with check_checker.collector_paused():
-            return _upgrade_one(*job, processes=processes)
+            if tf1 is None:
+                tf1 = is_tf1_script(text)
+            return _upgrade_one(path, text, tf1, renames, processes=processes)
     except SyntaxError as error:
         return f'{job[0]}:{error.lineno}', error.msg
 

@@ -192,6 +192,11 @@ def parsed(text: str) -> tuple[ast.Module, _Resolver]:
     return found
 
 
+def parsed_last(text: str) -> tuple[ast.Module, _Resolver] | None:
+    """`parsed(text)` when `text` is the last text parsed, else None (nothing is parsed)."""
+    return _parsed_last.get(text)
+
+
 def _syntax_name(node: ast.AST) -> str | None:
     """`helpers.get_full_name_for_node` of the libcst node that stands where the `ast` node does."""
     if isinstance(node, ast.Name):
@@ -1431,9 +1436,9 @@ def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
     stack: list[ast.AST] = [statement]
     while stack:
         node = stack.pop()
-        for field in node._fields:
+        for field in check_names.child_fields(node.__class__):
             value = getattr(node, field, None)
-            for child in value if isinstance(value, list) else (value,):
+            for child in value if value.__class__ is list else (value,):
                 if not isinstance(child, ast.AST):
                     continue
                 if isinstance(child, ast.stmt):
@@ -1486,20 +1491,43 @@ class _GraphScan:
             for node in nodes
             if isinstance(node, ast.With) and any(_is_as_default(item.context_expr) for item in node.items)
         ]
-        self.tf_functions = self._tensorflow_functions(tree)
+        self._tree, self._nodes = tree, nodes
         self.uses_wrap_graph = any(isinstance(node, ast.Attribute) and node.attr == 'wrap_graph' for node in nodes)
+        # The first line of each session made outside a graph block, in order: a statement without one in its
+        # lines makes none, and is not walked for one.
+        self.session_lines = sorted(
+            node.lineno for node in nodes if self.is_session(node) and not self.in_graph_block(node.lineno)
+        )
 
-    def _tensorflow_functions(self, tree: ast.Module) -> set[str]:
+    def may_make_session(self, statement: ast.stmt) -> bool:
+        """Whether a session made outside a graph block starts on one of the statement's lines."""
+        index = bisect.bisect_left(self.session_lines, first_line(statement))
+        return index < len(self.session_lines) and self.session_lines[index] <= statement.end_lineno
+
+    @functools.cached_property
+    def tf_functions(self) -> set[str]:
         """The module's functions that build graph ops, themselves or through the module's other functions."""
-        functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        direct, calls = set(), {}
-        for name, function in functions.items():
-            calls[name] = set()
-            for child in check_names.walk(function):
-                if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in functions:
+        functions = {
+            node.name: node for node in self._tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        # A node of a top-level function is one on its lines: the tree's nodes are looked up by line, not walked
+        # again function by function.
+        spans = sorted((first_line(function), function.end_lineno, name) for name, function in functions.items())
+        starts = [start for start, _, _ in spans]
+        direct, calls = set(), {name: set() for name in functions}
+        for child in self._nodes:
+            is_call = child.__class__ is ast.Call
+            if not is_call and child.__class__ is not ast.Attribute:
+                continue
+            index = bisect.bisect_right(starts, child.lineno) - 1
+            if index < 0 or child.lineno > spans[index][1]:
+                continue
+            name = spans[index][2]
+            if is_call:
+                if isinstance(child.func, ast.Name) and child.func.id in functions:
                     calls[name].add(child.func.id)
-                elif isinstance(child, ast.Attribute) and name not in direct and self._is_graph_name(child):
-                    direct.add(name)
+            elif name not in direct and self._is_graph_name(child):
+                direct.add(name)
         found = set(direct)
         changed = True
         while changed:  # Through calls: at most one round per function.
@@ -1576,6 +1604,7 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
             statement
             for statement in body
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and scan.may_make_session(statement)
             and any(scan.is_session(node) and not scan.in_graph_block(node.lineno) for node in _own_nodes(statement))
         ]
         if not sessions:
