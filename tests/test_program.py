@@ -62,12 +62,14 @@ def test_the_tables_are_those_architecture_md_lists():
 
 
 def test_every_cache_of_the_package_is_a_registered_table():
-    """A `functools.cache` outlives sessions as any module-level table does: it must be registered too."""
+    """A `functools.cache` outlives sessions as any module-level table does: it must be registered too (a
+    `functools.cached_property` lives and goes with its instance)."""
     registered = {table.name.rsplit('.', 1)[-1].lstrip('_') for table in program_lib.PROGRAM.tables()}
     cached = []
     for path in sorted((REPO / 'compat_mts').rglob('*.py')):
         source = path.read_text(encoding='utf-8')
-        cached += [(path.name, name) for name in re.findall(r'@functools\.(?:cache|lru_cache)\S*\s+def (\w+)', source)]
+        decorated = re.findall(r'@functools\.(?:cache|lru_cache)\b(?:\(.*\))?\s+def (\w+)', source)
+        cached += [(path.name, name) for name in decorated]
     assert cached, 'the scan finds the caches'
     assert [(module, name) for module, name in cached if name.lstrip('_') not in registered] == []
 
