@@ -145,7 +145,7 @@ def test_a_writer_killed_twenty_times_with_its_newest_checkpoint_damaged_resumes
             while int(_read_until(server, 'step')[1]) < kill_after:
                 pass
             os.kill(writer, signal.SIGKILL)
-            assert _read_until(server, 'ended')[1:] == [str(writer), str(signal.SIGKILL)]
+            assert _read_until(server, 'ended')[1:] == [str(writer), str(int(signal.SIGKILL))]
             damages.append(rng.choice(_CORRUPTIONS))
             expected = _corrupt(directory, damages[-1], rng)
         server.stdin.write('start\n')

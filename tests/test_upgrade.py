@@ -649,3 +649,46 @@ def test_the_edits_parse_each_statement_that_holds_one_once_and_no_other(monkeyp
     assert parsed == once * 5
     assert many == one * 5
     assert 'mts.MonitoredTrainingSession(' in one and 'mts.StopAtStepHook(' in one
+
+
+COLLECTOR = """\
+import gc
+import sys
+
+from compat_mts.cli import upgrade
+from compat_mts.cli.upgrade import edits, forked
+
+
+def collects(_):
+    return gc.isenabled()
+
+
+if __name__ == '__main__':
+    text = open(sys.argv[1], encoding='utf-8').read()
+    gc.disable()
+    with forked.pool(2) as workers:
+        paused = list(workers.map(collects, range(4)))
+    with forked.pool(2, collect=True) as workers:
+        on = list(workers.map(collects, range(4)))
+    gc.enable()
+    upgraded = upgrade.upgrade_files([sys.argv[1]], processes=1)[0]
+    assert upgraded.changed
+    print(repr((paused, on, gc.isenabled(), edits.parsed_last(text), edits.parsed_last(upgraded.upgraded))))
+"""
+
+
+@pytest.mark.slow
+def test_the_collector_is_paused_over_an_upgrade_and_on_in_the_pool_s_workers_between_files(tmp_path):
+    """The forked workers of a long file's parts start with the collector paused, as the parent had it; the pool's
+    workers of many files collect between files; after `upgrade_files` the collector is on again, and the last
+    file's tree is gone (a gigabyte for 120,000 lines)."""
+    script = tmp_path / 'train.py'
+    script.write_text(V2_STYLE)
+    probe = tmp_path / 'probe.py'
+    probe.write_text(COLLECTOR)
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, str(probe), str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == repr(([False] * 4, [True] * 4, True, None, None))

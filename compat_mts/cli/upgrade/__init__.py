@@ -292,6 +292,18 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
     """
     texts = read_sources(paths)
     _edits()  # Imported once, before any process is forked.
+    # The collector paused over the files upgraded here, not only over each one: a long file's tree, made while
+    # it was paused, would else be walked by the next collections after each (check_checker.collector_paused).
+    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files.
+    try:
+        with check_checker.collector_paused():
+            return _upgrade_files(texts, renames, processes)
+    finally:
+        _edits().forget_parsed()
+
+
+def _upgrade_files(texts: dict[str, str], renames: bool, processes: int | None) -> list[Upgrade]:
+    """`upgrade_files` of the texts read."""
     within = 1  # Processes for the parts of one file.
     if processes is None:
         processes = _default_processes(len(texts))
@@ -317,7 +329,7 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
     else:
         # Fork: the workers start with libcst and the rename tables loaded. The costly TensorFlow 1.x files go first.
         order = sorted(range(len(jobs)), key=lambda index: not _may_be_tf1_script(jobs[index][1]))
-        with upgrade_forked.pool(processes) as workers:
+        with upgrade_forked.pool(processes, collect=True) as workers:
             done = dict(zip(order, workers.map(_upgrade_one_job, [jobs[index] for index in order], chunksize=4)))
         results = [done[index] for index in range(len(jobs))]
     problems = [result for result in results if not isinstance(result, Upgrade)]

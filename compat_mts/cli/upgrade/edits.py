@@ -197,6 +197,12 @@ def parsed_last(text: str) -> tuple[ast.Module, _Resolver] | None:
     return _parsed_last.get(text)
 
 
+def forget_parsed() -> None:
+    """Drops the last text's tree and resolver (`parsed`): a long file's take a gigabyte, which an upgrade done
+    needs no more."""
+    _parsed_last.clear()
+
+
 def _syntax_name(node: ast.AST) -> str | None:
     """`helpers.get_full_name_for_node` of the libcst node that stands where the `ast` node does."""
     if isinstance(node, ast.Name):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -33,16 +34,28 @@ def usable_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
 
 
-def pool(processes: int) -> concurrent.futures.ProcessPoolExecutor:
+def pool(processes: int, collect: bool = False) -> concurrent.futures.ProcessPoolExecutor:
     """A pool of `processes` forked processes that end with this one, even when it is killed (`kill -9`, the
-    OOM killer): a worker left behind would wait for work forever."""
+    OOM killer): a worker left behind would wait for work forever.
+
+    The workers start with Python's cyclic collector as it is here (paused while a long file is upgraded: the
+    parts of its work need it no more than the whole did); with `collect`, on: workers that take many files
+    each, which pause it per file, then collect what each file's work left between files.
+    """
     context = multiprocessing.get_context('fork')
     return concurrent.futures.ProcessPoolExecutor(
-        processes, mp_context=context, initializer=_end_with_parent, initargs=(os.getpid(),)
+        processes, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), collect)
     )
 
 
 _PR_SET_PDEATHSIG = 1  # Linux's prctl option: the signal a process gets when its parent ends.
+
+
+def _start_worker(parent: int, collect: bool) -> None:
+    """In a worker: the collector on with `collect`; the worker ends with its parent."""
+    if collect:
+        gc.enable()
+    _end_with_parent(parent)
 
 
 def _end_with_parent(parent: int) -> None:
