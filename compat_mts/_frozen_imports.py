@@ -22,13 +22,12 @@ What it changes for a program:
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import importlib.abc
-import importlib.machinery
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
+
+from compat_mts import _quiet_start
 
 OPT_OUT_VARIABLE = 'COMPAT_MTS_KEEP_GC'
 
@@ -49,39 +48,12 @@ def live_objects() -> list[Any]:
         gc.freeze()
 
 
-class _FreezingLoader(importlib.abc.Loader):
-    """TensorFlow's loader (the quiet start's, when it has one), with `gc.freeze()` once the import is done."""
+class _FreezeAfterTensorFlowImport(_quiet_start.TensorFlowImportHook):
+    """`gc.freeze()` once TensorFlow's import is done (the quiet start's included, when it has one)."""
 
-    def __init__(self, loader: importlib.abc.Loader):
-        self._loader = loader
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self._loader.exec_module(module)
+    def around(self, run: Callable[[], None], module: Any) -> None:
+        run()
         gc.freeze()
-
-    def __getattr__(self, name: str) -> Any:  # get_resource_reader, is_package, ...
-        return getattr(self._loader, name)
-
-
-class _FreezeAfterTensorFlowImport(importlib.abc.MetaPathFinder):
-    """Finds `tensorflow` through the finders after it, once, and gives its loader a `_FreezingLoader`."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname != 'tensorflow':
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        for finder in list(sys.meta_path):
-            find_spec = getattr(finder, 'find_spec', None)
-            spec = find_spec(fullname, path, target) if find_spec is not None else None
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _FreezingLoader(spec.loader)
-                return spec
-        return None
 
 
 def install() -> None:

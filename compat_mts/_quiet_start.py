@@ -25,13 +25,14 @@ C++ log level raised too (`--verbose` shows it all).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.abc
 import importlib.machinery
 import os
 import re
 import sys
 import tempfile
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 OPT_OUT_VARIABLE = 'COMPAT_MTS_SHOW_TF_STARTUP'
 
@@ -105,37 +106,51 @@ def _look_up_devices(tensorflow: Any) -> None:
     tensorflow.config.list_physical_devices()
 
 
-class _QuietLoader(importlib.abc.Loader):
-    """TensorFlow's own loader, run under `start_up_lines_filtered`, with the devices looked up at its end."""
+class _LoaderAround(importlib.abc.Loader):
+    """A module's own loader, its module executed through `around(run, module)` (`run()` executes it)."""
 
-    def __init__(self, loader: importlib.abc.Loader):
-        self._loader = loader
+    def __init__(self, loader: importlib.abc.Loader, around: Callable[[Callable[[], None], Any], None]):
+        self._loader, self._around = loader, around
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        with start_up_lines_filtered():
-            self._loader.exec_module(module)
-            _look_up_devices(module)
+        self._around(functools.partial(self._loader.exec_module, module), module)
 
     def __getattr__(self, name: str) -> Any:  # get_resource_reader, is_package, ...
         return getattr(self._loader, name)
 
 
-class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
-    """Finds `tensorflow` the usual way, once, and gives it a `_QuietLoader`."""
+class TensorFlowImportHook(importlib.abc.MetaPathFinder):
+    """Finds `tensorflow`, once, through the finders after it (another hook's included, so hooks compose), and
+    executes the module through its `around`; a subclass says what `around` does."""
+
+    def around(self, run: Callable[[], None], module: Any) -> None:
+        raise NotImplementedError
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if fullname != 'tensorflow':
             return None
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return None
-        spec.loader = _QuietLoader(spec.loader)
-        return spec
+        for finder in list(sys.meta_path):
+            find_spec = getattr(finder, 'find_spec', None)
+            spec = find_spec(fullname, path, target) if find_spec is not None else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _LoaderAround(spec.loader, self.around)
+                return spec
+        return None
+
+
+class _QuietTensorFlowImport(TensorFlowImportHook):
+    """TensorFlow's import under `start_up_lines_filtered`, with the devices looked up at its end."""
+
+    def around(self, run: Callable[[], None], module: Any) -> None:
+        with start_up_lines_filtered():
+            run()
+            _look_up_devices(module)
 
 
 def install() -> None:
