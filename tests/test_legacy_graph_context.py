@@ -116,7 +116,11 @@ def test_hooks_add_ops_in_begin_and_the_graph_is_finalized_only_while_the_sessio
                     tf.identity(loss)
             else:  # A finalized graph could not be opened again: it is left open, and what is made in it runs.
                 assert not graph.finalized
+                with pytest.raises(KeyError, match='made_in_the_session'):  # Not made yet.
+                    session.run_step_fn(lambda step_context: step_context.session.run('made_in_the_session:0'))
                 tripled = tf.multiply(loss, 3.0, name='made_in_the_session')
+                first = session.run_step_fn(lambda step_context: step_context.session.run('made_in_the_session:0'))
+                assert first == pytest.approx(3 * _regression_losses(1)[0], rel=1e-5)  # Found at once, not run yet.
             while not session.should_stop():
                 session.run(train_op)
             if not tf_internals.CAN_UNFINALIZE:  # Run by the raw session: no hook, no step.

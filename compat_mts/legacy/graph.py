@@ -825,6 +825,7 @@ class WrappedGraph(fetches_lib.GraphRunner):
         return getattr(fetch, 'graph', None) is self.graph
 
     def owns_name(self, name: str) -> bool:
+        self._import_new_ops()  # An op made since a name was not found may have that name (the open graph).
         if name in self._foreign_names:
             return False
         try:
