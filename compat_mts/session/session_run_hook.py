@@ -120,13 +120,12 @@ class HookCapabilities(Protocol):
       the run before (what its own `after_run` would have seen last), for a hook that keeps per-run state.
 
     A flag beside them, `decides_on_previous_run` (see the function of that name), lets the session's schedule
-    decide on an idle hook before the run rather than after it. `isinstance(hook, HookCapabilities)` says whether
-    a hook offers all four. The driver reads each one alone
-    (`capability`), so a hook may offer some; setting one to None on a subclass withdraws it (a built-in hook
-    with `idle_until = None` is called on every run). `idle_until`, `reads_clock_after_run` and `catch_up` speak
-    for the hook's `before_run` and `after_run`, so a subclass with either method of its own does not inherit
-    them (`said_of_its_runs`): a program's subclass of a built-in hook that logs every run is called on every
-    run, as in v1, unless it says them again.
+    decide on an idle hook before the run rather than after it. `isinstance(hook, HookCapabilities)` says whether a
+    hook offers all four. The driver reads each one alone (`capability`), so a hook may offer some; setting one to
+    None on a subclass withdraws it (a built-in hook with `idle_until = None` is called on every run). `idle_until`,
+    `reads_clock_after_run` and `catch_up` speak for the hook's `before_run` and `after_run`, so a subclass with
+    either method of its own does not inherit them (`said_of_its_runs`): a program's subclass of a built-in hook
+    that logs every run is called on every run, as in v1, unless it says them again.
 
     The private names of before this protocol are read when the public name is absent, and their None withdraws
     too. `_set_steps_per_run` is v1's own name: its Estimator called it and v1 programs' hooks define it, so it
