@@ -318,21 +318,30 @@ class ConcreteCall:
         atomic = self._atomic
         if (
             atomic is None
-            or _record.could_possibly_record()
-            or trace_enabled()
+            or not _tape_set_is_empty()
+            or _traceme_enabled()
             or (self._concrete._inference_function is not atomic)
         ):
             if trace_enabled():
                 with Trace(self._name, tf_function_call='concrete'):
                     return self._concrete()
             return self._concrete()
-        with _interpolate_errors(atomic):
+        try:
             outputs = self._call_atomic()
+        except Exception:  # Interpolated as `AtomicFunction` interpolates, only when it raised (a `with` costs).
+            with _interpolate_errors(atomic):
+                raise
         return self._pack(outputs)
 
     def _call_atomic(self) -> list:
         """The step itself: its atomic function, called by name with the captured inputs."""
         return self._call_function(self._function_name, self._inputs, self._count)
+
+
+# The C calls behind `record.could_possibly_record()` and `trace_enabled()`, for `ConcreteCall`'s every call.
+_tape_set_is_empty = getattr(getattr(_record, 'pywrap_tfe', None), 'TFE_Py_TapeSetIsEmpty', None) or (
+    lambda: not _record.could_possibly_record()
+)
 
 
 def _output_packer(structure: Any, count: int) -> Callable | None:
@@ -441,6 +450,39 @@ def has_strategy() -> bool:
     return tf.distribute.has_strategy()
 
 
+def _execution_switches():
+    from tensorflow.python.eager.polymorphic_function import eager_function_run
+
+    eager_function_run.RUN_FUNCTIONS_EAGERLY  # Probed: what `tf.config.functions_run_eagerly()` returns.
+    _save_context._save_context._in_save_context  # What `in_save_context()` returns, in this thread.
+    _ops._default_graph_stack.stack  # Empty unless a graph (a `tf.function`'s while traced) is the default.
+    return eager_function_run, _save_context._save_context, _ops._default_graph_stack
+
+
+_switches = _probe(_execution_switches) if _save_context is not None and _ops is not None else None
+
+
+def plain_eager_execution() -> bool:
+    """Whether a `tf.function` called now runs its traced graph in plain eager execution: not
+    `tf.config.functions_run_eagerly()`, no SavedModel being saved, no `tf.distribute` strategy in scope.
+
+    The three checks of every direct step call (`compat_mts.core.fetch`) in one: the values behind the public calls
+    (a module global, a thread-local flag, this thread's default graph's strategy stack) read directly, each public
+    call costing several Python calls per run. Entered between two runs, each of the three makes this False on the
+    next. Without the private APIs: the public calls (a save is then assumed, see `in_save_context`).
+    """
+    if _switches is None:
+        return not (tf.config.functions_run_eagerly() or in_save_context() or has_strategy())
+    functions, saving, graphs = _switches
+    if functions.RUN_FUNCTIONS_EAGERLY or saving._in_save_context:
+        return False
+    graph = graphs._global_default_graph
+    local = getattr(graph, '_thread_local', None)
+    if graphs.stack or local is None:  # A graph made default, or none made yet in this thread: the full check.
+        return not has_strategy()
+    return not getattr(local, '_distribution_strategy_stack', None)
+
+
 # The profiler.
 
 _trace = _probe(lambda: __import__('tensorflow.python.profiler.trace', fromlist=['x']))
@@ -450,6 +492,9 @@ Trace = _trace.Trace if _trace is not None else tf.profiler.experimental.Trace
 def trace_enabled() -> bool:
     """Whether the profiler is tracing; without the private API, assumed so (a `Trace` that records nothing)."""
     return _trace.enabled() if _trace is not None else True
+
+
+_traceme_enabled = _trace.enabled if _trace is not None else trace_enabled
 
 
 def _xplane():

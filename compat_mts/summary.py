@@ -330,6 +330,10 @@ class Recorder:
         self._directory = next((key for key, known in _writers.items() if known is writer), None)
         self._next_check_step = 0
         self._problem: str | None = None
+        # Whether two hooks of one session record into this writer (`request_recording`), each switching the
+        # recording for its own runs: they are then called on every run, in order, as their schedule cannot see
+        # each other's switch. For the process: the recorder is.
+        self.shared = False
 
     def activate(self) -> None:
         """Installs the writer, its step and the recording condition as the defaults of this thread."""
@@ -414,7 +418,9 @@ def request_recording(recorder: Recorder) -> None:
     """Asks the session whose hooks are beginning to activate `recorder` for its lifetime (called from `begin`)."""
     collector = _collector()
     recorders = collector.recorders if collector is not None else _unclaimed_recorders
-    if recorder not in recorders:
+    if recorder in recorders:  # A second hook of the session records into the same writer.
+        recorder.shared = True
+    else:
         recorders.append(recorder)
 
 

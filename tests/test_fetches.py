@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.python.saved_model import save_context, save_options
 
 import compat_mts as mts
 from compat_mts import _tf_internals as tf_internals
@@ -413,6 +415,51 @@ def test_a_step_run_in_a_strategy_scope_goes_through_its_tf_function():
         values.append(float(session.run(step)))
     assert values == [2.0, 3.0, 4.0, 5.0]
     assert stale.results == [0, 1, 2, 3]
+
+
+@contextlib.contextmanager
+def _execution_context(name: str):
+    if name == 'a tf.distribute scope':
+        with tf.distribute.OneDeviceStrategy('/cpu:0').scope():
+            yield
+    elif name == 'a SavedModel save':
+        with save_context.save_context(save_options.SaveOptions()):
+            yield
+    else:
+        tf.config.run_functions_eagerly(True)
+        try:
+            yield
+        finally:
+            tf.config.run_functions_eagerly(False)
+
+
+@pytest.mark.parametrize('context', ['a tf.distribute scope', 'a SavedModel save', 'run_functions_eagerly'])
+def test_a_context_entered_between_runs_sends_that_run_of_the_default_hooks_through_the_tf_function(tmp_path, context):
+    """The step's direct call, the usual run of v1's default hooks, is for plain eager execution only: a run in a
+    strategy's scope, a SavedModel save, or with `run_functions_eagerly` calls the `tf.function`, which traces the
+    step again in that context (or runs it as Python), as a loop calling it would; the runs after it are direct
+    again."""
+    global_step = mts.get_or_create_global_step()
+    seen = []
+
+    @tf.function
+    def step():
+        seen.append((tf.distribute.has_strategy(), save_context.in_save_context()))
+        global_step.assign_add(1)
+        return {'loss': tf.constant(1.0)}
+
+    with mts.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as session:
+        for _ in range(3):
+            session.run(step)
+        assert fetch._direct_step(step) is not None
+        traced = len(seen)
+        with _execution_context(context):
+            assert session.run(step) == {'loss': 1.0}
+        session.run(step)
+        session.run(step)
+    expected = {'a tf.distribute scope': (True, False), 'a SavedModel save': (False, True)}.get(context, (False, False))
+    assert seen[traced:] == [expected]
+    assert int(global_step.numpy()) == 6
 
 
 def test_keras_variables_are_fetched_as_variables():

@@ -60,6 +60,27 @@ class CountingStepCounter(mts.StepCounterHook):
         super().after_run(run_context, run_values)
 
 
+class CountingSummarySaver(mts.SummarySaverHook):
+    """A `SummarySaverHook` that counts its `before_run` and `after_run` calls (the built-in hook's capabilities
+    said again)."""
+
+    idle_until = mts.SummarySaverHook.idle_until
+    catch_up = mts.SummarySaverHook.catch_up
+    decides_on_previous_run = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.calls = 0
+
+    def before_run(self, run_context):
+        self.calls += 1
+        return super().before_run(run_context)
+
+    def after_run(self, run_context, run_values):
+        self.calls += 1
+        super().after_run(run_context, run_values)
+
+
 def _program(directory: str, fast: bool, logs) -> dict:
     """v1's default hooks and a stop, 30 runs of which some do not move the global step and one jumps it."""
     mts.reset_global_step()
@@ -67,7 +88,8 @@ def _program(directory: str, fast: bool, logs) -> dict:
     model = Regression()
     still = tf.function(lambda: {'loss': tf.constant(0.0)})  # A run that does not move the global step.
     counter = CountingStepCounter(every_n_steps=4, output_dir=directory)
-    hooks = [counter, mts.StopAtStepHook(last_step=40)]
+    summaries = CountingSummarySaver(save_steps=5, output_dir=directory, scaffold=mts.Scaffold())
+    hooks = [counter, summaries, mts.StopAtStepHook(last_step=40)]
     del logs.records[:]
     runs = 0
     with mts.MonitoredTrainingSession(
@@ -75,7 +97,8 @@ def _program(directory: str, fast: bool, logs) -> dict:
         scaffold=model.scaffold(),
         hooks=hooks,
         save_checkpoint_steps=7,
-        save_summaries_steps=5,
+        save_summaries_steps=None,  # The summaries are the counting hook's, v1's default every 5 steps.
+        save_summaries_secs=None,
         log_step_count_steps=6,
     ) as session:
         while not session.should_stop() and runs < 100:  # Bounded: a stop that never comes fails, not hangs.
@@ -93,6 +116,7 @@ def _program(directory: str, fast: bool, logs) -> dict:
     return {
         'runs': runs,
         'after_runs': counter.after_runs,
+        'summary_calls': summaries.calls,
         'messages': [m.replace(directory, 'DIR') for m in messages],
         'checkpoints': checkpoint_steps(directory),
         'summary_steps': {tag: [step for step, _ in values] for tag, values in read_events(directory).items()},
@@ -110,8 +134,35 @@ def test_default_hooks_both_ways_write_the_same_logs_summaries_and_checkpoints(t
     assert fast['fast_step'] and not general['fast_step']
     assert general['after_runs'] == general['runs']  # Every hook on every run.
     assert fast['after_runs'] < fast['runs'] / 2  # Skipped between its triggers.
+    assert general['summary_calls'] == 2 * general['runs']
+    assert fast['summary_calls'] < fast['runs']  # Left out before the runs it does not act on.
     np.testing.assert_array_equal(fast.pop('w'), general.pop('w'))
     for key in ('runs', 'messages', 'checkpoints', 'summary_steps'):
         assert fast[key] == general[key], key
     assert general['checkpoints'][-1] == 40
     assert {'loss', 'global_step/sec'} <= set(general['summary_steps'])
+
+
+def _two_summary_hooks_on_one_writer(directory: str, fast: bool) -> dict:
+    mts.reset_global_step()
+    fetches.FAST_PATHS = fast
+    model = Regression()
+    hooks = [
+        CountingSummarySaver(save_steps=3, output_dir=directory, scaffold=mts.Scaffold()),
+        CountingSummarySaver(save_steps=4, output_dir=directory, scaffold=mts.Scaffold()),
+    ]
+    with mts.MonitoredSession(hooks=hooks) as session:
+        for _ in range(13):
+            session.run(model.step)
+    return {'calls': [hook.calls for hook in hooks], 'loss_steps': [step for step, _ in read_events(directory)['loss']]}
+
+
+def test_two_summary_hooks_on_one_writer_both_ways_are_called_on_every_run_and_record_the_same_steps(tmp_path):
+    """Each one's `before_run` switches the one recording of their writer, in order: neither is left out."""
+    try:
+        fast = _two_summary_hooks_on_one_writer(str(tmp_path / 'fast'), True)
+        general = _two_summary_hooks_on_one_writer(str(tmp_path / 'general'), False)
+    finally:
+        fetches.FAST_PATHS = True
+    assert fast == general
+    assert fast['calls'] == [26, 26]

@@ -52,6 +52,7 @@ _PRIVATE_PATHS = [
     '_coordination_service',
     '_saved_model_fingerprinting',
     '_ops',
+    '_switches',
 ]
 
 

@@ -129,15 +129,22 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
         self._next_step = global_step + self._steps_per_run
 
     leaves_global_step = True  # Its after_run reads the global step only (see HookDriver.after_run).
+    # Its before_run decides on `_next_step`, which the previous run's after_run (or catch_up) set: the session's
+    # schedule leaves it out before the runs it does not act on (session_run_hook.decides_on_previous_run).
+    decides_on_previous_run = True
 
     def idle_until(self):
         """Idle until the timer may trigger (`compat_mts.session.session_run_hook.HookCapabilities`).
 
         `before_run` checks `_next_step`, the post-run step it predicts (the previous run's stale step plus two
         runs' steps); a run's stale step is above the previous one's, so below `last + every - 2K + 1` none
-        triggers. After a recording run the next one is needed: its `before_run` stops the recording.
+        triggers. After a recording run the next one is needed: its `before_run` stops the recording. A hook whose
+        writer another hook of the session records into too (`Recorder.shared`) is needed on every run: each
+        `before_run` switches the one recording, in order.
         """
         if self._summary_writer is None or self._next_step is None or self._request_summary or self._graph_pending:
+            return None
+        if self._recorder.shared:
             return None
         return self._timer.next_trigger(2 * self._steps_per_run - 1)
 

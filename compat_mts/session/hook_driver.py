@@ -26,6 +26,7 @@ from compat_mts.session.session_run_hook import (
     HookSchedule,
     SessionRunValues,
     capability,
+    decides_on_previous_run,
     said_of_its_runs,
 )
 
@@ -92,12 +93,14 @@ class HookDriver:
         # A schedule only where some hook may be skipped: without `idle_until` every hook is called on every run.
         may_idle = any(capability(hook, 'idle_until') is not None for hook in self.run_hooks)
         self._schedule = HookSchedule(self.run_hooks) if scheduled and may_idle else None
-        # Whether the run's stale step must be read for `select_after_run` (the session then fetches it).
+        # Whether the run's stale step must be read for the schedule (the session then fetches it): some hook is
+        # decided after the run (`reads_clock_after_run`) or before it on the previous run's stale step.
         self.decides_after_run = (
             decide_after_run
             and not scheduled
             and any(
-                capability(hook, 'idle_until') is not None and capability(hook, 'reads_clock_after_run') is True
+                capability(hook, 'idle_until') is not None
+                and (capability(hook, 'reads_clock_after_run') is True or decides_on_previous_run(hook))
                 for hook in self.run_hooks
             )
         )

@@ -57,6 +57,7 @@ _CLOSED = (
     'Attempted to use a closed Session. This session was closed (its `with` block ended, or close() was called) '
     'and runs nothing more; run the steps inside the `with` block, or create a new session.'
 )
+_LATE = 'it was called after the run (reads_clock_after_run).'  # Why a hook called late may not feed.
 _HOOKS_GRAPH: contextvars.ContextVar[Any] = contextvars.ContextVar('hooks_graph', default=None)
 
 
@@ -332,9 +333,16 @@ class _MonitoredSession:
         if self._hooks_requested_stop:
             raise RuntimeError('Run called even after should_stop requested.')
         self._steps_per_run.prepare(fetches)
-        context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._raw)
         driver = self._driver
-        driver.select_before_run()
+        if not driver.select_before_run() and driver.decides_after_run and feed_dict is None and options is None:
+            try:
+                quiet = fetches_lib.run_step_and_stale(fetches, self._global_step, self._state)
+            except (tf.errors.OutOfRangeError, StopIteration):
+                self._take_back_the_increment_of_a_step_without_data()
+                raise
+            if quiet is not None:  # No hook was called before this run; those that act on it are called late.
+                return self._after_a_quiet_run(fetches, quiet, run_metadata)
+        context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._raw)
         requests, feeds = driver.before_run(context, fetches, feed_dict, options)
         stale_position = driver.stale_position
         if stale_position is None and driver.decides_after_run:  # The skipped hooks are decided on the stale step.
@@ -356,6 +364,27 @@ class _MonitoredSession:
         self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
         return results[0]
 
+    def _after_a_quiet_run(self, fetches: Any, quiet: tuple, run_metadata) -> Any:
+        """The end of a run of the step alone (`fetches_lib.run_step_and_stale`) on which the schedule called no hook
+        before it: the hooks that act on it after all, called late with its stale step as `_hooked_run` calls them,
+        or none (the usual run: no context is made, since no hook would see it)."""
+        output, stale = quiet
+        self._last_stale_step = stale
+        driver = self._driver
+        late = driver.select_after_run(stale)
+        if not late:
+            return output
+        context = SessionRunContext(original_args=SessionRunArgs(fetches, None), session=self._raw)
+        # No hook was called before the run: the requests are the caller's (None here, the output is known) and the
+        # late hooks', resolved as `_run_late_hooks` resolves them.
+        driver.before_run_late(context, late, refuse_feeds=_LATE)
+        results = [output]
+        for request in driver.requests[1:]:
+            results.append(stale if request is fetches_lib.STALE_GLOBAL_STEP else self._raw.run(request))
+        driver.after_run(context, results, run_metadata)
+        self._hooks_requested_stop = self._hooks_requested_stop or context.stop_requested
+        return output
+
     def _run_late_hooks(self, context: SessionRunContext, late: list[int], results: list, stale: int) -> None:
         """The `before_run` of the hooks decided after the run, their requests resolved into `results`.
 
@@ -363,7 +392,7 @@ class _MonitoredSession:
         """
         driver = self._driver
         del results[len(driver.requests) :]  # The stale step fetched for the decision alone.
-        driver.before_run_late(context, late, refuse_feeds='it was called after the run (reads_clock_after_run).')
+        driver.before_run_late(context, late, refuse_feeds=_LATE)
         for request in driver.requests[len(results) :]:
             results.append(stale if request is fetches_lib.STALE_GLOBAL_STEP else self._raw.run(request))
 

@@ -119,12 +119,13 @@ class HookCapabilities(Protocol):
     - `catch_up(last_stale_step)`: called before the hook runs again after skipped runs, with the stale step of
       the run before (what its own `after_run` would have seen last), for a hook that keeps per-run state.
 
-    `isinstance(hook, HookCapabilities)` says whether a hook offers all four. The driver reads each one alone
-    (`capability`), so a hook may offer some; setting one to None on a subclass withdraws it (a built-in hook
-    with `idle_until = None` is called on every run). `idle_until`, `reads_clock_after_run` and `catch_up` speak
-    for the hook's `before_run` and `after_run`, so a subclass with either method of its own does not inherit
-    them (`said_of_its_runs`): a program's subclass of a built-in hook that logs every run is called on every
-    run, as in v1, unless it says them again.
+    A flag beside them, `decides_on_previous_run` (see the function of that name), lets the session's schedule
+    decide on an idle hook before the run rather than after it. `isinstance(hook, HookCapabilities)` says whether a
+    hook offers all four. The driver reads each one alone (`capability`), so a hook may offer some; setting one to
+    None on a subclass withdraws it (a built-in hook with `idle_until = None` is called on every run). `idle_until`,
+    `reads_clock_after_run` and `catch_up` speak for the hook's `before_run` and `after_run`, so a subclass with
+    either method of its own does not inherit them (`said_of_its_runs`): a program's subclass of a built-in hook
+    that logs every run is called on every run, as in v1, unless it says them again.
 
     The private names of before this protocol are read when the public name is absent, and their None withdraws
     too. `_set_steps_per_run` is v1's own name: its Estimator called it and v1 programs' hooks define it, so it
@@ -175,6 +176,20 @@ def said_of_its_runs(hook: Any, attribute: str) -> bool:
         issubclass(said, next((klass for klass in mro if method in vars(klass)), object))
         for method in ('before_run', 'after_run')
     )
+
+
+def decides_on_previous_run(hook: Any) -> bool:
+    """Whether `hook` says `decides_on_previous_run = True` of its own `before_run` and `after_run`
+    (`said_of_its_runs`).
+
+    Such a hook's `before_run` decides whether it acts on a run from what its `after_run` of the run before left
+    (or its `catch_up` with that run's stale step) and the clock, never from the run's own stale step, and on a
+    run it does not act on changes nothing but what `catch_up` restores. Its `idle_until` promise then holds for
+    a run whose stale step is the previous run's plus one, whatever that run's own turns out to be, so the
+    session's after-run schedule decides on it before the run, which reads its stale step inside the step
+    (`HookSchedule.select_before_run`). `SummarySaverHook` says it: it predicts the next run's step.
+    """
+    return getattr(hook, 'decides_on_previous_run', False) is True and said_of_its_runs(hook, 'decides_on_previous_run')
 
 
 def capability(hook: Any, name: str) -> Any:
@@ -292,10 +307,15 @@ class HookSchedule:
         self._idle_until = [capability(hook, 'idle_until') for hook in self._hooks]
         self._catch_up = [capability(hook, 'catch_up') for hook in self._hooks]
         self._late = [capability(hook, 'reads_clock_after_run') is True for hook in self._hooks]
-        # After-run mode (the session's): only these may be skipped, decided once the run's stale step is known.
+        # After-run mode (the session's): only these may be skipped, decided once the run's stale step is known,
         self._decide_after_run = decide_after_run
         self._deferrable = [
             decide_after_run and late and idle is not None for late, idle in zip(self._late, self._idle_until)
+        ]
+        # and these, decided before the run on the previous run's stale step (`decides_on_previous_run`).
+        self._decided_before = [
+            decide_after_run and not deferrable and idle is not None and decides_on_previous_run(hook)
+            for hook, deferrable, idle in zip(self._hooks, self._deferrable, self._idle_until)
         ]
         self.reset()
 
@@ -320,19 +340,43 @@ class HookSchedule:
             default=math.inf,
         )
         deferred = [promise is not None and deferrable for promise, deferrable in zip(promises, self._deferrable)]
-        self._before_run = [index for index, skipped in enumerate(deferred) if not skipped]
+        decided = [promise is not None and before for promise, before in zip(promises, self._decided_before)]
+        self._before_run = [index for index in range(len(promises)) if not deferred[index] and not decided[index]]
         self._deferred = [index for index, skipped in enumerate(deferred) if skipped]
         self._deferred_wake_step = min((promises[index][0] for index in self._deferred), default=math.inf)
         self._deferred_wake_time = min((promises[index][1] for index in self._deferred), default=math.inf)
+        self._decided = [index for index, idle in enumerate(decided) if idle]
+        self._decided_wake_step = min((promises[index][0] for index in self._decided), default=math.inf)
+        self._decided_wake_time = min((promises[index][1] for index in self._decided), default=math.inf)
 
     def select_before_run(self) -> list[int]:
         """After-run mode: the positions of the hooks to call before the run that starts now, whose stale step is
         not known yet: every hook except the idle ones whose `before_run` only asks for the stale step
-        (`reads_clock_after_run`); `select_after_run` decides on those once the run has given its stale step."""
-        self._run += 1
+        (`reads_clock_after_run`), which `select_after_run` decides on once the run has given its stale step, and
+        the idle ones that decide on the previous run's stale step (`decides_on_previous_run`) and do not act on a
+        run whose stale step is the previous one's plus one (`select`'s rule, on that step)."""
+        run = self._run = self._run + 1
+        last_called = self._last_called
         for index in self._before_run:
-            self._last_called[index] = self._run
-        self._selected = list(self._before_run)
+            last_called[index] = run
+        decided = self._decided
+        previous = self._previous_stale
+        if not decided or (
+            previous is not None
+            and previous + 1 < self._decided_wake_step
+            and (self._decided_wake_time == math.inf or time.time() < self._decided_wake_time)
+        ):
+            self._selected = list(self._before_run)
+            return self._selected
+        now = time.time() if self._decided_wake_time != math.inf else 0.0
+        woken = []
+        for index in decided:
+            promise = self._promises[index]
+            if previous is not None and previous + 1 < promise[0] and now < promise[1]:
+                continue
+            self._call(index, previous)
+            woken.append(index)
+        self._selected = sorted(self._before_run + woken)
         return self._selected
 
     def select_after_run(self, stale_step: int) -> list[int]:
@@ -418,8 +462,10 @@ class HookSchedule:
             return
         idle_until, promises, changed = self._idle_until, self._promises, False
         for index in self._selected:
-            if idle_until[index] is None or (self._decide_after_run and not self._deferrable[index]):
-                continue  # Called on every run whatever it says (in after-run mode, all but the deferrable).
+            if idle_until[index] is None or (
+                self._decide_after_run and not self._deferrable[index] and not self._decided_before[index]
+            ):
+                continue  # Called on every run whatever it says (in after-run mode, all but those two kinds).
             promise = idle_until[index]()
             if promise != promises[index]:
                 promises[index], changed = promise, True

@@ -197,7 +197,9 @@ class StepsPerRun:
     def prepare(self, fetches: Any) -> None:
         """Configures the hooks and the repeated step (if any) for the run of `fetches`."""
         # A step alone (the usual fetch) is no `RepeatedStep` and holds none: no call then.
-        step = _repeated_step_in(fetches) if isinstance(fetches, (RepeatedStep, *_NESTED)) else None
+        step = _repeated_step_in(fetches) if isinstance(fetches, _MAY_HOLD_A_REPEATED_STEP) else None
+        if step is None and self._announced == self._graph_steps_per_run:
+            return
         steps_per_run = step.steps_per_run if step is not None else self._graph_steps_per_run
         if steps_per_run != self._announced:
             for set_steps_per_run in self._tell_hooks:
@@ -208,6 +210,7 @@ class StepsPerRun:
 
 
 _NESTED = (list, tuple, dict)  # The fetch structures a `RepeatedStep` is looked for in.
+_MAY_HOLD_A_REPEATED_STEP = (RepeatedStep, *_NESTED)
 
 
 def _repeated_step_in(fetches: Any) -> RepeatedStep | None:

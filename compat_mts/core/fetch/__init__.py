@@ -476,6 +476,33 @@ def _direct_step(step: Any) -> _DirectStep | None:
     return None
 
 
+def run_step_and_stale(step: Any, global_step: tf.Variable | None, state: SessionState) -> tuple | None:
+    """The session's usual run, with the least Python: `(the step's outputs as NumPy, the stale global step)`.
+
+    What `Run([step, STALE_GLOBAL_STEP], None, global_step, session_step=True, state=state).execute()` gives on its
+    step-only path (`Run._execute_step_only`): `step` a `tf.function` that has run before, called directly with the
+    read of the plain `global_step` in its call. None where that path would not be taken (the caller runs `Run`).
+
+    Raises:
+      tf.errors.OpError: what the step raised, a summary op's failure to write its events file in words that name
+        the summary directory.
+    """
+    if not FAST_PATHS or type(global_step) not in _PLAIN_VARIABLES:
+        return None
+    direct = _direct_step(step)
+    if direct is None:
+        return None
+    state.step_at_eager_fetch = None  # The step may move the global step (`Run._record_step`).
+    state.last_step = step
+    state.last_step_kwargs = {}
+    try:
+        stale, output = direct.call_with(global_step, {})
+    except tf.errors.OpError as error:
+        _raise_for_an_events_file(error)
+        raise
+    return (None if output is None else to_numpy(output)), int(stale)
+
+
 def run_fetches(fetches: Any, feed_dict: dict | None = None, state: SessionState | None = None) -> Any:
     """Runs `fetches` alone (no hooks): what the raw session's `run` does, in the session's `state`.
 

@@ -159,7 +159,7 @@ class _DirectStep:
         function, concrete, switch, quiet = entry
         if kwargs:
             return function(**kwargs)
-        if _functions_run_eagerly() or _has_strategy() or _in_save_context():  # Not plain eager execution.
+        if not _plain_eager_execution():  # A strategy scope, a SavedModel save, `run_functions_eagerly`.
             return function()
         if concrete is None:
             traced = function.get_concrete_function()
@@ -286,6 +286,4 @@ def _forget_direct_step(key: int, step_ref: weakref.ref) -> None:
         del _direct_steps[key]
 
 
-_functions_run_eagerly = tf.config.functions_run_eagerly  # Looked up once: `tf.` attributes cost on every run.
-_has_strategy = tf_internals.has_strategy
-_in_save_context = tf_internals.in_save_context
+_plain_eager_execution = tf_internals.plain_eager_execution
