@@ -24,6 +24,10 @@ The ratio of a call is compat_mts's total time of that call over the rounds over
 repeats); the CPU ratio beside it is less disturbed by the machine's load. It exits non-zero when a call's
 ratio, or the rounds', is above 1.0, when a process of compat_mts exits more than 1 s after its last line, or
 when its registered functions grow after the second round.
+
+`--stale-read-blocks N` times compat_mts alone: inside one `train()` of the iris program, N alternating blocks of
+200 runs of its step's fetches with the hooks' stale global step read in the step's own call (what the session
+does) and read by an eager op before it (as before that), the median and the fastest block of each, in µs per run.
 """
 
 from __future__ import annotations
@@ -68,6 +72,56 @@ def _step_intervals(estimator, model_dir: str, steps: int, warmup: int) -> tuple
     )
     intervals = [later - earlier for earlier, later in zip(times[warmup:], times[warmup + 1 :])]
     return intervals, (cpu_times[-1] - cpu_times[warmup]) / len(intervals)
+
+
+def _stale_read_blocks(blocks: int, runs: int = 200, warmup: int = 50) -> dict:
+    """compat_mts alone: the iris step's runs with the stale global step read in the step's own call, against
+    an eager read op before the call, in alternating blocks of `runs` runs inside one `train()` (µs per run).
+
+    Both go through the Estimator's wrapped graph: `WrappedGraph.run_after_read` (the session's way) and the
+    base `GraphRunner.run_after_read` (the read first, eagerly, as before it). They train the model on.
+    """
+    import tensorflow as tf
+
+    import compat_mts.estimator as estimator
+    from compat_mts.core import fetch as fetches_lib
+    from compat_mts.legacy import graph as graph_lib
+    from tests.estimator_programs import premade_iris
+
+    per_run: dict[str, list[float]] = {'in the call': [], 'eager read first': []}
+    ways = {'in the call': lambda graph: graph.run_after_read}
+    ways['eager read first'] = lambda graph: lambda *args: fetches_lib.GraphRunner.run_after_read(graph, *args)
+
+    class Blocks(tf.compat.v1.train.SessionRunHook):
+        def __init__(self):
+            self.runs = 0
+
+        def before_run(self, run_context):
+            self.fetches = run_context.original_args.fetches
+
+        def after_run(self, run_context, run_values):
+            self.runs += 1
+            if self.runs != warmup:
+                return
+            graph = graph_lib.wrapped_graph_of_global_step()
+            for _ in range(blocks):
+                for way, run_after_read in ways.items():
+                    run = run_after_read(graph)
+                    began = time.perf_counter()
+                    for _ in range(runs):
+                        run(self.fetches, {}, graph.global_step)
+                    per_run[way].append(1e6 * (time.perf_counter() - began) / runs)
+
+    (train_x, train_y), _ = premade_iris.load_data()
+    with tempfile.TemporaryDirectory() as model_dir:
+        config = estimator.RunConfig(log_step_count_steps=None, save_summary_steps=100)
+        classifier = premade_iris.make_estimator(estimator, model_dir, config=config)
+        classifier.train(
+            lambda: premade_iris.train_input_fn(train_x, train_y, premade_iris.BATCH_SIZE),
+            steps=warmup + 1,
+            hooks=[Blocks()],
+        )
+    return {way: {'median_us': statistics.median(times), 'min_us': min(times)} for way, times in per_run.items()}
 
 
 def _side(name: str, steps: int, warmup: int) -> dict:
@@ -339,6 +393,12 @@ def main() -> None:
         help='with --calls: the calls of a round, of train, evaluate, predict (run in that order; default: all '
         'three); without train, one untimed train() first gives the others a checkpoint',
     )
+    parser.add_argument(
+        '--stale-read-blocks',
+        type=int,
+        help='compat_mts only: N alternating blocks of the iris step with the stale global step read in its call '
+        'and read eagerly before it',
+    )
     parser.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--side', default='tf215', help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -347,6 +407,16 @@ def main() -> None:
     if unknown:
         parser.error(f'--models: unknown {unknown}; the models are {", ".join(_MODELS)}, separated by commas')
     sys.path.insert(0, _REPO)
+    if args.stale_read_blocks:
+        load_before = os.getloadavg()
+        report = _stale_read_blocks(args.stale_read_blocks)
+        print(
+            f'{args.stale_read_blocks} alternating blocks x 200 runs of the iris step; load average '
+            f'{load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after'
+        )
+        for way, times in report.items():
+            print(f'stale step {way}: median {times["median_us"]:.1f} µs per run, min {times["min_us"]:.1f}')
+        return
     if args.child and args.calls:
         report = _calls_side(args.side, args.models, args.calls, args.call_steps, args.call_kinds)
         report['last_line_time'] = time.time()

@@ -163,6 +163,24 @@ def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
     assert np.isfinite(report['ratio_median']) and report['ratio_median'] > 0
 
 
+def test_premade_benchmark_times_the_stale_step_read_both_ways():
+    """benchmarks/premade_estimator.py --stale-read-blocks end to end, one block (no timing asserted)."""
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
+    result = support.run(
+        [sys.executable, script, '--stale-read-blocks', '1'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith('stale step ')]
+    assert [line.split(':')[0] for line in lines] == ['stale step in the call', 'stale step eager read first']
+    assert all(float(line.split('median ')[1].split(' ')[0]) > 0 for line in lines), lines
+
+
 def _summary_tags(directory):
     scalars = set(support.read_events(str(directory)))
     histograms = set()

@@ -166,6 +166,22 @@ def test_what_an_assign_returns_runs_the_assignment_and_reads_after_it():
         assert session.run(graph.outputs) == 10
 
 
+def test_the_stale_global_step_is_read_before_the_run_whose_fetches_move_it_at_once():
+    def build():
+        step = tf.compat.v1.train.get_or_create_global_step()
+        # Ready as soon as the run starts, as the stale step's read: only the run's order puts the read first.
+        return tf.compat.v1.assign_add(step, 1).op, tf.compat.v1.assign_add(step, 10)
+
+    graph = mts.wrap_graph(build)
+    increment, add_ten = graph.outputs
+    stale = RecordingHook(mts.STALE_GLOBAL_STEP)
+    with mts.MonitoredSession(hooks=[stale]) as session:
+        for _ in range(100):
+            assert session.run(increment) is None
+        assert session.run(add_ten) == 110  # Its read, after its assignment.
+    assert stale.results == [*range(100), 100]
+
+
 def test_feed_errors_are_v1s(graph):
     x, loss = graph.outputs['x'], graph.outputs['loss']
     with mts.MonitoredSession() as session:

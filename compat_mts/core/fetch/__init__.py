@@ -307,7 +307,8 @@ class Run:
                 return None
             stale = runner.scheduled_global_step()
             if stale is None:
-                stale = int(global_step_lib.read_value(global_step))
+                stale, values = runner.run_after_read(plan.fetches, self._graph_feeds, global_step)
+                return [pack(values, stale) for pack in plan.packers]
         values = runner.run(plan.fetches, self._graph_feeds)
         return [pack(values, stale) for pack in plan.packers]
 

@@ -73,6 +73,10 @@ class GraphRunner:
     def run(self, fetches: Sequence[Any], feeds: dict) -> list:
         raise NotImplementedError
 
+    def run_after_read(self, fetches: Sequence[Any], feeds: dict, variable: tf.Variable) -> tuple[int, list]:
+        """`run(fetches, feeds)`, and the value `variable` (the global step) had before it, read first."""
+        return int(global_step_lib.read_value(variable)), self.run(fetches, feeds)
+
     def graph_def(self):
         """The GraphDef (with shapes) that `save_graph_def` writes for this graph."""
         raise NotImplementedError
