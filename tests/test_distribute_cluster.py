@@ -14,6 +14,7 @@ Every worker gets its own TMPDIR, so the tests can see that the non-chiefs' chec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -73,18 +74,45 @@ def worker_json_lines(command_of, workers: int, timeout: float = 600, chief: boo
             processes.append(
                 support.popen(command_of(index), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             )
-        try:
-            outputs = [process.communicate(timeout=timeout) for process in processes]
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        outputs, timed_out = _outputs_of(processes, timeout)
         if not any(PORT_TAKEN in stderr for _, stderr in outputs):
             break
-    for process, (_, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr[-5000:]
+    tails = ''.join(
+        f'\n--- worker {index} (status {process.returncode}):\n{stderr[-3000:]}'
+        for index, (process, (_, stderr)) in enumerate(zip(processes, outputs))
+    )
+    assert not timed_out, f'the workers ran {timeout} s without ending: {tails}'
+    for process in processes:
+        assert process.returncode == 0, tails
     return [json.loads(stdout.splitlines()[-1]) for stdout, _ in outputs]
+
+
+def _outputs_of(processes: list, timeout: float) -> tuple[list[tuple[str, str]], bool]:
+    """Each process's (stdout, stderr) once all have ended, and whether the `timeout` ended them.
+
+    A worker that fails ends the others at once: they would wait for it until the timeout (a peer whose port was
+    taken before it bound it, a worker that raised), and its error is what says why. Their pipes are read all
+    along, so that none blocks on a full one.
+    """
+    deadline = time.monotonic() + timeout
+    outputs: list = [None] * len(processes)
+    timed_out = False
+    while True:
+        for index, process in enumerate(processes):
+            if outputs[index] is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    outputs[index] = process.communicate(timeout=0.05)
+        ended = [output is not None for output in outputs]
+        if all(ended) or any(done and process.returncode != 0 for done, process in zip(ended, processes)):
+            break
+        if time.monotonic() > deadline:
+            timed_out = True
+            break
+    for index, process in enumerate(processes):
+        if outputs[index] is None:
+            process.kill()
+            outputs[index] = process.communicate()
+    return outputs, timed_out
 
 
 class LocalCluster:
