@@ -171,8 +171,17 @@ class Names:
         self._bind_module_aliases(nodes)
         # The names are all bound now: each node's path and rule are looked up once, however many passes ask.
         self._paths = {}
-        self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(nodes)
+        self._nodes = nodes
+        self._bare_v1: bool | None = None
         self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
+
+    @property
+    def bare_tensorflow_is_v1(self) -> bool:
+        """Whether a bare `tensorflow` is TF 1.x in the script: it names a name TF2 moved or removed. Found when
+        first asked for (a pass over every node, which a script after `tf_upgrade_v2`'s renames is not asked)."""
+        if self._bare_v1 is None:
+            self._bare_v1 = self._bare_tensorflow_is_v1(self._nodes)
+        return self._bare_v1
 
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1

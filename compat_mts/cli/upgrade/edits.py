@@ -1498,6 +1498,11 @@ class StatementEdits:
         parts.append((cursor, stop, ''.join(self._lines[cursor:stop])))
         return parts
 
+    def know(self, statement: ast.stmt, needed: bool) -> None:
+        """Records `needs` of every node of `statement`, which the caller asked, for a `needs` that finds whether
+        any node holds an edit (and records nothing): the statement's nodes are then not walked here."""
+        self._asked[id(statement)] = needed
+
     def _needed(self, group: list[ast.stmt]) -> bool:
         """`needs` of every node of the statements of `group`, asked once per statement: a compound one's is its
         own nodes' and its body's statements' (the ones a block of it asks again)."""
@@ -1958,9 +1963,12 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         notes.extend(edits.notes)
         return edited
 
-    segments = StatementEdits(text, needs, edit, runs=True, plain=plain).lines_segments(
-        tree.body, 0, len(io.StringIO(text, newline='').readlines())
-    )
+    statements = StatementEdits(text, needs, edit, runs=True, plain=plain)
+    # `needs` asks whether any node is a module's name: a top-level statement's answer is that of its nodes as
+    # the tree keeps them, without a walk of the statement.
+    for statement, levels in zip(tree.body, _tree(text).levels):
+        statements.know(statement, needs(node for level in levels for node in level))
+    segments = statements.lines_segments(tree.body, 0, len(io.StringIO(text, newline='').readlines()))
     edited = ''.join(segment for _, _, segment in segments)
     record_edit(edited, text, segments)
     return edited, notes
