@@ -454,6 +454,7 @@ class _PieceRenames:
                 header_after_body=True,
                 runs=True,
                 plain=lambda source, lines_before: _plain_renames(source, triggers),
+                levels=_edits().statement_levels(text) if tree is not None else None,
             )
 
     def _edit(self, source: str, lines_before: int) -> str:

@@ -245,6 +245,13 @@ def parsed(text: str) -> tuple[ast.Module, _Resolver]:
     return tree.tree, tree.resolver
 
 
+def statement_levels(text: str) -> dict[int, list[list[ast.AST]]]:
+    """The nodes by depth (`check_names.walk_levels`) of each top-level statement of `parsed(text)`'s tree, by the
+    statement's id (`StatementEdits`' `levels`)."""
+    tree = _tree(text)
+    return {id(statement): levels for statement, levels in zip(tree.tree.body, tree.levels)}
+
+
 def parsed_tree(text: str) -> ast.Module:
     """`parsed(text)`'s tree, without its resolver."""
     return _tree(text).tree
@@ -1241,6 +1248,7 @@ def apply_edits(
             lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
             removable=functools.partial(_removable, edits.resolver, edits.ps_program),
             plain=edits.plain_edit,
+            levels=statement_levels(text),
         )
         groups = statements.top_level_groups(tree.body)
         if text.count('\n') < upgrade_forked.MIN_LINES:
@@ -1397,6 +1405,9 @@ class StatementEdits:
     with the lines between them: each call costs more than a line does. `plain(source, lines_before)`, when
     given, is asked first for each `edit`'s text, and for each statement of a run on its own (a run is then
     made of the statements it gives None for): a cheaper editor that gives the same text where it can.
+    `levels`: the nodes by depth (`check_names.walk_levels`) of top-level statements, by id, which `needs` is then
+    asked of at once rather than part by part (`needs` finds whether any node holds an edit; what it records when
+    it finds none is recorded all the same, and a statement in which it finds one is edited, which records it).
     """
 
     def __init__(
@@ -1408,8 +1419,10 @@ class StatementEdits:
         header_after_body: bool = False,
         runs: bool = False,
         plain: Callable[[str, int], str | None] | None = None,
+        levels: dict[int, list[list[ast.AST]]] | None = None,
     ):
         self._lines = io.StringIO(text, newline='').readlines()
+        self._levels = levels or {}
         self._plain = plain
         self._needs, self._edit, self._removable = needs, edit, removable
         self._header_after_body = header_after_body
@@ -1498,11 +1511,6 @@ class StatementEdits:
         parts.append((cursor, stop, ''.join(self._lines[cursor:stop])))
         return parts
 
-    def know(self, statement: ast.stmt, needed: bool) -> None:
-        """Records `needs` of every node of `statement`, which the caller asked, for a `needs` that finds whether
-        any node holds an edit (and records nothing): the statement's nodes are then not walked here."""
-        self._asked[id(statement)] = needed
-
     def _needed(self, group: list[ast.stmt]) -> bool:
         """`needs` of every node of the statements of `group`, asked once per statement: a compound one's is its
         own nodes' and its body's statements' (the ones a block of it asks again)."""
@@ -1510,6 +1518,10 @@ class StatementEdits:
 
     def _statement_needs(self, statement: ast.stmt) -> bool:
         found = self._asked.get(id(statement))
+        if found is None and id(statement) in self._levels:
+            found = self._asked[id(statement)] = self._needs(
+                node for level in self._levels[id(statement)] for node in level
+            )
         if found is None:
             own, inner = _own_and_inner(statement)
             found = self._asked[id(statement)] = self._needs(own) or any(self._statement_needs(s) for s in inner)
@@ -1963,11 +1975,7 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         notes.extend(edits.notes)
         return edited
 
-    statements = StatementEdits(text, needs, edit, runs=True, plain=plain)
-    # `needs` asks whether any node is a module's name: a top-level statement's answer is that of its nodes as
-    # the tree keeps them, without a walk of the statement.
-    for statement, levels in zip(tree.body, _tree(text).levels):
-        statements.know(statement, needs(node for level in levels for node in level))
+    statements = StatementEdits(text, needs, edit, runs=True, plain=plain, levels=statement_levels(text))
     segments = statements.lines_segments(tree.body, 0, len(io.StringIO(text, newline='').readlines()))
     edited = ''.join(segment for _, _, segment in segments)
     record_edit(edited, text, segments)
