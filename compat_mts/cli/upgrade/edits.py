@@ -259,8 +259,13 @@ def parsed_tree(text: str) -> ast.Module:
 
 def parsed_last(text: str) -> tuple[ast.Module, _Resolver] | None:
     """`parsed(text)` when `text` is the last text parsed or made from it (`record_edit`), else None (the whole
-    text is not parsed)."""
-    return parsed(text) if text in _parsed_last else None
+    text is not parsed); None too when it is not valid Python."""
+    if text not in _parsed_last:
+        return None
+    try:
+        return parsed(text)
+    except SyntaxError:
+        return None
 
 
 def check_syntax(text: str) -> None:
