@@ -1534,6 +1534,11 @@ def test_the_checkers_walk_gives_every_node_ast_walk_gives_in_its_order():
     for text in [syntax, *(path.read_text() for path in CHECKER_MODULES)]:
         tree = ast.parse(text, type_comments=True)
         assert [id(node) for node in check_names.walk(tree)] == [id(node) for node in ast.walk(tree)]
+        module = ast.parse(text)  # Its walk is its statements' by depth, joined level by level.
+        levels = [check_names.walk_levels(statement) for statement in module.body]
+        assert [id(node) for node in check_names.joined_levels(module, levels)] == [
+            id(node) for node in ast.walk(module)
+        ]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -692,3 +692,51 @@ def test_the_collector_is_paused_over_an_upgrade_and_on_in_the_pool_s_workers_be
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == repr(([False] * 4, [True] * 4, True, None, None))
+
+
+def _same_tree(made: ast.Module, nodes: list[ast.AST], text: str) -> None:
+    """`made` (and its walk, `nodes`) is the tree `ast.parse(text)` gives, with every node's position, and
+    `nodes` holds its nodes in `ast.walk`'s order."""
+    fresh = ast.parse(text)
+    assert ast.dump(made, include_attributes=True) == ast.dump(fresh, include_attributes=True)
+    assert [ast.dump(node, include_attributes=True) for node in nodes] == [
+        ast.dump(node, include_attributes=True) for node in ast.walk(fresh)
+    ]
+
+
+def test_each_stage_s_tree_is_made_of_the_one_before_and_is_the_tree_of_its_text():
+    """The stages record what their text is made of (`record_edit`); the next one's tree keeps the statements
+    the stage kept, renumbered, and parses only the changed ones: the same tree, nodes and positions as a parse of
+    the whole text. The v1 program has text kept, renamed, lines added at its top and blocks wrapped."""
+    from benchmarks import check_upgrade_scaling
+
+    rename = _tf_tools.renamer()
+    if rename is None:
+        pytest.skip("TensorFlow's tools cannot be loaded here: the renames run as the tf_upgrade_v2 command")
+    text = check_upgrade_scaling.v1_program(400)
+    assert upgrade.is_tf1_script(text)
+    first = upgrade_edits.parsed_tree(text).body[0]
+    modules, _ = upgrade_edits.v1_modules(text)
+    assert modules != text
+    tree, resolver = upgrade_edits.parsed_last(modules)
+    assert tree.body[0] is first  # Kept, not parsed again.
+    _same_tree(tree, resolver.nodes, modules)
+    renamed = upgrade.renamed_in_pieces(modules, rename, 100, triggers=_tf_tools.rename_triggers())
+    assert renamed.text != modules
+    tree, resolver = upgrade_edits.parsed_last(renamed.text)
+    _same_tree(tree, resolver.nodes, renamed.text)
+    upgraded, notes = upgrade_edits.apply_edits(renamed.text, v1_script=True)
+    assert any('goes under tf.Graph().as_default()' in note.text for note in notes)
+    tree, resolver = upgrade_edits.parsed_last(upgraded)
+    _same_tree(tree, resolver.nodes, upgraded)
+    assert upgrade_edits.parsed_last(text) is None  # The first text's tree was given up: its statements moved.
+
+
+def test_a_stage_s_text_whose_changed_parts_do_not_parse_alone_is_parsed_whole():
+    text = 'a = 1\nb == 2\nc = 3\n'
+    kept = upgrade_edits.parsed_tree(text).body[1]
+    edited = 'x = f(\nb == 2\n)\n'  # The kept line is an argument now: the text around it does not parse alone.
+    upgrade_edits.record_edit(edited, text, [(0, 1, 'x = f(\n'), (1, 2, 'b == 2\n'), (2, 3, ')\n')])
+    tree, resolver = upgrade_edits.parsed(edited)
+    _same_tree(tree, resolver.nodes, edited)
+    assert kept.lineno == 2

@@ -81,6 +81,47 @@ def walk(tree: ast.AST) -> list[ast.AST]:
     return nodes
 
 
+def walk_levels(tree: ast.AST) -> list[list[ast.AST]]:
+    """Every node of `tree` by depth: `walk(tree)` is these lists joined. The nodes of a module are its statements'
+    levels joined level by level (`joined_levels`), so a caller that keeps each statement's levels can list a
+    module made partly of the same statements without walking those again."""
+    levels = []
+    level = [tree]
+    fields_of = _child_fields_cache.get
+    node_type = ast.AST
+    while level:
+        levels.append(level)
+        below: list[ast.AST] = []
+        append = below.append
+        for node in level:
+            fields = fields_of(node.__class__) or child_fields(node.__class__)
+            for field in fields:
+                value = getattr(node, field, None)
+                if value.__class__ is list:
+                    for child in value:
+                        if isinstance(child, node_type):
+                            append(child)
+                elif isinstance(value, node_type):
+                    append(value)
+        level = below
+    return levels
+
+
+def joined_levels(module: ast.Module, levels: Sequence[list[list[ast.AST]]]) -> list[ast.AST]:
+    """`walk(module)`, from `walk_levels` of each of its statements (`levels`, in `module.body`'s order): breadth
+    first, a level's nodes are each statement's nodes of that depth, statement after statement."""
+    nodes: list[ast.AST] = [module]
+    extend = nodes.extend
+    depth = 0
+    reaching = list(levels)
+    while reaching:
+        for statement_levels in reaching:
+            extend(statement_levels[depth])
+        depth += 1
+        reaching = [statement_levels for statement_levels in reaching if len(statement_levels) > depth]
+    return nodes
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """`a.b.c` as ['a', 'b', 'c']; None for anything but a chain of names."""
     parts = []
@@ -130,8 +171,17 @@ class Names:
         self._bind_module_aliases(nodes)
         # The names are all bound now: each node's path and rule are looked up once, however many passes ask.
         self._paths = {}
-        self.bare_tensorflow_is_v1 = self._bare_tensorflow_is_v1(nodes)
+        self._nodes = nodes
+        self._bare_v1: bool | None = None
         self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
+
+    @property
+    def bare_tensorflow_is_v1(self) -> bool:
+        """Whether a bare `tensorflow` is TF 1.x in the script: it names a name TF2 moved or removed. Found when
+        first asked for (a pass over every node, which a script after `tf_upgrade_v2`'s renames is not asked)."""
+        if self._bare_v1 is None:
+            self._bare_v1 = self._bare_tensorflow_is_v1(self._nodes)
+        return self._bare_v1
 
     def _bind(self, name: str, path: str) -> None:
         # `try: import tensorflow.compat.v1 as tf / except ImportError: import tensorflow as tf`: the v1

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Sequence
 
 from compat_mts import _tf_tools
 from compat_mts.cli.check import checker as check_checker, names as check_names, report as check_report
@@ -158,7 +158,7 @@ def upgrade_source(
       SyntaxError: `text` is not valid Python.
     """
     try:
-        _edits().parsed(text)  # The syntax check, on the tree `is_tf1_script` and `v1_modules` made.
+        _edits().check_syntax(text)  # The syntax check: `is_tf1_script` parsed the text already.
     except SyntaxError:
         ast.parse(text, filename=path)  # The same error, naming the file.
         raise
@@ -170,7 +170,7 @@ def upgrade_source(
         notes.append(_edits().Note(0, renames, True))
     upgraded, edit_notes = _edits().apply_edits(start, v1_script=renamed is not None, processes=processes)
     notes.extend(edit_notes)
-    parsed = _edits().parsed_last(upgraded)  # The edited text's tree, when the graphs' wrapping kept its text.
+    parsed = _edits().parsed_last(upgraded)  # The edited text's tree, made of the tree the edits started from.
     findings = (
         check_checker.check_source(upgraded, path)
         if parsed is None
@@ -404,7 +404,7 @@ def renamed_in_pieces(
     `processes` forked processes.
     """
     one_piece = len(text.splitlines()) <= lines_per_piece
-    tree = None if one_piece and triggers is None else ast.parse(text)
+    tree = None if one_piece and triggers is None else _edits().parsed_tree(text)
     pieces = _PieceRenames(text, tree, rename, triggers, lines_per_piece=None if one_piece else lines_per_piece)
     renamed_pieces = upgrade_forked.forked_map(
         pieces.renamed,
@@ -413,10 +413,19 @@ def renamed_in_pieces(
     )
     if any(renamed is None for renamed in renamed_pieces):
         return None
-    return _tf_tools.Renamed(
-        ''.join(renamed.text for renamed in renamed_pieces),
-        tuple(message for renamed in renamed_pieces for message in renamed.messages),
-    )
+    segments = [segment for renamed in renamed_pieces for segment in renamed.segments]
+    result = ''.join(segment for _, _, segment in segments)
+    if tree is not None:
+        _edits().record_edit(result, text, segments)  # The tree of the result is made of this one.
+    return _tf_tools.Renamed(result, tuple(message for renamed in renamed_pieces for message in renamed.messages))
+
+
+class _RenamedPiece(NamedTuple):
+    """A piece of a text renamed (`_PieceRenames.renamed`): its text as segments (`upgrade_edits.record_edit`),
+    and `tf_upgrade_v2`'s messages, at the text's lines."""
+
+    segments: list[tuple[int, int, str]]
+    messages: tuple[tuple[int, str], ...]
 
 
 class _NotRenamed(Exception):
@@ -457,6 +466,7 @@ class _PieceRenames:
                 header_after_body=True,
                 runs=True,
                 plain=lambda source, lines_before: _plain_renames(source, triggers),
+                levels=_edits().statement_levels(text) if tree is not None else None,
             )
 
     def _edit(self, source: str, lines_before: int) -> str:
@@ -466,20 +476,21 @@ class _PieceRenames:
         self._messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
         return renamed.text
 
-    def renamed(self, index: int) -> _tf_tools.Renamed | None:
-        """The piece's `Renamed`, its messages at the text's lines; None when a statement cannot be renamed."""
+    def renamed(self, index: int) -> _RenamedPiece | None:
+        """The piece renamed, its messages at the text's lines; None when a statement cannot be renamed."""
         start, stop = self.cuts[index]
         if self._statements is None or self._imports_trigger(self._bodies[index]):
             renamed = self._rename(''.join(self.lines[start:stop]))
             if renamed is None:
                 return None
-            return _tf_tools.Renamed(renamed.text, tuple((start + line, reason) for line, reason in renamed.messages))
+            messages = tuple((start + line, reason) for line, reason in renamed.messages)
+            return _RenamedPiece([(start, stop, renamed.text)], messages)
         self._messages = []
         try:
-            text = self._statements.lines_edited(self._bodies[index], start, stop)
+            segments = self._statements.lines_segments(self._bodies[index], start, stop)
         except _NotRenamed:
             return None
-        return _tf_tools.Renamed(text, tuple(self._messages))
+        return _RenamedPiece(segments, tuple(self._messages))
 
     def _imports_trigger(self, body: list[ast.stmt]) -> bool:
         """Whether an import among the statements makes `tf_upgrade_v2` change the whole piece (`triggers.imports`)."""

@@ -129,8 +129,9 @@ def _string_value(node: cst.BaseExpression) -> str | None:
 class _Resolver:
     """What a dotted name of the script stands for, through its imports (`check_names.Names`)."""
 
-    def __init__(self, tree: ast.Module):
-        self.nodes = check_names.walk(tree)  # Every node of the tree: the passes over it loop over this list.
+    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None):
+        # Every node of the tree (`check_names.walk`): the passes over it loop over this list.
+        self.nodes = check_names.walk(tree) if nodes is None else nodes
         self.names = check_names.Names(tree, self.nodes)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
@@ -168,39 +169,208 @@ class _Resolver:
         return None
 
 
-# The last text parsed, its syntax tree and resolver: the stages of one upgrade (`is_tf1_script`, `v1_modules`,
-# `apply_edits`, `wrap_top_level_graphs`) each ask for the same text's, the long file's tree and names once.
-_parsed_last: dict[str, tuple[ast.Module, _Resolver]] = program_lib.PROGRAM.table(
+Segment = tuple[int, int, str]
+"""A part of a stage's output: the lines `start` to `stop` of its input (0-based, `stop` excluded), and their text
+in the output (the same text where the stage kept them)."""
+
+
+class _Tree:
+    """A script's syntax tree, each top-level statement's nodes by depth (`check_names.walk_levels`), and its
+    `_Resolver`, made when first asked for."""
+
+    def __init__(self, tree: ast.Module, levels: list[list[list[ast.AST]]]):
+        self.tree = tree
+        self.levels = levels
+        self._resolver: _Resolver | None = None
+
+    @property
+    def resolver(self) -> _Resolver:
+        if self._resolver is None:
+            self._resolver = _Resolver(self.tree, check_names.joined_levels(self.tree, self.levels))
+        return self._resolver
+
+    @classmethod
+    def parse(cls, text: str) -> _Tree:
+        tree = ast.parse(text)
+        return cls(tree, [check_names.walk_levels(statement) for statement in tree.body])
+
+
+class _Edited:
+    """A text that a stage made of the text of `base` (a `_Tree`, with its lines) as `segments` say: its tree is
+    made from `base`'s when first asked for (`_derived_tree`)."""
+
+    def __init__(self, base: _Tree, base_text: str, segments: list[Segment]):
+        self.base, self.base_text, self.segments = base, base_text, segments
+
+
+# The last text parsed (or made by a stage from the one before, `record_edit`), its syntax tree and resolver: the
+# stages of one upgrade (`is_tf1_script`, `v1_modules`, the renames, `apply_edits`, `wrap_top_level_graphs`,
+# the check of the result) each ask for the same text's, or for the text the stage before made, whose tree is
+# made of the statements it kept and only the changed ones parsed.
+_parsed_last: dict[str, _Tree | _Edited] = program_lib.PROGRAM.table(
     'upgrade_edits.parsed_last', {}, "the last script text's syntax tree and name resolver", kind='process'
 )
+# The last few texts found valid Python, so that a syntax check of one of them (`check_syntax`) parses nothing.
+_valid_texts: dict[str, None] = program_lib.PROGRAM.table(
+    'upgrade_edits.valid_texts', {}, 'the last script texts found to be valid Python', kind='process'
+)
+_VALID_TEXTS_KEPT = 4
+
+
+def _tree(text: str) -> _Tree:
+    found = _parsed_last.get(text)
+    if found.__class__ is _Tree:
+        return found
+    tree = _derived_tree(found, text) if found is not None else None
+    if tree is None:
+        tree = _Tree.parse(text)
+    _parsed_last.clear()
+    _parsed_last[text] = tree
+    if len(_valid_texts) >= _VALID_TEXTS_KEPT:
+        del _valid_texts[next(iter(_valid_texts))]
+    _valid_texts[text] = None
+    return tree
 
 
 def parsed(text: str) -> tuple[ast.Module, _Resolver]:
-    """`ast.parse(text)` and its `_Resolver`, made once for the same text (the last one asked for is kept).
+    """`ast.parse(text)` and its `_Resolver`, made once for the same text (the last one asked for is kept); for a
+    text a stage made from the last one (`record_edit`), made from that one's tree.
 
     The tree is shared: its callers read it and never change it.
 
     Raises:
       SyntaxError: `text` is not valid Python.
     """
-    found = _parsed_last.get(text)
-    if found is None:
-        tree = ast.parse(text)
-        found = (tree, _Resolver(tree))
-        _parsed_last.clear()
-        _parsed_last[text] = found
-    return found
+    tree = _tree(text)
+    return tree.tree, tree.resolver
+
+
+def statement_levels(text: str) -> dict[int, list[list[ast.AST]]]:
+    """The nodes by depth (`check_names.walk_levels`) of each top-level statement of `parsed(text)`'s tree, by the
+    statement's id (`StatementEdits`' `levels`)."""
+    tree = _tree(text)
+    return {id(statement): levels for statement, levels in zip(tree.tree.body, tree.levels)}
+
+
+def parsed_tree(text: str) -> ast.Module:
+    """`parsed(text)`'s tree, without its resolver."""
+    return _tree(text).tree
 
 
 def parsed_last(text: str) -> tuple[ast.Module, _Resolver] | None:
-    """`parsed(text)` when `text` is the last text parsed, else None (nothing is parsed)."""
-    return _parsed_last.get(text)
+    """`parsed(text)` when `text` is the last text parsed or made from it (`record_edit`), else None (the whole
+    text is not parsed); None too when it is not valid Python."""
+    if text not in _parsed_last:
+        return None
+    try:
+        return parsed(text)
+    except SyntaxError:
+        return None
+
+
+def check_syntax(text: str) -> None:
+    """Raises SyntaxError when `text` is not valid Python; one of the last texts parsed is not parsed again."""
+    if text not in _valid_texts:
+        parsed(text)
+
+
+def record_edit(text: str, base_text: str, segments: list[Segment]) -> None:
+    """Records that a stage made `text` of `base_text`, the last text parsed, as `segments` say (their texts
+    joined are `text`), so that the tree of `text` is made from that of `base_text` (`parsed`).
+
+    The tree of `base_text` is given up: the statements kept move to the new tree (their lines renumbered).
+    Nothing is recorded when `base_text` is not the last text parsed.
+    """
+    base = _parsed_last.get(base_text)
+    if text == base_text or base.__class__ is not _Tree:
+        return
+    _parsed_last.clear()
+    _parsed_last[text] = _Edited(base, base_text, segments)
+
+
+_POSITIONED: dict[type, bool] = {}  # Whether an `ast` node class has line numbers.
+
+
+def _renumbered(levels: list[list[ast.AST]], lines: int) -> None:
+    """Moves every node of a statement (by depth, `levels`) `lines` lines down."""
+    positioned = _POSITIONED
+    for level in levels:
+        for node in level:
+            kind = node.__class__
+            moved = positioned.get(kind)
+            if moved is None:
+                moved = positioned[kind] = 'end_lineno' in kind._attributes
+            if moved:
+                node.lineno += lines
+                if node.end_lineno is not None:
+                    node.end_lineno += lines
+
+
+def _code(lines: list[str]) -> bool:
+    """Whether the lines hold more than blank space and comments."""
+    return any(line.strip() and not line.lstrip().startswith('#') for line in lines)
+
+
+def _derived_tree(edited: _Edited, text: str) -> _Tree | None:
+    """The `_Tree` of `text`, made of `edited.base`'s: the top-level statements whose lines a segment kept, moved
+    to their new lines, and the text between them parsed (at its lines). Each such statement stands at the start of
+    a line and is whole, so its nodes are those a parse of `text` gives. None where this cannot be made (a
+    carriage return, which `ast` counts as a line end, or text between kept statements that does not parse on
+    its own): `text` is then parsed whole."""
+    if '\r' in text or '\r' in edited.base_text:
+        return None
+    base_lines = io.StringIO(edited.base_text, newline='').readlines()
+    statements, base_levels = edited.base.tree.body, edited.base.levels
+    kept = []  # (index of a statement of the base, lines it moves)
+    index, new_start = 0, 0
+    for number, (start, stop, segment) in enumerate(edited.segments):
+        if segment == ''.join(base_lines[start:stop]):
+            moved = new_start - start
+            while index < len(statements) and first_line(statements[index]) - 1 < start:
+                index += 1
+            while index < len(statements) and statements[index].end_lineno <= stop:
+                kept.append((index, moved))
+                index += 1
+        new_start += segment.count('\n')
+        if segment and not segment.endswith('\n') and number < len(edited.segments) - 1:
+            return None
+    lines = io.StringIO(text, newline='').readlines()
+    parts: list[tuple[list[ast.stmt], list[list[list[ast.AST]]]] | int] = []  # parsed statements, or a kept one
+    cursor = 0
+    for index, moved in [*kept, (None, 0)]:
+        first = len(lines) if index is None else first_line(statements[index]) - 1 + moved
+        if _code(lines[cursor:first]):
+            try:
+                tree = ast.parse(''.join(lines[cursor:first]))
+            except (SyntaxError, ValueError):
+                return None
+            levels = [check_names.walk_levels(statement) for statement in tree.body]
+            if cursor:
+                for statement_levels in levels:
+                    _renumbered(statement_levels, cursor)
+            parts.append((tree.body, levels))
+        if index is not None:
+            parts.append(index)
+            cursor = statements[index].end_lineno + moved
+    body, levels = [], []
+    moves = dict(kept)
+    for part in parts:
+        if part.__class__ is int:
+            if moves[part]:
+                _renumbered(base_levels[part], moves[part])
+            body.append(statements[part])
+            levels.append(base_levels[part])
+        else:
+            body.extend(part[0])
+            levels.extend(part[1])
+    return _Tree(ast.Module(body=body, type_ignores=[]), levels)
 
 
 def forget_parsed() -> None:
     """Drops the last text's tree and resolver (`parsed`): a long file's take a gigabyte, which an upgrade done
-    needs no more."""
+    needs no more; and the texts found valid."""
     _parsed_last.clear()
+    _valid_texts.clear()
 
 
 def _syntax_name(node: ast.AST) -> str | None:
@@ -1090,6 +1260,7 @@ def apply_edits(
             lambda source, lines_before: edits.edit(cst.parse_module(source), source, lines_before).code,
             removable=functools.partial(_removable, edits.resolver, edits.ps_program),
             plain=edits.plain_edit,
+            levels=statement_levels(text),
         )
         groups = statements.top_level_groups(tree.body)
         if text.count('\n') < upgrade_forked.MIN_LINES:
@@ -1107,7 +1278,9 @@ def apply_edits(
             units.extend(part_units)
             edits.add_recorded(recorded)
         notes.extend(edits.notes)
-        result = _with_additions(units, _additions(edits, resolver, text, tree), notes)
+        segments = _with_additions(units, _additions(edits, resolver, text, tree), notes)
+        result = ''.join(segment for _, _, segment in segments)
+        record_edit(result, text, segments)
     if edits.graph_program:
         result, wrapped = wrap_top_level_graphs(result)
         notes.extend(
@@ -1179,15 +1352,16 @@ def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str, tree: ast.
     return additions
 
 
-def _with_additions(units: list[_Unit], additions: list[tuple[_Addition, Note]], notes: list[Note]) -> str:
-    """The text of `units` with the `additions` made, and their notes added to `notes`.
+def _with_additions(units: list[_Unit], additions: list[tuple[_Addition, Note]], notes: list[Note]) -> list[Segment]:
+    """The text of `units` with the `additions` made, as segments (`record_edit`), and their notes added to
+    `notes`.
 
     The additions go among the top-level imports: they are made on a module parsed from the units up to the one
     that holds where each goes (the last import, the first TensorFlow import, the first import), so a long script
     is not parsed whole; the rest of the text follows as it is.
     """
     if not additions:
-        return ''.join(unit.text for unit in units)
+        return [(unit.start, unit.stop, unit.text) for unit in units]
     imports = [index for index, unit in enumerate(units) if unit.imports]
     ends = []
     for addition, _ in additions:
@@ -1204,7 +1378,9 @@ def _with_additions(units: list[_Unit], additions: list[tuple[_Addition, Note]],
     for addition, note in additions:
         module = addition.add(module)
         notes.append(note)
-    return module.code + ''.join(unit.text for unit in units[end:])
+    return [(units[0].start, units[end - 1].stop, module.code)] + [
+        (unit.start, unit.stop, unit.text) for unit in units[end:]
+    ]
 
 
 @dataclasses.dataclass
@@ -1213,6 +1389,8 @@ class _Unit:
     lines between statements. `imports`: its first statement is an import (`future_import`: of `__future__`)."""
 
     text: str
+    start: int  # its lines in the script before the edits (0-based, `stop` excluded)
+    stop: int
     imports: bool = False
     future_import: bool = False
     merged: bool = False
@@ -1239,6 +1417,9 @@ class StatementEdits:
     with the lines between them: each call costs more than a line does. `plain(source, lines_before)`, when
     given, is asked first for each `edit`'s text, and for each statement of a run on its own (a run is then
     made of the statements it gives None for): a cheaper editor that gives the same text where it can.
+    `levels`: the nodes by depth (`check_names.walk_levels`) of top-level statements, by id, which `needs` is then
+    asked of at once rather than part by part (`needs` finds whether any node holds an edit; what it records when
+    it finds none is recorded all the same, and a statement in which it finds one is edited, which records it).
     """
 
     def __init__(
@@ -1250,8 +1431,10 @@ class StatementEdits:
         header_after_body: bool = False,
         runs: bool = False,
         plain: Callable[[str, int], str | None] | None = None,
+        levels: dict[int, list[list[ast.AST]]] | None = None,
     ):
         self._lines = io.StringIO(text, newline='').readlines()
+        self._levels = levels or {}
         self._plain = plain
         self._needs, self._edit, self._removable = needs, edit, removable
         self._header_after_body = header_after_body
@@ -1261,7 +1444,7 @@ class StatementEdits:
     def top_level(self, body: list[ast.stmt]) -> list[_Unit]:
         """The script's text as units, their statements edited; `body` the script's top-level statements."""
         if self._runs:
-            return [_Unit(self.lines_edited(body, 0, len(self._lines)))]
+            return [_Unit(self.lines_edited(body, 0, len(self._lines)), 0, len(self._lines))]
         groups = self.top_level_groups(body)
         return self.units(groups, 0, len(groups))
 
@@ -1286,12 +1469,14 @@ class StatementEdits:
         for group, joined in groups[start:stop]:
             first, last = first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
             if first > cursor:
-                units.append(_Unit(''.join(self._lines[cursor:first])))
+                units.append(_Unit(''.join(self._lines[cursor:first]), cursor, first))
             text = self._parse(first, last, 0) if joined else self._statements(group, 0)
             head = group[0]
             units.append(
                 _Unit(
                     text,
+                    first,
+                    last,
                     imports=isinstance(head, (ast.Import, ast.ImportFrom)),
                     future_import=isinstance(head, ast.ImportFrom) and head.module == '__future__' and not head.level,
                     merged=joined,
@@ -1299,17 +1484,24 @@ class StatementEdits:
             )
             cursor = last
         if stop == len(groups) and cursor < len(self._lines):
-            units.append(_Unit(''.join(self._lines[cursor:])))
+            units.append(_Unit(''.join(self._lines[cursor:]), cursor, len(self._lines)))
         return units
 
     def lines_edited(self, body: list[ast.stmt], start: int, stop: int) -> str:
         """The text of lines `start` to `stop` (0-based, `stop` excluded), the top-level statements of `body`, which
         are all the ones in them, edited (with `runs`: the statements of a piece of the script)."""
+        return ''.join(text for _, _, text in self.lines_segments(body, start, stop))
+
+    def lines_segments(self, body: list[ast.stmt], start: int, stop: int) -> list[Segment]:
+        """`lines_edited`'s text as the segments it is made of (`record_edit`): the statements edited, a run
+        of them, and the lines between them."""
         return self._block(body, start, stop, 0)
 
-    def _block(self, body: list[ast.stmt], start: int, stop: int, depth: int) -> str:
-        """The text of lines `start` to `stop` (0-based, `stop` excluded), the statements of `body` in them edited."""
-        parts, cursor, run = [], start, None  # run: (first, last) lines of adjacent statements edited whole
+    def _block(self, body: list[ast.stmt], start: int, stop: int, depth: int) -> list[Segment]:
+        """The lines `start` to `stop` (0-based, `stop` excluded), the statements of `body` in them edited, as
+        segments."""
+        parts: list[Segment] = []
+        cursor, run = start, None  # run: (first, last) lines of adjacent statements edited whole
         for group in [*_groups(body), None]:  # None: the end of the block, where a run ends too.
             if group is not None:
                 first, last = first_line(group[0]) - 1, max(statement.end_lineno for statement in group)
@@ -1321,15 +1513,15 @@ class StatementEdits:
                         run = (run[0] if run else first, last)
                         continue
             if run:
-                parts.append(''.join(self._lines[cursor : run[0]]))
-                parts.append(self._parse(run[0], run[1], depth))
+                parts.append((cursor, run[0], ''.join(self._lines[cursor : run[0]])))
+                parts.append((run[0], run[1], self._parse(run[0], run[1], depth)))
                 cursor, run = run[1], None
             if group is not None:
-                parts.append(''.join(self._lines[cursor:first]))
-                parts.append(plain if plain is not None else self._statements(group, depth, needed))
+                parts.append((cursor, first, ''.join(self._lines[cursor:first])))
+                parts.append((first, last, plain if plain is not None else self._statements(group, depth, needed)))
                 cursor = last
-        parts.append(''.join(self._lines[cursor:stop]))
-        return ''.join(parts)
+        parts.append((cursor, stop, ''.join(self._lines[cursor:stop])))
+        return parts
 
     def _needed(self, group: list[ast.stmt]) -> bool:
         """`needs` of every node of the statements of `group`, asked once per statement: a compound one's is its
@@ -1338,6 +1530,10 @@ class StatementEdits:
 
     def _statement_needs(self, statement: ast.stmt) -> bool:
         found = self._asked.get(id(statement))
+        if found is None and id(statement) in self._levels:
+            found = self._asked[id(statement)] = self._needs(
+                node for level in self._levels[id(statement)] for node in level
+            )
         if found is None:
             own, inner = _own_and_inner(statement)
             found = self._asked[id(statement)] = self._needs(own) or any(self._statement_needs(s) for s in inner)
@@ -1368,7 +1564,7 @@ class StatementEdits:
             head = self._parse(first, body_first, depth, dummy=body_line[: len(body_line) - len(body_line.lstrip())])
         else:
             head = ''.join(self._lines[first:body_first])
-        return head + self._block(statement.body, body_first, last, depth + 1)
+        return head + ''.join(text for _, _, text in self._block(statement.body, body_first, last, depth + 1))
 
     @staticmethod
     def _header(statement: ast.stmt, fields: Callable[[str], bool]) -> list[ast.AST]:
@@ -1643,12 +1839,21 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
         isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno > node.lineno for node in resolver.nodes
     )
     interiors = _string_interiors(text) if spanning else set()
-    for where, start, end, column in sorted(regions, key=lambda region: -region[1]):
+    segments: list[Segment] = []
+    cursor = 0
+    for where, start, end, column in sorted(regions, key=lambda region: region[1]):
+        block = [' ' * column + f'with {tf_name}.Graph().as_default():\n']
         for number in range(start, end + 1):
-            if number not in interiors and lines[number - 1].strip():
-                lines[number - 1] = '    ' + lines[number - 1]
-        lines.insert(start - 1, ' ' * column + f'with {tf_name}.Graph().as_default():\n')
-    return ''.join(lines), [region[0] for region in regions]
+            line = lines[number - 1]
+            block.append('    ' + line if number not in interiors and line.strip() else line)
+        segments.append((cursor, start - 1, ''.join(lines[cursor : start - 1])))
+        segments.append((start - 1, end, ''.join(block)))
+        cursor = end
+    segments.append((cursor, len(lines), ''.join(lines[cursor:])))
+    wrapped = ''.join(segment for _, _, segment in segments)
+    if '\r' not in text and len(lines) == text.count('\n') + (not text.endswith('\n')):
+        record_edit(wrapped, text, segments)  # `splitlines`' lines are then `ast`'s.
+    return wrapped, [region[0] for region in regions]
 
 
 def _graph_statement(statement: ast.stmt, scan: _GraphScan) -> bool:
@@ -1782,8 +1987,11 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
         notes.extend(edits.notes)
         return edited
 
-    units = StatementEdits(text, needs, edit, runs=True, plain=plain).top_level(tree.body)
-    return ''.join(unit.text for unit in units), notes
+    statements = StatementEdits(text, needs, edit, runs=True, plain=plain, levels=statement_levels(text))
+    segments = statements.lines_segments(tree.body, 0, len(io.StringIO(text, newline='').readlines()))
+    edited = ''.join(segment for _, _, segment in segments)
+    record_edit(edited, text, segments)
+    return edited, notes
 
 
 def top_level_cuts(body: list[ast.stmt], lines_per_piece: int, line_count: int) -> list[tuple[int, int]]:
