@@ -510,7 +510,10 @@ def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
 def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_file():
     rename = _tf_tools.renamer()
     if rename is None:
-        pytest.skip("TensorFlow's tools cannot be loaded here: the renames run as the tf_upgrade_v2 command")
+        pytest.skip(
+            "TensorFlow's tools are not loaded here (COMPAT_MTS_NO_PRIVATE_TF=1, or a TensorFlow without them): "
+            'the renames run as the tf_upgrade_v2 command'
+        )
     for path in ALL_SCRIPTS:
         text, _ = upgrade_edits.v1_modules(_read(path))
         whole = rename(text)
@@ -712,7 +715,10 @@ def test_each_stage_s_tree_is_made_of_the_one_before_and_is_the_tree_of_its_text
 
     rename = _tf_tools.renamer()
     if rename is None:
-        pytest.skip("TensorFlow's tools cannot be loaded here: the renames run as the tf_upgrade_v2 command")
+        pytest.skip(
+            "TensorFlow's tools are not loaded here (COMPAT_MTS_NO_PRIVATE_TF=1, or a TensorFlow without them): "
+            'the renames run as the tf_upgrade_v2 command'
+        )
     text = check_upgrade_scaling.v1_program(400)
     assert upgrade.is_tf1_script(text)
     first = upgrade_edits.parsed_tree(text).body[0]

@@ -64,21 +64,7 @@ def child_fields(node_class: type) -> tuple[str, ...]:
 def walk(tree: ast.AST) -> list[ast.AST]:
     """Every node of `tree`, in `ast.walk`'s order (breadth first), as a list: made faster than
     `list(ast.walk(tree))`, which the passes over a long file's millions of nodes pay for each walk."""
-    nodes = [tree]
-    append = nodes.append
-    fields_of = _child_fields_cache.get
-    node_type = ast.AST
-    for node in nodes:  # The list grows as it is read: breadth first.
-        fields = fields_of(node.__class__) or child_fields(node.__class__)
-        for field in fields:
-            value = getattr(node, field, None)
-            if value.__class__ is list:
-                for child in value:
-                    if isinstance(child, node_type):
-                        append(child)
-            elif isinstance(value, node_type):
-                append(value)
-    return nodes
+    return [node for level in walk_levels(tree) for node in level]
 
 
 def walk_levels(tree: ast.AST) -> list[list[ast.AST]]:

@@ -321,11 +321,7 @@ class Run:
 
     def _record_step(self, step: Any) -> None:
         """Makes `step` the one whose graph `step_graph_def` returns (see `session_step`)."""
-        state = self._state
-        state.step_at_eager_fetch = None  # The step may move the global step.
-        if self._session_step or state.last_step is None:
-            state.last_step = step
-            state.last_step_kwargs = self._kwargs
+        _record_step(self._state, step, self._kwargs, self._session_step)
 
     def _step_with_stale_read(self, flat: list) -> int:
         """Reads the global step before any callable runs; in the step's own call when it can.
@@ -477,6 +473,15 @@ def _direct_step(step: Any) -> _DirectStep | None:
     return None
 
 
+def _record_step(state: SessionState, step: Any, kwargs: dict, session_step: bool) -> None:
+    """Records that `step` runs now: it may move the global step, and (for the session's step, or a first one) it is
+    the step whose graph `step_graph_def` returns."""
+    state.step_at_eager_fetch = None
+    if session_step or state.last_step is None:
+        state.last_step = step
+        state.last_step_kwargs = kwargs
+
+
 def run_step_and_stale(step: Any, global_step: tf.Variable | None, state: SessionState) -> tuple | None:
     """The session's usual run, with the least Python: `(the step's outputs as NumPy, the stale global step)`.
 
@@ -493,9 +498,7 @@ def run_step_and_stale(step: Any, global_step: tf.Variable | None, state: Sessio
     direct = _direct_step(step)
     if direct is None:
         return None
-    state.step_at_eager_fetch = None  # The step may move the global step (`Run._record_step`).
-    state.last_step = step
-    state.last_step_kwargs = {}
+    _record_step(state, step, {}, session_step=True)
     try:
         stale, output = direct.call_with(global_step, {})
     except tf.errors.OpError as error:
