@@ -88,9 +88,13 @@ def _linear_model_fn(features, labels, mode, params):
     if mode == estimator.ModeKeys.PREDICT:
         return tpu.TPUEstimatorSpec(mode, predictions={'y': predictions})
     loss = tf.reduce_mean(tf.square(predictions - labels))
-    train_op = tf.compat.v1.train.GradientDescentOptimizer(1e-3).minimize(
-        loss, global_step=tf.compat.v1.train.get_global_step()
-    )
+    # The host call's step is read before the step's increment: unordered, the two race in a graph's run (in
+    # TF 2.15's `use_tpu=False` too, whose host call runs in the train op's run), and the step read may be the next.
+    global_step = tf.reshape(tf.compat.v1.train.get_global_step(), [1])
+    with tf.control_dependencies([global_step]):
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(1e-3).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step()
+        )
 
     def metric_fn(labels, predictions):
         return {'mse': tf.compat.v1.metrics.mean_squared_error(labels, predictions)}
@@ -100,7 +104,6 @@ def _linear_model_fn(features, labels, mode, params):
             tf.summary.scalar('host_loss', loss[0], step=global_step[0])
             return tf.compat.v1.summary.all_v2_summary_ops()
 
-    global_step = tf.reshape(tf.compat.v1.train.get_global_step(), [1])
     return tpu.TPUEstimatorSpec(
         mode,
         loss=loss,
