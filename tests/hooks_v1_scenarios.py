@@ -225,6 +225,20 @@ def logging_every_n_secs(side, result, directory):
         run_session(side, model, hooks, 8, result)
 
 
+def logging_two_hooks_different_periods(side, result, directory):
+    """Each hook logs on its own iterations and seconds, in the hooks' order on a run where both do."""
+    model = side.model(LOSSES)
+    clock = FakeClock()
+    with clock.installed():
+        hooks = [
+            side.train.LoggingTensorHook({'loss': model.loss}, every_n_iter=2),
+            side.train.LoggingTensorHook({'step': model.global_step_after}, every_n_iter=3),
+            side.train.LoggingTensorHook({'vec': model.vec}, every_n_secs=1.0),
+            _TickingHook(clock, 0.4),
+        ]
+        run_session(side, model, hooks, 8, result)
+
+
 def logging_formatter(side, result, directory):
     model = side.model(LOSSES)
 
@@ -505,12 +519,7 @@ def _summary_records(directory):
     """`[tag, step, value]` of every scalar in `directory`'s events files, in file order (TensorBoard's reader)."""
     from tests import support
 
-    return [
-        [value.tag, int(event.step), support._scalar_of(value)]
-        for event in support._events(directory)
-        for value in event.summary.value
-        if support._scalar_of(value) is not None
-    ]
+    return [list(record) for record in support.read_records(directory)]
 
 
 def summary_hooks_two_ops_one_directory(side, result, directory):
@@ -636,6 +645,7 @@ SCENARIOS = {
         logging_sorted_dict_every_n_iter,
         logging_list_in_given_order,
         logging_every_n_secs,
+        logging_two_hooks_different_periods,
         logging_formatter,
         logging_only_at_end,
         logging_at_end_with_timer,

@@ -148,6 +148,7 @@ SAME_AS_V1 = [
     'logging_sorted_dict_every_n_iter',
     'logging_list_in_given_order',
     'logging_every_n_secs',
+    'logging_two_hooks_different_periods',
     'logging_formatter',
     'logging_only_at_end',
     'logging_at_end_with_timer',
