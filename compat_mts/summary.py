@@ -330,10 +330,10 @@ class Recorder:
         self._directory = next((key for key, known in _writers.items() if known is writer), None)
         self._next_check_step = 0
         self._problem: str | None = None
-        # Whether two hooks of one session record into this writer (`request_recording`), each switching the
-        # recording for its own runs: they are then called on every run, in order, as their schedule cannot see
-        # each other's switch. For the process: the recorder is.
-        self.shared = False
+        # The step each hook recording into this writer asked the next run's summaries for (`record_next_run`),
+        # by the hook's id: v1's hooks each wrote their own summaries at their own steps into one writer, so the
+        # run records when any of them asks, and a hook's "not this run" withdraws its own request only.
+        self._requests: dict[int, int] = {}
 
     def activate(self) -> None:
         """Installs the writer, its step and the recording condition as the defaults of this thread."""
@@ -344,28 +344,63 @@ class Recorder:
         for context in contexts:
             context.__enter__()
         self._contexts = contexts
+        _active_recorders.__dict__.setdefault('stack', []).append(self)
 
     def deactivate(self) -> None:
         """Restores the summary defaults that were in force before `activate`, and flushes."""
-        self.record_next_run(None)
+        self._requests.clear()
+        self._switch_to(None)
         # Flushed first, warning on a full disk: the writer's `as_default()` flushes again when left, and would
         # raise there with the writer still the default.
         flush(self.writer, self._directory)
         while self._contexts:
             self._contexts.pop().__exit__(None, None, None)
+        stack = _active_recorders.__dict__.get('stack', [])
+        if self in stack:
+            stack.remove(self)
 
     @property
     def active(self) -> bool:
         return bool(self._contexts)
 
-    def record_next_run(self, step: int | None) -> None:
-        """Records the next run's summaries at `step`, or records nothing when `step` is None.
+    @contextlib.contextmanager
+    def writing(self):
+        """Makes this writer, its step and its recording condition the defaults for a hook's own summary op.
+
+        Two hooks of a session on two directories each activate a writer, and only the last activated is the
+        default: the other one's summary op is run inside this, so that it writes into its own hook's writer.
+        The last activated one needs nothing (a writer's `as_default()` flushes it when left).
+        """
+        stack = _active_recorders.__dict__.get('stack')
+        if stack and stack[-1] is self:
+            yield
+            return
+        with self.writer.as_default(step=self._step), tf.summary.record_if(self._switch):
+            yield
+
+    def record_next_run(self, requester: Any, step: int | None) -> None:
+        """Records the next run's summaries at `step` for `requester` (a hook), or withdraws its request (None).
+
+        The next run records when any requester asks, at the step the first one asked for (the hooks of one
+        session predict the same post-run step): each hook decides for its own trigger runs, as each v1
+        `SummarySaverHook` fetched and wrote its own summaries, so a second hook on the same writer that does
+        not trigger leaves the first one's recording on. A requester is needed on its trigger runs and the run
+        after them only, where its request changes.
 
         Nothing is recorded either while the writer's directory cannot take events (a full disk, a read-only file
         system, a removed directory: `events_directory_problem`, looked at every `_CHECK_EVERY_STEPS` steps): a
         summary op that fails to write its events file fails the step, which v1's writer thread did not do. A
         warning names the directory; recording resumes when it can take events again.
         """
+        requests = self._requests
+        if step is not None:
+            requests[id(requester)] = step
+        elif requests:
+            requests.pop(id(requester), None)
+        self._switch_to(next(iter(requests.values())) if requests else None)
+
+    def _switch_to(self, step: int | None) -> None:
+        """Sets the recording switch (and the summary step) for the next run: on at `step`, or off for None."""
         if step is not None:
             if step >= self._next_check_step and self._directory is not None:
                 self._check_directory(step)
@@ -418,9 +453,7 @@ def request_recording(recorder: Recorder) -> None:
     """Asks the session whose hooks are beginning to activate `recorder` for its lifetime (called from `begin`)."""
     collector = _collector()
     recorders = collector.recorders if collector is not None else _unclaimed_recorders
-    if recorder in recorders:  # A second hook of the session records into the same writer.
-        recorder.shared = True
-    else:
+    if recorder not in recorders:  # A second hook of the session may record into the same writer.
         recorders.append(recorder)
 
 
@@ -459,7 +492,7 @@ class SessionSummaries:
             recorder.activate()
 
     def deactivate(self) -> None:
-        for recorder in self.recorders:
+        for recorder in reversed(self.recorders):  # Each restores the defaults the one before it installed.
             recorder.deactivate()
 
     def release(self) -> None:
@@ -468,6 +501,7 @@ class SessionSummaries:
         release_writers(writers)
 
 
+_active_recorders = threading.local()  # .stack: the recorders activated in this thread, the default writer's last.
 _collecting = threading.local()  # .stack: the SessionSummaries collecting in this thread, innermost last.
 # Taken, or asked for, outside any session's `begin()` (a `ProfilerHook` takes its writer in its constructor): the
 # next collecting session's, which may be created after a `reset()`.

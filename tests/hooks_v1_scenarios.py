@@ -22,6 +22,7 @@ import traceback
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.training import training_util
 
 LOSSES = [0.5, 1.25, 2.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]
 HOOK_LINE_PATTERNS = (
@@ -99,10 +100,17 @@ class GraphModel:
         self.loss = tf.identity(tf.gather(tf.constant(losses, tf.float32), index) * self.scale, name='loss')
         self.vec = tf.identity(tf.stack([self.loss * 1e-5, self.loss]), name='vec')
         self.w = tf.compat.v1.get_variable('w', initializer=np.float32(0.0))
-        with tf.control_dependencies([self.loss, self.vec]):
+        # After the hooks' read of the stale global step, as v1's Estimator built its model_fn: otherwise that
+        # read and the increment are unordered, and a hook's trigger steps could change from run to run.
+        hooks_global_step_read = training_util._get_or_create_global_step_read()
+        with tf.control_dependencies([self.loss, self.vec, hooks_global_step_read]):
             self.train_op = tf.group(self.global_step.assign_add(1), self.w.assign_add(0.5))
         with tf.control_dependencies([self.train_op]):
             self.global_step_after = tf.identity(self.global_step.read_value())
+            w_after = tf.identity(self.w.read_value())
+        # Two summary ops outside the SUMMARIES collection (only the hook given one writes it): `w` after the run.
+        self.summary_a = tf.compat.v1.summary.scalar('a', w_after, collections=[])
+        self.summary_b = tf.compat.v1.summary.scalar('b', w_after * 10.0, collections=[])
         self._advance_by = tf.compat.v1.placeholder(tf.int64, [])
         self._advance = self.global_step.assign_add(self._advance_by)
         self.feed_key = self.scale
@@ -115,6 +123,19 @@ class GraphModel:
 
     def advance_global_step(self, amount):
         self.sessions[-1].run(self._advance, feed_dict={self._advance_by: amount})
+
+    @staticmethod
+    def summary_writer(directory):
+        return tf.compat.v1.summary.FileWriter(directory)
+
+    @staticmethod
+    def flush_summaries():
+        """Closes the cached writers, as the end of the program would: v1 flushed only in `SummarySaverHook.end()`."""
+        tf.compat.v1.summary.FileWriterCache.clear()
+
+    def summary_scaffold(self):
+        """A `Scaffold` whose `summary_op` is `summary_a` (what MonitoredTrainingSession's own hook writes)."""
+        return tf.compat.v1.train.Scaffold(summary_op=self.summary_a)
 
 
 class SessionGrabber(tf.compat.v1.train.SessionRunHook):
@@ -201,6 +222,20 @@ def logging_every_n_secs(side, result, directory):
     clock = FakeClock()
     with clock.installed():
         hooks = [side.train.LoggingTensorHook({'loss': model.loss}, every_n_secs=1.0), _TickingHook(clock, 0.4)]
+        run_session(side, model, hooks, 8, result)
+
+
+def logging_two_hooks_different_periods(side, result, directory):
+    """Each hook logs on its own iterations and seconds, in the hooks' order on a run where both do."""
+    model = side.model(LOSSES)
+    clock = FakeClock()
+    with clock.installed():
+        hooks = [
+            side.train.LoggingTensorHook({'loss': model.loss}, every_n_iter=2),
+            side.train.LoggingTensorHook({'step': model.global_step_after}, every_n_iter=3),
+            side.train.LoggingTensorHook({'vec': model.vec}, every_n_secs=1.0),
+            _TickingHook(clock, 0.4),
+        ]
         run_session(side, model, hooks, 8, result)
 
 
@@ -458,6 +493,102 @@ class _TickingHook(tf.compat.v1.train.SessionRunHook):
         self.clock.now += self.seconds
 
 
+# SummarySaverHook: several hooks, one writer. v1's hooks each wrote their own summary op at their own steps.
+
+
+def _summary_session(side, model, hooks, runs, result, directories, ticks=0.25, **session_kwargs):
+    """Runs `runs` steps with `hooks` (and the clock ticking `ticks` after each); records each directory's summaries.
+
+    With `session_kwargs`, a `MonitoredTrainingSession` with them (and its default hooks); else a `MonitoredSession`.
+    """
+    clock = FakeClock()
+    with clock.installed():
+        hooks = list(hooks) + [_TickingHook(clock, ticks)]
+        if session_kwargs:
+            result['returned'] = []
+            with side.train.MonitoredTrainingSession(hooks=hooks, **session_kwargs) as session:
+                for _ in range(runs):
+                    result['returned'].append(model.run_step(session))
+        else:
+            run_session(side, model, hooks, runs, result)
+    model.flush_summaries()
+    result['summaries'] = {name: _summary_records(directory) for name, directory in directories.items()}
+
+
+def _summary_records(directory):
+    """`[tag, step, value]` of every scalar in `directory`'s events files, in file order (TensorBoard's reader)."""
+    from tests import support
+
+    return [list(record) for record in support.read_records(directory)]
+
+
+def summary_hooks_two_ops_one_directory(side, result, directory):
+    model = side.model(LOSSES)
+    hooks = [
+        side.train.SummarySaverHook(save_steps=2, output_dir=directory, summary_op=model.summary_a),
+        side.train.SummarySaverHook(save_steps=3, output_dir=directory, summary_op=model.summary_b),
+    ]
+    _summary_session(side, model, hooks, 8, result, {'dir': directory})
+
+
+def summary_hooks_steps_and_secs_one_directory(side, result, directory):
+    model = side.model(LOSSES)
+    hooks = [
+        side.train.SummarySaverHook(save_steps=2, output_dir=directory, summary_op=model.summary_a),
+        side.train.SummarySaverHook(save_secs=1.0, output_dir=directory, summary_op=model.summary_b),
+    ]
+    _summary_session(side, model, hooks, 8, result, {'dir': directory}, ticks=0.4)
+
+
+def summary_hooks_one_given_writer(side, result, directory):
+    model = side.model(LOSSES)
+    writer = model.summary_writer(directory)
+    hooks = [
+        side.train.SummarySaverHook(save_steps=2, summary_writer=writer, summary_op=model.summary_a),
+        side.train.SummarySaverHook(save_steps=3, summary_writer=writer, summary_op=model.summary_b),
+    ]
+    _summary_session(side, model, hooks, 8, result, {'dir': directory})
+
+
+def summary_hooks_two_directories(side, result, directory):
+    model = side.model(LOSSES)
+    directories = {'a': os.path.join(directory, 'a'), 'b': os.path.join(directory, 'b')}
+    hooks = [
+        side.train.SummarySaverHook(save_steps=2, output_dir=directories['a'], summary_op=model.summary_a),
+        side.train.SummarySaverHook(save_steps=3, output_dir=directories['b'], summary_op=model.summary_b),
+    ]
+    _summary_session(side, model, hooks, 8, result, directories)
+
+
+def summary_hook_beside_the_session_default(side, result, directory):
+    """MonitoredTrainingSession's own SummarySaverHook (every 2 steps) and StepCounterHook, and the program's
+    SummarySaverHook every 3 steps, all on `checkpoint_dir`."""
+    model = side.model(LOSSES)
+    hook = side.train.SummarySaverHook(save_steps=3, output_dir=directory, summary_op=model.summary_b)
+    _summary_session(
+        side,
+        model,
+        [hook],
+        8,
+        result,
+        {'dir': directory},
+        checkpoint_dir=directory,
+        scaffold=model.summary_scaffold(),
+        save_checkpoint_secs=None,
+        save_summaries_steps=2,
+        log_step_count_steps=2,
+    )
+
+
+def step_counter_hooks_one_directory(side, result, directory):
+    model = side.model(LOSSES)
+    hooks = [
+        side.train.StepCounterHook(every_n_steps=2, output_dir=directory),
+        side.train.StepCounterHook(every_n_steps=3, output_dir=directory),
+    ]
+    _summary_session(side, model, hooks, 8, result, {'dir': directory})
+
+
 # Constructor arguments. v1 rejects some at construction; others only when the session uses them.
 
 CONSTRUCTOR_CASES = {
@@ -514,6 +645,7 @@ SCENARIOS = {
         logging_sorted_dict_every_n_iter,
         logging_list_in_given_order,
         logging_every_n_secs,
+        logging_two_hooks_different_periods,
         logging_formatter,
         logging_only_at_end,
         logging_at_end_with_timer,
@@ -532,6 +664,12 @@ SCENARIOS = {
         subclassed_hooks_are_called_on_every_run,
         profiler_every_2_steps,
         profiler_every_second,
+        summary_hooks_two_ops_one_directory,
+        summary_hooks_steps_and_secs_one_directory,
+        summary_hooks_one_given_writer,
+        summary_hooks_two_directories,
+        summary_hook_beside_the_session_default,
+        step_counter_hooks_one_directory,
         constructor_errors,
     ]
 }

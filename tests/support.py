@@ -456,6 +456,17 @@ def read_events(directory):
     return scalars
 
 
+def read_records(directory):
+    """Returns `[(tag, step, value), ...]` of every scalar summary value in `directory`'s events files, in file
+    order across tags (the order the writer received them); values as in `read_events`."""
+    return [
+        (value.tag, int(event.step), _scalar_of(value))
+        for event in _events(directory)
+        for value in event.summary.value
+        if _scalar_of(value) is not None
+    ]
+
+
 def value_kinds(directory):
     """Returns `{tag: sorted list of encodings}`, each `'simple_value'` or `'tensor'`, of `directory`'s scalars."""
     kinds = {}

@@ -52,6 +52,8 @@ class EagerModel:
         self.global_step_after = global_step  # Variables are read after the step.
         self.feed_key = 'scale'
         self.scaled_w = lambda scale: w * scale
+        self.summary_a = lambda: tf.summary.scalar('a', w)
+        self.summary_b = lambda: tf.summary.scalar('b', w * 10.0)
         exhausted = iter(tf.data.Dataset.range(0))
         self.exhausted_input = exhausted.get_next
         self.sessions = []
@@ -61,6 +63,17 @@ class EagerModel:
 
     def advance_global_step(self, amount):
         self.global_step.assign_add(amount)
+
+    @staticmethod
+    def summary_writer(directory):
+        return tf.summary.create_file_writer(directory)
+
+    @staticmethod
+    def flush_summaries():
+        """Nothing: compat_mts has flushed every writer when the session closed."""
+
+    def summary_scaffold(self):
+        return mts.Scaffold(summary_op=self.summary_a)
 
 
 class EagerSide:
@@ -135,6 +148,7 @@ SAME_AS_V1 = [
     'logging_sorted_dict_every_n_iter',
     'logging_list_in_given_order',
     'logging_every_n_secs',
+    'logging_two_hooks_different_periods',
     'logging_formatter',
     'logging_only_at_end',
     'logging_at_end_with_timer',
@@ -151,6 +165,13 @@ SAME_AS_V1 = [
     'stop_reads_the_step_a_hook_moved',
     'stop_reads_the_step_a_subclassed_hook_moved',
     'subclassed_hooks_are_called_on_every_run',
+    # Several hooks writing into one writer: each hook's own summaries at its own steps, in v1's order.
+    'summary_hooks_two_ops_one_directory',
+    'summary_hooks_steps_and_secs_one_directory',
+    'summary_hooks_one_given_writer',
+    'summary_hooks_two_directories',
+    'summary_hook_beside_the_session_default',
+    'step_counter_hooks_one_directory',
 ]
 
 

@@ -12,7 +12,7 @@ from keras.src import utils as keras_utils
 import compat_mts as mts
 from compat_mts.keras import HooksCallback
 from tests.models import Recorder
-from tests.support import checkpoint_steps, last_json_line, read_events, run_python
+from tests.support import checkpoint_steps, last_json_line, read_events, read_records, run_python
 
 keras = tf.keras
 FEATURES = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)  # 8 batches of 8 per epoch.
@@ -286,6 +286,38 @@ def test_summary_saver_and_step_counter_write_the_same_tags_and_steps_as_a_sessi
     for tag, expected_steps in (('loss', [1, 3, 5]), ('global_step/sec', [3, 5])):
         assert [step for step, _ in fit_events[tag]] == expected_steps, tag
         assert [step for step, _ in session_events[tag]] == expected_steps, tag
+
+
+def test_two_summary_hooks_on_one_directory_write_each_ones_summaries_at_its_steps_in_fit_as_in_a_session(tmp_path):
+    """Each hook's `summary_op` at its own steps (v1's), in the same order in `fit` as in a session."""
+
+    def hooks(directory, step):
+        return [
+            mts.StopAtStepHook(last_step=7),
+            mts.SummarySaverHook(save_steps=2, output_dir=directory, summary_op=lambda: tf.summary.scalar('a', step)),
+            mts.SummarySaverHook(save_steps=3, output_dir=directory, summary_op=lambda: tf.summary.scalar('b', step)),
+        ]
+
+    fit_dir, session_dir = str(tmp_path / 'fit'), str(tmp_path / 'session')
+    model = compiled_model()
+    fit(model, hooks(fit_dir, model.optimizer.iterations))
+
+    mts.reset_global_step()
+    global_step = mts.get_or_create_global_step()
+
+    @tf.function
+    def train_step():
+        global_step.assign_add(1)
+        return {'loss': tf.constant(0.0)}
+
+    with mts.MonitoredSession(hooks=hooks(session_dir, global_step)) as session:
+        while not session.should_stop():
+            session.run(train_step)
+
+    expected = [('a', 1), ('b', 1), ('a', 3), ('b', 4), ('a', 5), ('a', 7), ('b', 7)]
+    assert [(tag, step) for tag, step, _ in read_records(session_dir)] == expected
+    assert [(tag, step) for tag, step, _ in read_records(fit_dir)] == expected
+    assert all(value == step for _, step, value in read_records(fit_dir))
 
 
 def test_global_step_is_the_optimizer_iterations_while_fit_runs_and_unregistered_after():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import tensorflow as tf
 
 from compat_mts.core import global_step as global_step_lib
 from compat_mts import summary as summary_lib
@@ -27,7 +28,9 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
     the step and write nothing. After the session's first step the traced step's graph is written too,
     as v1's writer cache wrote the graph into every events file. With `scaffold`, that is all it records
     (or `scaffold.summary_op` if set); with `summary_op` (a callable that writes summaries, or serialized
-    `Summary` protos of a `wrap_graph` graph), that is fetched on trigger runs and written too.
+    `Summary` protos of a `wrap_graph` graph), that is fetched on trigger runs and written too. A callable is
+    called in `after_run`, into this hook's writer, so its summaries come in v1's order (after what the hooks
+    before it wrote). Several hooks on one writer each record on their own trigger runs, as in v1.
 
     Args:
       save_steps: Record on the first run, then every `save_steps` global steps; or None.
@@ -103,11 +106,11 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
                 next_step = self._next_step
                 if next_step is None:
                     next_step = int(run_context.session.run(self._global_step)) + self._steps_per_run
-                self._recorder.record_next_run(next_step)
+                self._recorder.record_next_run(self, next_step)
             else:
-                self._recorder.record_next_run(None)
+                self._recorder.record_next_run(self, None)
         summary_fetch = self._summary_fetch() if self._request_summary else None
-        if summary_fetch is None:
+        if summary_fetch is None or _is_summary_callable(summary_fetch):  # A callable is called in `after_run`.
             return STALE_GLOBAL_STEP_REQUEST
         return SessionRunArgs({'global_step': STALE_GLOBAL_STEP, 'summary': summary_fetch})
 
@@ -121,9 +124,15 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
             global_step = global_step_after_run(run_context, self._global_step)
         if self._request_summary:
             self._timer.update_last_triggered_step(global_step)
-            if isinstance(results, dict):
-                for serialized in _serialized_summaries(results['summary']):
-                    summary_lib.write_serialized(self._summary_writer, serialized, global_step)
+            summaries = results['summary'] if isinstance(results, dict) else None
+            summary_fetch = self._summary_fetch()
+            if _is_summary_callable(summary_fetch):
+                # Called here, after the run as it was fetched, so that its summaries come after those the hooks
+                # before this one wrote in their `after_run`, as v1's did; into this hook's writer.
+                with self._recorder.writing():
+                    summaries = tf.nest.map_structure(_as_value, summary_fetch())
+            for serialized in _serialized_summaries(summaries):
+                summary_lib.write_serialized(self._summary_writer, serialized, global_step)
         if self._graph_pending:
             self._graph_pending = not summary_lib.write_step_graph(self._summary_writer, run_context.session)
         self._next_step = global_step + self._steps_per_run
@@ -138,13 +147,11 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
 
         `before_run` checks `_next_step`, the post-run step it predicts (the previous run's stale step plus two
         runs' steps); a run's stale step is above the previous one's, so below `last + every - 2K + 1` none
-        triggers. After a recording run the next one is needed: its `before_run` stops the recording. A hook whose
-        writer another hook of the session records into too (`Recorder.shared`) is needed on every run: each
-        `before_run` switches the one recording, in order.
+        triggers. After a recording run the next one is needed: its `before_run` withdraws its request for the
+        recording. Another hook recording into the same writer asks for its own runs (`Recorder.record_next_run`),
+        so this promise holds whatever that hook does.
         """
         if self._summary_writer is None or self._next_step is None or self._request_summary or self._graph_pending:
-            return None
-        if self._recorder.shared:
             return None
         return self._timer.next_trigger(2 * self._steps_per_run - 1)
 
@@ -154,9 +161,19 @@ class SummarySaverHook(StepsPerRunMixin, SessionRunHook):
 
     def end(self, session=None):
         if self._recorder is not None:
-            self._recorder.record_next_run(None)
+            self._recorder.record_next_run(self, None)
         if self._summary_writer is not None:  # A full disk is warned about: the final checkpoint comes after.
             summary_lib.flush(self._summary_writer, self._output_dir)
+
+
+def _is_summary_callable(summary_fetch) -> bool:
+    """Whether `summary_fetch` is a callable that writes summaries (not a tensor or name fetched in the run)."""
+    return callable(summary_fetch) and not isinstance(summary_fetch, (tf.Tensor, tf.Variable, tf.Operation))
+
+
+def _as_value(value):
+    """A returned tensor as a NumPy value (what a fetch would have given `after_run`)."""
+    return value.numpy() if isinstance(value, tf.Tensor) else value
 
 
 def _serialized_summaries(value) -> list:
