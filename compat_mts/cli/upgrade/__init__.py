@@ -294,12 +294,13 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
     _edits()  # Imported once, before any process is forked.
     # The collector paused over the files upgraded here, not only over each one: a long file's tree, made while
     # it was paused, would else be walked by the next collections after each (check_checker.collector_paused).
-    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files.
-    try:
-        with check_checker.collector_paused():
+    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files. The last tree is
+    # dropped before the collector is on again: its first collection would else walk all of it, to free nothing.
+    with check_checker.collector_paused():
+        try:
             return _upgrade_files(texts, renames, processes)
-    finally:
-        _edits().forget_parsed()
+        finally:
+            _edits().forget_parsed()
 
 
 def _upgrade_files(texts: dict[str, str], renames: bool, processes: int | None) -> list[Upgrade]:
