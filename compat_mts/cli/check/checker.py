@@ -83,6 +83,11 @@ def _sets_legacy_keras(node: ast.AST) -> bool:
     )
 
 
+def _source(node: ast.AST) -> str:
+    """`ast.unparse(node)`, at once for a name (most targets of a script's assignments)."""
+    return node.id if node.__class__ is ast.Name else ast.unparse(node)
+
+
 def _position(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset + 1
 
@@ -121,8 +126,8 @@ class _Nodes:
     """The nodes of a tree that the checker's passes read, by kind, each list in `ast.walk`'s order: one walk
     of the tree feeds every pass (a 120,000-line file has millions of nodes, most of which no pass reads)."""
 
-    def __init__(self, tree: ast.Module, walked: Sequence[ast.AST] | None = None):
-        self.names: list[ast.AST] = []  # what `names.Names` reads
+    def __init__(self, tree: ast.Module, walked: Sequence[ast.AST] | None = None, resolved: bool = False):
+        self.names: list[ast.AST] = []  # what `names.Names` reads; none when the names are `resolved` already
         self.imports: list[ast.AST] = []
         self.bindings: list[ast.AST] = []  # what may bind a name to a value (`_Checker._bind_values`)
         self.assignments: list[ast.AST] = []
@@ -130,9 +135,13 @@ class _Nodes:
         self.calls: list[ast.Call] = []
         self.returns: list[ast.Return] = []
         self.functions: list[ast.AST] = []  # function and class definitions
-        lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
+        lists = {
+            kind: [getattr(self, name) for name in names if not (resolved and name == 'names')]
+            for kind, names in _NODE_KINDS.items()
+        }
+        lists = {kind: found for kind, found in lists.items() if found}
         for node in names.walk(tree) if walked is None else walked:
-            for found in lists.get(type(node), ()):
+            for found in lists.get(node.__class__, ()):
                 found.append(node)
 
 
@@ -163,7 +172,7 @@ class _Checker(ast.NodeVisitor):
         resolved: names.Names | None = None,
     ):
         self.filename = filename
-        nodes = _Nodes(tree, walked)
+        nodes = _Nodes(tree, walked, resolved is not None)
         self.names = names.Names(tree, nodes.names) if resolved is None else resolved
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
         # The names a path can start with: those bound by an import or an alias (any name, given a star import).
@@ -171,10 +180,12 @@ class _Checker(ast.NodeVisitor):
         self._functions = {node.name for node in nodes.functions if not isinstance(node, ast.ClassDef)}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
         self._bind_values(nodes.bindings)
-        self._graph_functions = self._wrapped_graph_functions(nodes.calls)
+        # The calls of catalogued constructs, with the construct: the passes below read these, not every call.
+        constructs = [(node, found[0]) for node in nodes.calls if (found := self._rule_for(node.func)) is not None]
+        self._graph_functions = self._wrapped_graph_functions(constructs)
         self._in_graph_function = False
-        self._settings = self._script_settings(nodes)
-        self._model_fns = self._functions_given_as_model_fn(nodes.calls)
+        self._settings = self._script_settings(nodes, constructs)
+        self._model_fns = self._functions_given_as_model_fn(constructs)
         self._graph_context_unknown = self._functions_run_elsewhere(nodes)
         self._function_stack: list[str] = []
 
@@ -195,6 +206,14 @@ class _Checker(ast.NodeVisitor):
                     (visitors.get(item.__class__) or _visitor_of(item.__class__))(self, item)
             else:
                 (visitors.get(value.__class__) or _visitor_of(value.__class__))(self, value)
+
+    def findings_in(self, statements: Sequence[ast.stmt]) -> list[report.Finding]:
+        """What the visit of `statements` (top-level ones, in order) finds: a part of the module's visit. The
+        visitor's state (the function and graph block it is in) starts and ends at the top level."""
+        before = len(self.findings)
+        for statement in statements:
+            self.visit(statement)
+        return list(itertools.islice(self.findings.values(), before, None))
 
     def _may_resolve(self, node: ast.AST) -> bool:
         """False when `node` names no path (`names.Names.resolve` is None): it is no chain of names, or one whose
@@ -223,9 +242,9 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 pairs.extend((item.optional_vars, item.context_expr) for item in node.items if item.optional_vars)
         # Dicts first: a ClusterSpec may be made from a dict bound earlier.
-        bound['ps_cluster'].update(ast.unparse(target) for target, value in pairs if _has_ps_key(value))
+        bound['ps_cluster'].update(_source(target) for target, value in pairs if _has_ps_key(value))
         for target, value in pairs:
-            key = ast.unparse(target)
+            key = _source(target)
             if isinstance(value, ast.Attribute) and value.attr == 'shape':
                 bound['shape'].add(key)
             if not isinstance(value, ast.Call):
@@ -252,18 +271,17 @@ class _Checker(ast.NodeVisitor):
                 if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
                     bound['foreign'].add(key)
 
-    def _script_settings(self, nodes: _Nodes) -> set[str]:
+    def _script_settings(self, nodes: _Nodes, constructs: Sequence[tuple[ast.Call, str]]) -> set[str]:
         """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
         v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
         `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
         `compat_mts.parameter_server_strategy(...)`."""
         settings = set()
         first_import = min((node.lineno for node in nodes.imports if _imports_tensorflow(node)), default=None)
-        for node in nodes.calls:
-            found = self._rule_for(node.func)
-            if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+        for _, construct in constructs:
+            if construct == 'tf.compat.v1.disable_v2_tensorshape':
                 settings.add(catalogue.V1_TENSORSHAPE_SETTING)
-            if found is not None and found[0] == 'compat_mts.parameter_server_strategy':
+            if construct == 'compat_mts.parameter_server_strategy':
                 settings.add(catalogue.PARAMETER_SERVER_SETTING)
         if first_import is not None and any(
             _sets_legacy_keras(node) and node.lineno < first_import for node in (*nodes.assignments, *nodes.calls)
@@ -271,12 +289,12 @@ class _Checker(ast.NodeVisitor):
             settings.add(catalogue.LEGACY_KERAS_SETTING)
         return settings
 
-    def _wrapped_graph_functions(self, calls: Sequence[ast.Call]) -> set[str]:
-        """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
+    def _wrapped_graph_functions(self, constructs: Sequence[tuple[ast.Call, str]]) -> set[str]:
+        """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`); `constructs`: the calls
+        of catalogued constructs, with the construct."""
         functions = set()
-        for node in calls:
-            found = self._rule_for(node.func)
-            if found is not None and found[0] == 'compat_mts.wrap_graph':
+        for node, construct in constructs:
+            if construct == 'compat_mts.wrap_graph':
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
                 functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
         return functions
@@ -291,12 +309,11 @@ class _Checker(ast.NodeVisitor):
             for item in node.items
         )
 
-    def _functions_given_as_model_fn(self, calls: Sequence[ast.Call]) -> set[str]:
-        """The names of the functions given to an Estimator as its model_fn."""
+    def _functions_given_as_model_fn(self, constructs: Sequence[tuple[ast.Call, str]]) -> set[str]:
+        """The names of the functions given to an Estimator as its model_fn (of `constructs`, as above)."""
         functions = set()
-        for node in calls:
-            found = self._rule_for(node.func)
-            if found is not None and found[0] in _ESTIMATORS:
+        for node, construct in constructs:
+            if construct in _ESTIMATORS:
                 model_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'model_fn')]
                 functions.update(arg.id for arg in model_fn if isinstance(arg, ast.Name))
         return functions
@@ -321,10 +338,13 @@ class _Checker(ast.NodeVisitor):
 
         elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions, nodes.returns)
         for node in nodes.calls:
-            if self._resolve(node.func) not in _MAIN_RUNNERS:
-                for value in (*node.args, *(keyword.value for keyword in node.keywords)):
-                    if isinstance(value, ast.Name) and value.id in definitions:
-                        elsewhere.add(value.id)
+            given = [
+                value.id
+                for value in (*node.args, *(keyword.value for keyword in node.keywords))
+                if value.__class__ is ast.Name and value.id in definitions
+            ]
+            if given and self._resolve(node.func) not in _MAIN_RUNNERS:
+                elsewhere.update(given)
         pending = set(elsewhere)
         for node in nodes.withs:
             if self._is_graph_block(node):
@@ -699,27 +719,62 @@ def _check_source(text: str | bytes, filename: str) -> list[report.Finding]:
 
 
 def check_tree(
-    tree: ast.Module, nodes: Sequence[ast.AST], resolved: names.Names, filename: str = '<string>'
+    tree: ast.Module,
+    nodes: Sequence[ast.AST],
+    resolved: names.Names,
+    filename: str = '<string>',
+    *,
+    parts: int = 1,
+    map_parts: Callable[[Callable[[list[ast.stmt]], list[report.Finding]], list[list[ast.stmt]]], list] | None = None,
 ) -> list[report.Finding]:
     """`check_source` of the text whose syntax tree is `tree`, given every node of it (`names.walk(tree)`) and its
     `names.Names` (made from those nodes), which a caller that has them saves a parse and two passes over it.
+
+    What the visit finds in one top-level statement does not depend on the others: with `map_parts`, the
+    module's statements are cut into `parts` runs of about equal lines, and `map_parts(function, runs)` (the
+    list of `function(run)` for each run, such as `upgrade.forked.forked_map` computes in forked processes) gives
+    the findings of each run. The findings are the same.
 
     Raises:
       CheckError: the tree nests deeper than this checker can follow.
     """
     with collector_paused():
-        return _checked(filename, tree, nodes, resolved)
+        return _checked(filename, tree, nodes, resolved, parts if map_parts is not None else 1, map_parts)
 
 
 def _checked(
-    filename: str, tree: ast.Module, nodes: Sequence[ast.AST] | None = None, resolved: names.Names | None = None
+    filename: str,
+    tree: ast.Module,
+    nodes: Sequence[ast.AST] | None = None,
+    resolved: names.Names | None = None,
+    parts: int = 1,
+    map_parts: Callable | None = None,
 ) -> list[report.Finding]:
     try:
         checker = _Checker(filename, tree, nodes, resolved)
-        checker.visit(tree)
+        runs = _runs(tree.body, parts)
+        if map_parts is not None and len(runs) > 1:
+            for findings in map_parts(checker.findings_in, runs):
+                for finding in findings:
+                    checker.findings.setdefault((finding.line, finding.col, finding.construct), finding)
+        else:
+            checker.visit(tree)
     except RecursionError:
         raise report.CheckError(filename, _TOO_DEEP) from None
     return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
+
+
+def _runs(body: list[ast.stmt], count: int) -> list[list[ast.stmt]]:
+    """`body` cut into at most `count` runs of statements of about equal lines, in order."""
+    if count <= 1 or not body:
+        return [body]
+    size = body[-1].end_lineno / count
+    runs: list[list[ast.stmt]] = [[]]
+    for statement in body:
+        if runs[-1] and statement.lineno > size * len(runs):
+            runs.append([])
+        runs[-1].append(statement)
+    return runs
 
 
 _TOO_DEEP = 'nested too deeply to check (an expression of hundreds of levels, such as a very long chain of calls)'

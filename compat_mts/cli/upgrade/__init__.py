@@ -149,7 +149,8 @@ def upgrade_source(
       renamer_messages: `tf_upgrade_v2`'s errors and warnings on `text`, as (line, reason): each one the other
         notes do not cover (at its line, or naming a name a line left for a person names) is a line left for a
         person.
-      processes: how many forked processes share the edits of a long script (`apply_edits`).
+      processes: how many forked processes share the edits of a long script (`apply_edits`) and the check of the
+        upgraded one (`check_checker.check_tree`).
 
     Returns:
       The `Upgrade`.
@@ -174,7 +175,9 @@ def upgrade_source(
     findings = (
         check_checker.check_source(upgraded, path)
         if parsed is None
-        else check_checker.check_tree(parsed[0], parsed[1].nodes, parsed[1].names, path)
+        else check_checker.check_tree(
+            parsed[0], parsed[1].nodes, parsed[1].names, path, **_check_parts(upgraded, processes)
+        )
     )
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
@@ -186,6 +189,18 @@ def upgrade_source(
         notes.extend(finding_notes)
         notes.append(_edits().Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
     return Upgrade(path, text, upgraded, notes)
+
+
+def _check_parts(text: str, processes: int) -> dict:
+    """`check_tree`'s arguments that share the check of a long `text` by `processes` forked processes (where
+    this process can fork: `upgrade_forked.usable_processes`); none for a shorter text."""
+    processes = min(processes, upgrade_forked.usable_processes())
+    if processes <= 1 or text.count('\n') < upgrade_forked.MIN_LINES:
+        return {}
+    return {
+        'parts': processes,
+        'map_parts': lambda function, runs: upgrade_forked.forked_map(function, runs, processes),
+    }
 
 
 _TF_NAME = re.compile(r'\btf\.[\w.]*\w')
