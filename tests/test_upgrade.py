@@ -470,6 +470,70 @@ def test_a_long_script_upgraded_in_parts_by_forked_processes_is_upgraded_as_in_o
     assert 'mts.MonitoredTrainingSession' in one[0] and len(one[1]) > 100, 'the edits were made'
 
 
+FORKED_CHECK = """\
+import ast
+import json
+import os
+import sys
+
+from benchmarks import check_upgrade_scaling
+from compat_mts.cli import upgrade
+from compat_mts.cli.check import checker, names
+from compat_mts.cli.upgrade import forked
+
+text = check_upgrade_scaling.v1_program(forked.MIN_LINES + 600)
+tree = ast.parse(text)
+nodes = names.walk(tree)
+pids = []
+
+
+def forked_parts(function, runs):
+    found = forked.forked_map(lambda run: (os.getpid(), function(run)), runs, 2)
+    pids.extend(pid for pid, _ in found)
+    return [findings for _, findings in found]
+
+
+def check(**parts):
+    findings = checker.check_tree(tree, nodes, names.Names(tree, nodes), **parts)
+    return [list(vars(finding).values()) for finding in findings]
+
+
+one = check()
+shared = check(parts=2, map_parts=forked_parts)
+with open(sys.argv[1], 'w', encoding='utf-8') as file:
+    json.dump([one, shared, len(set(pids) - {os.getpid()}), sorted(upgrade._check_parts(text, 2))], file)
+"""
+
+
+@pytest.mark.slow
+def test_the_check_of_a_long_script_shared_by_forked_processes_finds_what_one_process_finds(tmp_path):
+    """The visit of a long script's top-level statements shared by two forked processes gives the findings of
+    one process, in their order; `upgrade` shares it so where this process can fork."""
+    out = tmp_path / 'findings.json'
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, '-c', FORKED_CHECK, str(out)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    one, shared, forked_processes, parts = json.loads(out.read_text(encoding='utf-8'))
+    assert shared == one
+    assert len(one) > 100 and any(finding[-1] for finding in one), 'blocking constructs were found'
+    assert forked_processes == 2
+    assert parts == ['map_parts', 'parts']
+
+
+def test_the_check_of_a_long_script_is_not_shared_by_forked_processes_once_tensorflow_runs():
+    """TensorFlow is not fork-safe: in a process that imported it, the upgraded script is checked in the one."""
+    import tensorflow  # noqa: F401
+
+    from benchmarks import check_upgrade_scaling
+    from compat_mts.cli.upgrade import forked
+
+    text = check_upgrade_scaling.v1_program(forked.MIN_LINES + 600)
+    assert upgrade._check_parts(text, 2) == {}
+    assert upgrade._check_parts(text, 1) == {}
+
+
 def test_a_horovod_program_swaps_one_import_and_the_report_says_how_to_start_its_workers():
     [result] = upgrade.upgrade_files([os.path.join(SAMPLES, 'horovod_mnist.py')])
     text = result.upgraded

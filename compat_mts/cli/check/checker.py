@@ -83,6 +83,11 @@ def _sets_legacy_keras(node: ast.AST) -> bool:
     )
 
 
+def _source(node: ast.AST) -> str:
+    """`ast.unparse(node)`, at once for a name (most targets of a script's assignments)."""
+    return node.id if node.__class__ is ast.Name else ast.unparse(node)
+
+
 def _position(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset + 1
 
@@ -121,8 +126,8 @@ class _Nodes:
     """The nodes of a tree that the checker's passes read, by kind, each list in `ast.walk`'s order: one walk
     of the tree feeds every pass (a 120,000-line file has millions of nodes, most of which no pass reads)."""
 
-    def __init__(self, tree: ast.Module, walked: Sequence[ast.AST] | None = None):
-        self.names: list[ast.AST] = []  # what `names.Names` reads
+    def __init__(self, tree: ast.Module, walked: Sequence[ast.AST] | None = None, resolved: bool = False):
+        self.names: list[ast.AST] = []  # what `names.Names` reads; none when the names are `resolved` already
         self.imports: list[ast.AST] = []
         self.bindings: list[ast.AST] = []  # what may bind a name to a value (`_Checker._bind_values`)
         self.assignments: list[ast.AST] = []
@@ -130,9 +135,13 @@ class _Nodes:
         self.calls: list[ast.Call] = []
         self.returns: list[ast.Return] = []
         self.functions: list[ast.AST] = []  # function and class definitions
-        lists = {kind: [getattr(self, name) for name in names] for kind, names in _NODE_KINDS.items()}
+        lists = {
+            kind: [getattr(self, name) for name in names if not (resolved and name == 'names')]
+            for kind, names in _NODE_KINDS.items()
+        }
+        lists = {kind: found for kind, found in lists.items() if found}
         for node in names.walk(tree) if walked is None else walked:
-            for found in lists.get(type(node), ()):
+            for found in lists.get(node.__class__, ()):
                 found.append(node)
 
 
@@ -163,40 +172,61 @@ class _Checker(ast.NodeVisitor):
         resolved: names.Names | None = None,
     ):
         self.filename = filename
-        nodes = _Nodes(tree, walked)
+        nodes = _Nodes(tree, walked, resolved is not None)
         self.names = names.Names(tree, nodes.names) if resolved is None else resolved
         self.findings: dict[tuple[int, int, str], report.Finding] = {}
+        # The names a path can start with: those bound by an import or an alias (any name, given a star import).
+        self._heads = None if self.names.star_modules else frozenset(self.names.aliases)
         self._functions = {node.name for node in nodes.functions if not isinstance(node, ast.ClassDef)}
         self._bound: dict[str, set[str]] = {kind: set() for kind in _BOUND_KINDS}
         self._bind_values(nodes.bindings)
-        self._graph_functions = self._wrapped_graph_functions(nodes.calls)
+        # The calls of catalogued constructs, with the construct: the passes below read these, not every call.
+        constructs = [(node, found[0]) for node in nodes.calls if (found := self._rule_for(node.func)) is not None]
+        self._graph_functions = self._wrapped_graph_functions(constructs)
         self._in_graph_function = False
-        self._settings = self._script_settings(nodes)
-        self._model_fns = self._functions_given_as_model_fn(nodes.calls)
+        self._settings = self._script_settings(nodes, constructs)
+        self._model_fns = self._functions_given_as_model_fn(constructs)
         self._graph_context_unknown = self._functions_run_elsewhere(nodes)
         self._function_stack: list[str] = []
-        self._visitors: dict[type, Callable[[ast.AST], None]] = {}
 
     def visit(self, node: ast.AST) -> None:
-        """`ast.NodeVisitor.visit`, each type's visitor looked up once."""
-        visitor = self._visitors.get(type(node))
-        if visitor is None:
-            visitor = getattr(self, f'visit_{type(node).__name__}', None)
-            if visitor is None or type(node) is ast.Constant:  # the base class's visit_Constant is generic_visit's
-                visitor = self.generic_visit
-            self._visitors[type(node)] = visitor
-        visitor(node)
+        """`ast.NodeVisitor.visit`, each type's visitor looked up once (`_visitor_of`)."""
+        (_VISITORS.get(node.__class__) or _visitor_of(node.__class__))(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:
-        """`ast.NodeVisitor.generic_visit`, leaves skipped (`_LEAVES`)."""
-        for field in node._fields:
+        """`ast.NodeVisitor.generic_visit`, reading only the fields that may hold nodes (`names.child_fields`)."""
+        visitors = _VISITORS
+        fields = _CHILD_FIELDS.get(node.__class__)
+        if fields is None:
+            fields = _CHILD_FIELDS[node.__class__] = names.child_fields(node.__class__)
+        for field in fields:
             value = getattr(node, field, None)
-            if isinstance(value, list):
+            if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
-                        self.visit(item)
-            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
-                self.visit(value)
+                    (visitors.get(item.__class__) or _visitor_of(item.__class__))(self, item)
+            else:
+                (visitors.get(value.__class__) or _visitor_of(value.__class__))(self, value)
+
+    def findings_in(self, statements: Sequence[ast.stmt]) -> list[report.Finding]:
+        """What the visit of `statements` (top-level ones, in order) finds: a part of the module's visit. The
+        visitor's state (the function and graph block it is in) starts and ends at the top level."""
+        before = len(self.findings)
+        for statement in statements:
+            self.visit(statement)
+        return list(itertools.islice(self.findings.values(), before, None))
+
+    def _may_resolve(self, node: ast.AST) -> bool:
+        """False when `node` names no path (`names.Names.resolve` is None): it is no chain of names, or one whose
+        first name no import or alias binds. Most of a script's names are its own: this spares looking them up."""
+        while node.__class__ is ast.Attribute:
+            node = node.value
+        return node.__class__ is ast.Name and (self._heads is None or node.id in self._heads)
+
+    def _resolve(self, node: ast.AST) -> str | None:
+        return self.names.resolve(node) if self._may_resolve(node) else None
+
+    def _rule_for(self, node: ast.AST) -> tuple[str, catalogue.Rule] | None:
+        return self.names.rule_for(node) if self._may_resolve(node) else None
 
     def _bind_values(self, nodes: Sequence[ast.AST]) -> None:
         """Records in `self._bound` the targets (as source text) bound to each kind of value: 'session',
@@ -212,20 +242,20 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 pairs.extend((item.optional_vars, item.context_expr) for item in node.items if item.optional_vars)
         # Dicts first: a ClusterSpec may be made from a dict bound earlier.
-        bound['ps_cluster'].update(ast.unparse(target) for target, value in pairs if _has_ps_key(value))
+        bound['ps_cluster'].update(_source(target) for target, value in pairs if _has_ps_key(value))
         for target, value in pairs:
-            key = ast.unparse(target)
+            key = _source(target)
             if isinstance(value, ast.Attribute) and value.attr == 'shape':
                 bound['shape'].add(key)
             if not isinstance(value, ast.Call):
                 continue
-            found = self.names.rule_for(value.func)
+            found = self._rule_for(value.func)
             construct = found[0] if found else ''
             if self._is_session_constructor(value):
                 bound['session'].add(key)
             elif self._makes_v1_iterator(value):
                 bound['iterator'].add(key)
-            elif self.names.resolve(value.func) in _GRAPH_CONSTRUCTORS:
+            elif self._resolve(value.func) in _GRAPH_CONSTRUCTORS:
                 bound['graph'].add(key)
             elif construct == 'tf.compat.v1.train.replica_device_setter':
                 bound['device_function'].add(key)
@@ -233,26 +263,25 @@ class _Checker(ast.NodeVisitor):
                 bound['ps_cluster'].add(key)
             elif isinstance(value.func, ast.Attribute) and value.func.attr == 'get_shape':
                 bound['shape'].add(key)
-            elif (path := self.names.resolve(value.func) or '').startswith('tensorflow.') and path.endswith('Strategy'):
+            elif (path := self._resolve(value.func) or '').startswith('tensorflow.') and path.endswith('Strategy'):
                 in_process = path.rsplit('.', 1)[-1] in catalogue.ESTIMATOR_STRATEGIES
                 bound['in_process_strategy' if in_process else 'strategy'].add(key)
             else:
-                path = self.names.resolve(value.func)
+                path = self._resolve(value.func)
                 if path and catalogue.root(path) not in ('tensorflow', 'compat_mts'):
                     bound['foreign'].add(key)
 
-    def _script_settings(self, nodes: _Nodes) -> set[str]:
+    def _script_settings(self, nodes: _Nodes, constructs: Sequence[tuple[ast.Call, str]]) -> set[str]:
         """What the script sets that keeps a blocking construct working (see `catalogue.Rule.unless`):
         v1 shapes by `tf.compat.v1.disable_v2_tensorshape()`, Keras 2 by TF_USE_LEGACY_KERAS=1 set in
         `os.environ` before the first import of TensorFlow or Keras, a parameter-server cluster by
         `compat_mts.parameter_server_strategy(...)`."""
         settings = set()
         first_import = min((node.lineno for node in nodes.imports if _imports_tensorflow(node)), default=None)
-        for node in nodes.calls:
-            found = self.names.rule_for(node.func)
-            if found is not None and found[0] == 'tf.compat.v1.disable_v2_tensorshape':
+        for _, construct in constructs:
+            if construct == 'tf.compat.v1.disable_v2_tensorshape':
                 settings.add(catalogue.V1_TENSORSHAPE_SETTING)
-            if found is not None and found[0] == 'compat_mts.parameter_server_strategy':
+            if construct == 'compat_mts.parameter_server_strategy':
                 settings.add(catalogue.PARAMETER_SERVER_SETTING)
         if first_import is not None and any(
             _sets_legacy_keras(node) and node.lineno < first_import for node in (*nodes.assignments, *nodes.calls)
@@ -260,12 +289,12 @@ class _Checker(ast.NodeVisitor):
             settings.add(catalogue.LEGACY_KERAS_SETTING)
         return settings
 
-    def _wrapped_graph_functions(self, calls: Sequence[ast.Call]) -> set[str]:
-        """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`)."""
+    def _wrapped_graph_functions(self, constructs: Sequence[tuple[ast.Call, str]]) -> set[str]:
+        """The names of the functions given to `compat_mts.wrap_graph` (its `build_fn`); `constructs`: the calls
+        of catalogued constructs, with the construct."""
         functions = set()
-        for node in calls:
-            found = self.names.rule_for(node.func)
-            if found is not None and found[0] == 'compat_mts.wrap_graph':
+        for node, construct in constructs:
+            if construct == 'compat_mts.wrap_graph':
                 build_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'build_fn')]
                 functions.update(arg.id for arg in build_fn if isinstance(arg, ast.Name))
         return functions
@@ -280,12 +309,11 @@ class _Checker(ast.NodeVisitor):
             for item in node.items
         )
 
-    def _functions_given_as_model_fn(self, calls: Sequence[ast.Call]) -> set[str]:
-        """The names of the functions given to an Estimator as its model_fn."""
+    def _functions_given_as_model_fn(self, constructs: Sequence[tuple[ast.Call, str]]) -> set[str]:
+        """The names of the functions given to an Estimator as its model_fn (of `constructs`, as above)."""
         functions = set()
-        for node in calls:
-            found = self.names.rule_for(node.func)
-            if found is not None and found[0] in _ESTIMATORS:
+        for node, construct in constructs:
+            if construct in _ESTIMATORS:
                 model_fn = [*node.args[:1], *(k.value for k in node.keywords if k.arg == 'model_fn')]
                 functions.update(arg.id for arg in model_fn if isinstance(arg, ast.Name))
         return functions
@@ -310,10 +338,13 @@ class _Checker(ast.NodeVisitor):
 
         elsewhere = set(self._graph_functions) | self._serving_input_fns(definitions, nodes.returns)
         for node in nodes.calls:
-            if self.names.resolve(node.func) not in _MAIN_RUNNERS:
-                for value in (*node.args, *(keyword.value for keyword in node.keywords)):
-                    if isinstance(value, ast.Name) and value.id in definitions:
-                        elsewhere.add(value.id)
+            given = [
+                value.id
+                for value in (*node.args, *(keyword.value for keyword in node.keywords))
+                if value.__class__ is ast.Name and value.id in definitions
+            ]
+            if given and self._resolve(node.func) not in _MAIN_RUNNERS:
+                elsewhere.update(given)
         pending = set(elsewhere)
         for node in nodes.withs:
             if self._is_graph_block(node):
@@ -341,7 +372,7 @@ class _Checker(ast.NodeVisitor):
                 node
                 for node in returns
                 if isinstance(node.value, ast.Call)
-                and (self.names.resolve(node.value.func) or '').endswith(_SERVING_RECEIVERS)
+                and (self._resolve(node.value.func) or '').endswith(_SERVING_RECEIVERS)
             ]
         )
         for name, functions in definitions.items():
@@ -350,15 +381,15 @@ class _Checker(ast.NodeVisitor):
         return found
 
     def _is_session_constructor(self, call: ast.Call) -> bool:
-        found = self.names.rule_for(call.func)
+        found = self._rule_for(call.func)
         return found is not None and found[0].rsplit('.', 1)[-1] in catalogue.SESSION_CONSTRUCTORS
 
     def _makes_v1_iterator(self, call: ast.Call) -> bool:
         if isinstance(call.func, ast.Attribute) and call.func.attr in catalogue.V1_ITERATOR_METHODS:
             return self.names.uses_tensorflow
-        found = self.names.rule_for(call.func)
+        found = self._rule_for(call.func)
         if found is None and isinstance(call.func, ast.Attribute):  # tf.compat.v1.data.Iterator.from_structure
-            found = self.names.rule_for(call.func.value)
+            found = self._rule_for(call.func.value)
         return found is not None and found[0] in catalogue.V1_ITERATOR_CONSTRUCTS
 
     def _is_session(self, receiver: ast.AST) -> bool:
@@ -374,7 +405,7 @@ class _Checker(ast.NodeVisitor):
             self.names.uses_tensorflow
             and key not in self._bound['foreign']
             and bool(catalogue.SESSION_NAME.search(name))
-            and self.names.resolve(receiver) is None
+            and self._resolve(receiver) is None
         )
 
     def _has_ps_job(self, call: ast.Call, construct: str) -> bool:
@@ -384,7 +415,7 @@ class _Checker(ast.NodeVisitor):
             if _has_ps_key(value) or ast.unparse(value) in self._bound['ps_cluster']:
                 return True
             if isinstance(value, ast.Call):
-                found = self.names.rule_for(value.func)
+                found = self._rule_for(value.func)
                 if found is not None and found[0] in _CLUSTER_CONSTRUCTS and self._has_ps_job(value, found[0]):
                     return True
         if construct.endswith('.Server'):
@@ -396,7 +427,7 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node, ast.Lambda):
             return True
         if isinstance(node, ast.Call):
-            found = self.names.rule_for(node.func)
+            found = self._rule_for(node.func)
             return found is not None and found[0] == 'tf.compat.v1.train.replica_device_setter'
         return isinstance(node, ast.Name) and (node.id in self._bound['device_function'] or node.id in self._functions)
 
@@ -462,6 +493,11 @@ class _Checker(ast.NodeVisitor):
         self._in_graph_function = outer
 
     def _visit_reference(self, node: ast.Attribute | ast.Name) -> None:
+        root = node
+        while root.__class__ is ast.Attribute:
+            root = root.value
+        if root.__class__ is ast.Name and self._heads is not None and root.id not in self._heads:
+            return  # A chain of names that names no path: nothing in it to find.
         if (
             isinstance(node, ast.Attribute)
             and node.attr == 'value'
@@ -469,7 +505,7 @@ class _Checker(ast.NodeVisitor):
             and self._is_dimension(node.value)
         ):
             self._add(_position(node), ast.unparse(node), catalogue.shape_value_rule(ast.unparse(node.value)))
-        found = self.names.rule_for(node)
+        found = self._rule_for(node)
         if found is not None:
             construct, rule = found
             if self.names.through_gone_module_alias(node, rule):
@@ -480,12 +516,13 @@ class _Checker(ast.NodeVisitor):
                 self._add(_position(node), f'{construct} outside a graph', catalogue.GRAPH_OUTSIDE_A_GRAPH)
             self._add(_position(node), construct, rule)
             return
-        path = self.names.resolve(node) if self._model_fns.intersection(self._function_stack) else None
+        path = self._resolve(node) if self._model_fns.intersection(self._function_stack) else None
         if path and _KERAS_LAYERS.fullmatch(path):
             keras_path = 'tf.keras' + path.split('keras', 1)[1]
             self._add(_position(node), f'{keras_path} in a model_fn', catalogue.KERAS_LAYERS_IN_MODEL_FN)
             return
-        self.generic_visit(node)
+        if node.__class__ is ast.Attribute:  # A name holds nothing more to visit.
+            self.visit(node.value)
 
     def _in_a_graph(self) -> bool:
         """Whether the code being visited may build a graph of its own: in a graph block, a wrap_graph build_fn,
@@ -497,7 +534,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
-            found = self.names.rule_for(base)
+            found = self._rule_for(base)
             if found is None:
                 self.visit(base)
             else:
@@ -507,7 +544,7 @@ class _Checker(ast.NodeVisitor):
             self.visit(child)
 
     def visit_Call(self, node: ast.Call) -> None:
-        found = self.names.rule_for(node.func)
+        found = self._rule_for(node.func)
         construct = found[0] if found else ''
         if construct.endswith('.MonitoredTrainingSession'):
             self._add_session_arguments(node, construct)
@@ -522,11 +559,7 @@ class _Checker(ast.NodeVisitor):
                     self._add(_position(keyword), f'{construct}({keyword.arg}=...)', rule)
         elif construct == 'tf.estimator.tpu.TPUEstimator':
             self._add_use_tpu(node, construct)
-        elif (
-            self.names.resolve(node.func) == 'tensorflow.device'
-            and node.args
-            and self._is_device_function(node.args[0])
-        ):
+        elif self._resolve(node.func) == 'tensorflow.device' and node.args and self._is_device_function(node.args[0]):
             self._add(_position(node), 'tf.device(<device function>)', catalogue.DEVICE_FUNCTION)
         if isinstance(node.func, ast.Attribute):
             self._check_method_call(node)
@@ -539,7 +572,7 @@ class _Checker(ast.NodeVisitor):
     def _strategy_rule(self, value: ast.AST) -> catalogue.Rule:
         """The rule of a strategy given as train_distribute or eval_distribute."""
         key = ast.unparse(value)
-        path = self.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        path = self._resolve(value.func) if isinstance(value, ast.Call) else None
         if key in self._bound['in_process_strategy'] or (
             path and path.rsplit('.', 1)[-1] in catalogue.ESTIMATOR_STRATEGIES
         ):
@@ -588,7 +621,7 @@ class _Checker(ast.NodeVisitor):
             self._add(_method_position(call), f'{ast.unparse(receiver)}.run(...)', catalogue.RUN)
             if len(call.args) > 1:
                 self._add_feed_dict(call.args[1], call.args[1])
-        elif not self.names.uses_tensorflow or self.names.resolve(receiver):
+        elif not self.names.uses_tensorflow or self._resolve(receiver):
             return
         elif method == 'export_savedmodel':
             self._add(_method_position(call), 'Estimator.export_savedmodel(...)', catalogue.EXPORT_SAVEDMODEL)
@@ -608,7 +641,7 @@ class _Checker(ast.NodeVisitor):
 
     def _is_graph(self, receiver: ast.AST) -> bool:
         if isinstance(receiver, ast.Call):
-            return self.names.resolve(receiver.func) in _GRAPH_CONSTRUCTORS
+            return self._resolve(receiver.func) in _GRAPH_CONSTRUCTORS
         return ast.unparse(receiver) in self._bound['graph']
 
     def _add_feed_dict(self, node: ast.AST, value: ast.AST) -> None:
@@ -622,6 +655,26 @@ class _Checker(ast.NodeVisitor):
             )
         )
         self._add(_position(node), 'feed_dict', catalogue.FEED_DICT_BY_NAME if by_name else catalogue.FEED_DICT)
+
+
+def _skip(checker: _Checker, node: object) -> None:
+    """The visitor of what holds nothing to check: a leaf (`_LEAVES`), or a field's value that is not a node."""
+
+
+# Each type's visitor (a function of `_Checker`, given the checker), looked up once. Functions, not methods bound
+# to a checker: those would hold it in a reference cycle (its findings, its names and the nodes they keep, freed
+# only by the cyclic collector, a second of a long file's upgrade).
+_VISITORS: dict[type, Callable[[_Checker, object], None]] = {}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _visitor_of(node_class: type) -> Callable[[_Checker, object], None]:
+    if not issubclass(node_class, ast.AST) or issubclass(node_class, _LEAVES):
+        visitor = _skip
+    else:
+        visitor = getattr(_Checker, f'visit_{node_class.__name__}', _Checker.generic_visit)
+    _VISITORS[node_class] = visitor
+    return visitor
 
 
 @contextlib.contextmanager
@@ -666,27 +719,62 @@ def _check_source(text: str | bytes, filename: str) -> list[report.Finding]:
 
 
 def check_tree(
-    tree: ast.Module, nodes: Sequence[ast.AST], resolved: names.Names, filename: str = '<string>'
+    tree: ast.Module,
+    nodes: Sequence[ast.AST],
+    resolved: names.Names,
+    filename: str = '<string>',
+    *,
+    parts: int = 1,
+    map_parts: Callable[[Callable[[list[ast.stmt]], list[report.Finding]], list[list[ast.stmt]]], list] | None = None,
 ) -> list[report.Finding]:
     """`check_source` of the text whose syntax tree is `tree`, given every node of it (`names.walk(tree)`) and its
     `names.Names` (made from those nodes), which a caller that has them saves a parse and two passes over it.
+
+    What the visit finds in one top-level statement does not depend on the others: with `map_parts`, the
+    module's statements are cut into `parts` runs of about equal lines, and `map_parts(function, runs)` (the
+    list of `function(run)` for each run, such as `upgrade.forked.forked_map` computes in forked processes) gives
+    the findings of each run. The findings are the same.
 
     Raises:
       CheckError: the tree nests deeper than this checker can follow.
     """
     with collector_paused():
-        return _checked(filename, tree, nodes, resolved)
+        return _checked(filename, tree, nodes, resolved, parts if map_parts is not None else 1, map_parts)
 
 
 def _checked(
-    filename: str, tree: ast.Module, nodes: Sequence[ast.AST] | None = None, resolved: names.Names | None = None
+    filename: str,
+    tree: ast.Module,
+    nodes: Sequence[ast.AST] | None = None,
+    resolved: names.Names | None = None,
+    parts: int = 1,
+    map_parts: Callable | None = None,
 ) -> list[report.Finding]:
     try:
         checker = _Checker(filename, tree, nodes, resolved)
-        checker.visit(tree)
+        runs = _runs(tree.body, parts)
+        if map_parts is not None and len(runs) > 1:
+            for findings in map_parts(checker.findings_in, runs):
+                for finding in findings:
+                    checker.findings.setdefault((finding.line, finding.col, finding.construct), finding)
+        else:
+            checker.visit(tree)
     except RecursionError:
         raise report.CheckError(filename, _TOO_DEEP) from None
     return sorted(checker.findings.values(), key=lambda f: (f.line, f.col, f.construct))
+
+
+def _runs(body: list[ast.stmt], count: int) -> list[list[ast.stmt]]:
+    """`body` cut into at most `count` runs of statements of about equal lines, in order."""
+    if count <= 1 or not body:
+        return [body]
+    size = body[-1].end_lineno / count
+    runs: list[list[ast.stmt]] = [[]]
+    for statement in body:
+        if runs[-1] and statement.lineno > size * len(runs):
+            runs.append([])
+        runs[-1].append(statement)
+    return runs
 
 
 _TOO_DEEP = 'nested too deeply to check (an expression of hundreds of levels, such as a very long chain of calls)'

@@ -149,7 +149,8 @@ def upgrade_source(
       renamer_messages: `tf_upgrade_v2`'s errors and warnings on `text`, as (line, reason): each one the other
         notes do not cover (at its line, or naming a name a line left for a person names) is a line left for a
         person.
-      processes: how many forked processes share the edits of a long script (`apply_edits`).
+      processes: how many forked processes share the edits of a long script (`apply_edits`) and the check of the
+        upgraded one (`check_checker.check_tree`).
 
     Returns:
       The `Upgrade`.
@@ -174,7 +175,9 @@ def upgrade_source(
     findings = (
         check_checker.check_source(upgraded, path)
         if parsed is None
-        else check_checker.check_tree(parsed[0], parsed[1].nodes, parsed[1].names, path)
+        else check_checker.check_tree(
+            parsed[0], parsed[1].nodes, parsed[1].names, path, **_check_parts(upgraded, processes)
+        )
     )
     finding_notes = [
         _edits().Note(finding.line, f'{finding.construct}: {finding.replacement}', False)
@@ -186,6 +189,18 @@ def upgrade_source(
         notes.extend(finding_notes)
         notes.append(_edits().Note(0, '(lines of the upgraded script; `compat-mts check` explains each)', False))
     return Upgrade(path, text, upgraded, notes)
+
+
+def _check_parts(text: str, processes: int) -> dict:
+    """`check_tree`'s arguments that share the check of a long `text` by `processes` forked processes (where
+    this process can fork: `upgrade_forked.usable_processes`); none for a shorter text."""
+    processes = min(processes, upgrade_forked.usable_processes())
+    if processes <= 1 or text.count('\n') < upgrade_forked.MIN_LINES:
+        return {}
+    return {
+        'parts': processes,
+        'map_parts': lambda function, runs: upgrade_forked.forked_map(function, runs, processes),
+    }
 
 
 _TF_NAME = re.compile(r'\btf\.[\w.]*\w')
@@ -294,12 +309,13 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
     _edits()  # Imported once, before any process is forked.
     # The collector paused over the files upgraded here, not only over each one: a long file's tree, made while
     # it was paused, would else be walked by the next collections after each (check_checker.collector_paused).
-    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files.
-    try:
-        with check_checker.collector_paused():
+    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files. The last tree is
+    # dropped before the collector is on again: its first collection would else walk all of it, to free nothing.
+    with check_checker.collector_paused():
+        try:
             return _upgrade_files(texts, renames, processes)
-    finally:
-        _edits().forget_parsed()
+        finally:
+            _edits().forget_parsed()
 
 
 def _upgrade_files(texts: dict[str, str], renames: bool, processes: int | None) -> list[Upgrade]:
