@@ -9,6 +9,13 @@ tracing step are not part of it). The sides alternate for `--rounds` rounds, eac
 into a fresh `model_dir`, so machine load hits both alike; the ratio is the median over rounds of compat_mts's
 mean step time over TF 2.15's.
 
+`--models` without `--calls` times each model's step the same way (the models below; `bert1` is `bert` with
+`iterations_per_loop=1`): per round and model, one fresh process per side (who goes first alternates), each one
+`train()` of `--warmup + --steps` steps with the timing hook, in its program's own hooks (the custom `model_fn`'s
+and BERT's loss hooks, the Estimators' `NanTensorHook` and summaries, BERT's `ExamplesPerSecondHook`) and no
+checkpoint between the first step and the end (`_step_programs`). Each model's ratio is the median over rounds of
+compat_mts's mean step over TF 2.15's; it exits non-zero when a model's is above `--goal` (0.9: issue 34's goal 2).
+
 `--calls N` measures the start-up and the end of short calls instead (issue 34's goal 2, issue 29's exit):
 each model of `--models` runs N rounds of `train(steps=--call-steps)`, `evaluate()` and `predict()` in one
 process per side and model, the sides alternating for `--rounds` repeats. `--call-kinds` chooses the calls of a
@@ -45,15 +52,65 @@ import time
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _step_intervals(estimator, model_dir: str, steps: int, warmup: int) -> tuple[list[float], float]:
-    """Trains the iris program for `warmup + steps` steps.
+def _step_programs(estimator, model_dir: str, total_steps: int) -> dict:
+    """Per model: `train(hooks)`, one `train(steps=total_steps)` call of that model's program against `estimator`.
+
+    Each program keeps its own hooks and summaries (the custom `model_fn`'s `LoggingTensorHook` and loss hook,
+    BERT's loss hook and `ExamplesPerSecondHook`); `iris`'s and `census`'s `RunConfig` is the iris mode's (summaries
+    every 100 steps, no step-count logging); no program saves a checkpoint between its first step and its end.
+    """
+    from tests.estimator_programs import census_wide_deep, classifier, premade_iris
+
+    def dnn(hooks):
+        (train_x, train_y), _ = premade_iris.load_data()
+        config = estimator.RunConfig(log_step_count_steps=None, save_summary_steps=100)
+        model = premade_iris.make_estimator(estimator, model_dir, config=config)
+        model.train(
+            lambda: premade_iris.train_input_fn(train_x, train_y, premade_iris.BATCH_SIZE),
+            steps=total_steps,
+            hooks=hooks,
+        )
+
+    def census(hooks):
+        features, labels = census_wide_deep.load_data(400, seed=1)
+        config = estimator.RunConfig(log_step_count_steps=None, save_summary_steps=100)
+        model = census_wide_deep.make_estimator(estimator, model_dir, config=config)
+        model.train(lambda: census_wide_deep.input_fn(features, labels, repeat=True), steps=total_steps, hooks=hooks)
+
+    def custom(hooks):
+        run_config = dict(classifier.RUN_CONFIG, save_checkpoints_steps=None)
+        config = estimator.RunConfig(model_dir=model_dir, **run_config)
+        model = estimator.Estimator(classifier.make_model_fn(estimator), config=config, params=classifier.PARAMS)
+        model.train(classifier.train_input_fn, steps=total_steps, hooks=hooks)
+
+    def bert(iterations_per_loop):
+        def train(hooks):
+            from tests.estimator_programs import bert_classifier  # Imports its own `estimator` (TF 2.15's or ours).
+
+            model = bert_classifier.build_estimator(
+                model_dir,
+                num_train_steps=total_steps,
+                save_checkpoints_steps=10 * total_steps,
+                iterations_per_loop=iterations_per_loop,
+            )
+            examples = bert_classifier.synthetic_examples(64, 1)
+            input_fn = bert_classifier.input_fn_builder(examples, bert_classifier.SEQ_LENGTH, True, True)
+            model.train(input_fn, steps=total_steps, hooks=hooks)
+
+        return train
+
+    return {'census': census, 'dnn': dnn, 'custom': custom, 'bert': bert(2), 'bert1': bert(1)}
+
+
+def _step_intervals(
+    estimator, model_dir: str, steps: int, warmup: int, model: str = 'dnn'
+) -> tuple[list[float], float]:
+    """Trains `model` (the iris program by default) for `warmup + steps` steps, one step per run.
 
     Returns:
       The `steps` last step intervals, in seconds, and the process's CPU seconds per step over them.
     """
     import tensorflow as tf
-
-    from tests.estimator_programs import premade_iris
 
     times, cpu_times = [], []
 
@@ -62,14 +119,9 @@ def _step_intervals(estimator, model_dir: str, steps: int, warmup: int) -> tuple
             times.append(time.perf_counter())
             cpu_times.append(time.process_time())
 
-    (train_x, train_y), _ = premade_iris.load_data()
-    config = estimator.RunConfig(log_step_count_steps=None, save_summary_steps=100)
-    classifier = premade_iris.make_estimator(estimator, model_dir, config=config)
-    classifier.train(
-        lambda: premade_iris.train_input_fn(train_x, train_y, premade_iris.BATCH_SIZE),
-        steps=warmup + steps,
-        hooks=[StepTimes()],
-    )
+    _step_programs(estimator, model_dir, warmup + steps)[model]([StepTimes()])
+    if len(times) != warmup + steps:
+        raise RuntimeError(f'{model}: {len(times)} runs for {warmup + steps} steps; the mode times one step a run')
     intervals = [later - earlier for earlier, later in zip(times[warmup:], times[warmup + 1 :])]
     return intervals, (cpu_times[-1] - cpu_times[warmup]) / len(intervals)
 
@@ -124,7 +176,7 @@ def _stale_read_blocks(blocks: int, runs: int = 200, warmup: int = 50) -> dict:
     return {way: {'median_us': statistics.median(times), 'min_us': min(times)} for way, times in per_run.items()}
 
 
-def _side(name: str, steps: int, warmup: int) -> dict:
+def _side(name: str, steps: int, warmup: int, model: str = 'dnn') -> dict:
     if name == 'compat_mts':
         import compat_mts.estimator as estimator
     else:
@@ -132,7 +184,7 @@ def _side(name: str, steps: int, warmup: int) -> dict:
 
         estimator = tf.estimator
     with tempfile.TemporaryDirectory() as model_dir:
-        intervals, cpu_per_step = _step_intervals(estimator, model_dir, steps, warmup)
+        intervals, cpu_per_step = _step_intervals(estimator, model_dir, steps, warmup, model)
     return {
         'mean_us': 1e6 * statistics.fmean(intervals),
         'p50_us': 1e6 * statistics.median(intervals),
@@ -141,7 +193,7 @@ def _side(name: str, steps: int, warmup: int) -> dict:
 
 
 _CALLS = ('train', 'evaluate', 'predict')
-_MODELS = ('census', 'dnn', 'custom', 'bert')
+_MODELS = ('census', 'dnn', 'custom', 'bert', 'bert1')
 
 
 def _call_programs(estimator) -> dict:
@@ -152,10 +204,15 @@ def _call_programs(estimator) -> dict:
         config = estimator.RunConfig(model_dir=model_dir, **classifier.RUN_CONFIG)
         return estimator.Estimator(classifier.make_model_fn(estimator), config=config, params=classifier.PARAMS)
 
-    def bert(model_dir):
-        from tests.estimator_programs import bert_classifier  # Imports its own `estimator` (TF 2.15's or ours).
+    def bert(iterations_per_loop):
+        def make(model_dir):
+            from tests.estimator_programs import bert_classifier  # Imports its own `estimator` (TF 2.15's or ours).
 
-        return bert_classifier.build_estimator(model_dir, num_train_steps=1000, save_checkpoints_steps=1000)
+            return bert_classifier.build_estimator(
+                model_dir, num_train_steps=1000, save_checkpoints_steps=1000, iterations_per_loop=iterations_per_loop
+            )
+
+        return make
 
     def bert_input(count: int, seed: int, is_training: bool, drop_remainder: bool):  # As its `run` reads.
         from tests.estimator_programs import bert_classifier
@@ -183,7 +240,13 @@ def _call_programs(estimator) -> dict:
             lambda model: list(model.predict(classifier.predict_input_fn)),
         ),
         'bert': (
-            bert,
+            bert(2),
+            lambda model, steps: model.train(bert_input(64, 1, True, True), steps=steps),
+            lambda model: model.evaluate(bert_input(12, 2, False, True), steps=None),
+            lambda model: list(model.predict(bert_input(7, 3, False, False))),
+        ),
+        'bert1': (
+            bert(1),
             lambda model, steps: model.train(bert_input(64, 1, True, True), steps=steps),
             lambda model: model.evaluate(bert_input(12, 2, False, True), steps=None),
             lambda model: list(model.predict(bert_input(7, 3, False, False))),
@@ -356,6 +419,81 @@ def _calls_main(args, python: str, env: dict) -> None:
         raise SystemExit(1)
 
 
+def _per_step_run(python: str, env: dict, model: str, args, side: str) -> dict:
+    """One side's child process for one round of `model`: its per-step report."""
+    command = [python, os.path.abspath(__file__), '--child', '--side', side, '--models', model]
+    command += ['--steps', str(args.steps), '--warmup', str(args.warmup)]
+    child = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if child.returncode != 0 or 'RESULT:' not in child.stdout:
+        raise SystemExit(
+            f'the {side} child of {model} failed (exit status {child.returncode}):\n{child.stderr[-3000:]}'
+        )
+    return json.loads(child.stdout.split('RESULT:', 1)[1])
+
+
+def _per_step_main(args, python: str, env: dict) -> None:
+    """`--models` without `--calls`: each model's step time on both sides, a fresh process per side and round."""
+    system_env = dict(env, PYTHONPATH=_REPO)
+    models = args.models.split(',')
+    load_before = os.getloadavg()
+    results = {model: [] for model in models}
+    for index in range(args.rounds):
+        for model in models:
+            sides = {'compat_mts': (sys.executable, system_env), 'tf215': (python, env)}
+            order = list(sides) if index % 2 else list(reversed(sides))  # Who goes first alternates.
+            result = {side: _per_step_run(*sides[side], model, args, side) for side in order}
+            result['ratio'] = result['compat_mts']['mean_us'] / result['tf215']['mean_us']
+            result['load'] = os.getloadavg()[0]
+            results[model].append(result)
+    load_after = os.getloadavg()
+    print(
+        f'{args.rounds} alternating rounds x {args.steps} timed steps (+{args.warmup}) per side and model, a fresh '
+        f'process each; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after'
+    )
+    print()
+    print('| model | round | load | compat_mts mean µs | p50 µs | CPU µs | TF 2.15 mean µs | p50 µs | CPU µs | ratio |')
+    print('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for model in models:
+        for index, result in enumerate(results[model]):
+            ours, theirs = result['compat_mts'], result['tf215']
+            print(
+                f'| {model} | {index} | {result["load"]:.2f} | {ours["mean_us"]:.1f} | {ours["p50_us"]:.1f} | '
+                f'{ours["cpu_us"]:.1f} | {theirs["mean_us"]:.1f} | {theirs["p50_us"]:.1f} | {theirs["cpu_us"]:.1f} | '
+                f'{result["ratio"]:.3f} |'
+            )
+    print()
+    print('| model | ratio (median of rounds) | range | p50 ratio | CPU ratio |')
+    print('|---|---:|---|---:|---:|')
+    summary = {}
+    for model in models:
+        rounds = results[model]
+        ratios = [r['ratio'] for r in rounds]
+        summary[model] = {
+            'ratio': statistics.median(ratios),
+            'min': min(ratios),
+            'max': max(ratios),
+            'p50': statistics.median(r['compat_mts']['p50_us'] / r['tf215']['p50_us'] for r in rounds),
+            'cpu': statistics.median(r['compat_mts']['cpu_us'] / r['tf215']['cpu_us'] for r in rounds),
+        }
+        line = summary[model]
+        print(
+            f'| {model} | **{line["ratio"]:.3f}** | {line["min"]:.3f}-{line["max"]:.3f} | {line["p50"]:.3f} | '
+            f'{line["cpu"]:.3f} |'
+        )
+    worst = max(line['ratio'] for line in summary.values())
+    print()
+    print(f'compat_mts / TF 2.15 per step, the worst model: **{worst:.3f}** (goal <= {args.goal})')
+    if args.out:
+        with open(args.out, 'w', encoding='utf-8') as file:
+            json.dump(
+                {'results': results, 'summary': summary, 'load_before': load_before, 'load_after': load_after},
+                file,
+                indent=2,
+            )
+    if worst > args.goal:
+        raise SystemExit(1)
+
+
 def _tf215_python(given: str | None) -> str:
     if given:
         return given
@@ -380,8 +518,12 @@ def main() -> None:
     )
     parser.add_argument(
         '--models',
-        default='census,dnn,custom,bert',
-        help='with --calls: the models, of census, dnn, custom, bert (default: %(default)s)',
+        help='the models, of census, dnn, custom, bert (iterations_per_loop=2), bert1 (iterations_per_loop=1), '
+        'separated by commas: with --calls, their calls (default: census,dnn,custom,bert); without, their step '
+        'times (--steps, --warmup, --rounds), exiting non-zero when a median ratio is above --goal',
+    )
+    parser.add_argument(
+        '--goal', type=float, default=0.9, help='with --models and no --calls: the worst ratio allowed (%(default)s)'
     )
     parser.add_argument('--call-steps', type=int, default=5, help='steps per train() with --calls (%(default)s)')
     parser.add_argument(
@@ -403,6 +545,8 @@ def main() -> None:
     parser.add_argument('--side', default='tf215', help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.call_kinds = [kind for kind in _CALLS if kind in args.call_kinds]
+    per_step = args.models is not None and not args.calls
+    args.models = args.models or 'census,dnn,custom,bert'
     unknown = sorted(set(args.models.split(',')) - set(_MODELS))
     if unknown:
         parser.error(f'--models: unknown {unknown}; the models are {", ".join(_MODELS)}, separated by commas')
@@ -422,6 +566,9 @@ def main() -> None:
         report['last_line_time'] = time.time()
         print('RESULT:' + json.dumps(report), flush=True)
         return
+    if args.child and per_step:
+        print('RESULT:' + json.dumps(_side(args.side, args.steps, args.warmup, args.models)), flush=True)
+        return
     if args.child:
         print('RESULT:' + json.dumps(_side('tf215', args.steps, args.warmup)))
         return
@@ -430,6 +577,9 @@ def main() -> None:
     env.update(PYTHONPATH=_REPO, TF_CPP_MIN_LOG_LEVEL='2')
     if args.calls:
         _calls_main(args, python, env)
+        return
+    if per_step:
+        _per_step_main(args, python, env)
         return
     load_before = os.getloadavg()
     rounds = []

@@ -163,6 +163,32 @@ def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
     assert np.isfinite(report['ratio_median']) and report['ratio_median'] > 0
 
 
+def test_premade_benchmark_times_each_model_s_step_on_both_sides(tmp_path):
+    """benchmarks/premade_estimator.py --models (the per-step mode) end to end at a tiny size (no timing asserted)."""
+    out = tmp_path / 'results.json'
+    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+    script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
+    arguments = ['--models', 'custom,bert1', '--steps', '4', '--warmup', '3', '--rounds', '1', '--goal', '1e9']
+    result = support.run(
+        [sys.executable, script, *arguments, '--tf215-python', tf215.python(), '--out', str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'compat_mts / TF 2.15 per step, the worst model:' in result.stdout
+    report = json.loads(out.read_text())
+    assert sorted(report['summary']) == ['bert1', 'custom']
+    for model in ('custom', 'bert1'):
+        (one_round,) = report['results'][model]
+        for side in ('compat_mts', 'tf215'):
+            values = one_round[side]
+            assert all(np.isfinite(values[key]) and values[key] > 0 for key in ('mean_us', 'p50_us', 'cpu_us'))
+        assert report['summary'][model]['ratio'] == one_round['ratio'] > 0
+
+
 def test_premade_benchmark_times_the_stale_step_read_both_ways():
     """benchmarks/premade_estimator.py --stale-read-blocks end to end, one block (no timing asserted)."""
     env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')

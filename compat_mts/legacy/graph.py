@@ -860,7 +860,8 @@ class WrappedGraph(fetches_lib.GraphRunner):
         that one, the call after the read (`_read_then`). A read op of its own between two steps costs two to
         four times its own duration eagerly. Where the fetches are fed, the variable is not a plain one (a
         `tf.distribute` variable), the graph runs on a parameter-server cluster, or its functions are not made in
-        place (`_subgraph`), the variable is read first, eagerly.
+        place (`_subgraph`), the variable is read first, eagerly. A fetch of `variable` itself (a hook's
+        `{'step': global_step}`, read before the call as v1 read it) is that read's value, not a read of its own.
         """
         plan = self._plan_of(fetches, feeds)
         function = plan.function
@@ -870,13 +871,20 @@ class WrappedGraph(fetches_lib.GraphRunner):
         if reader is None or reader[0] is not variable:
             reader = plan.after_read = (variable, self._read_then(function, variable))
         results = [None] * len(fetches)
+        read_in_the_call = []  # Fetches of `variable` itself (a hook's `{'step': global_step}`): its value read.
         for position, read in plan.reads:
-            results[position] = global_step_lib.read_value(read)
+            if read is variable:
+                read_in_the_call.append(position)
+            else:
+                results[position] = global_step_lib.read_value(read)
         function = reader[1]
         outputs = tf_internals.call_function(None, function.name, [], function.captures, function.output_count)
         for position, index in plan.outputs:
             results[position] = tf_internals.tensor_numpy(outputs[index + 1])
-        return int(tf_internals.tensor_numpy(outputs[0])), results
+        value = tf_internals.tensor_numpy(outputs[0])
+        for position in read_in_the_call:
+            results[position] = value
+        return int(value), results
 
     def _plan_of(self, fetches: Sequence[Any], feeds: dict) -> '_Plan':
         key = (*map(_identity, fetches), None, *map(_identity, feeds))

@@ -223,7 +223,9 @@ def model_fn_builder(num_labels, init_checkpoint, learning_rate, num_train_steps
     return model_fn
 
 
-def build_estimator(model_dir, init_checkpoint=None, num_train_steps=6, use_tpu=False, save_checkpoints_steps=3):
+def build_estimator(
+    model_dir, init_checkpoint=None, num_train_steps=6, use_tpu=False, save_checkpoints_steps=3, iterations_per_loop=2
+):
     """run_classifier.py's `main`: the `RunConfig`, the `TPUConfig` and the `TPUEstimator`."""
     run_config = tpu.RunConfig(
         cluster=None,
@@ -231,7 +233,9 @@ def build_estimator(model_dir, init_checkpoint=None, num_train_steps=6, use_tpu=
         model_dir=model_dir,
         save_checkpoints_steps=save_checkpoints_steps,
         tf_random_seed=11,
-        tpu_config=tpu.TPUConfig(iterations_per_loop=2, num_shards=8, per_host_input_for_training=True),
+        tpu_config=tpu.TPUConfig(
+            iterations_per_loop=iterations_per_loop, num_shards=8, per_host_input_for_training=True
+        ),
     )
     model_fn = model_fn_builder(
         num_labels=NUM_LABELS,
