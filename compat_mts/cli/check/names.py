@@ -6,7 +6,7 @@ Standard library only, as the rest of the checker (`check.py`).
 from __future__ import annotations
 
 import ast
-from typing import Sequence
+from typing import Iterable, Sequence
 
 if __package__:
     from compat_mts.cli.check import catalogue
@@ -155,11 +155,11 @@ class Names:
 
     Scopes are ignored: an alias made anywhere in the file counts everywhere, as it does in practice.
     The imports and aliases are read from the statements (`statements`, kept as `statements` for the callers'
-    passes over them). `nodes` is every node of `tree` (`list(ast.walk(tree))`), when the caller has walked it
-    already: `bare_tensorflow_is_v1` is then a loop over a list, not another walk of the tree.
+    passes over them). `nodes` is every node of `tree`, in any order (a list, or an iterable that gives them each
+    time), when the caller has them: `bare_tensorflow_is_v1` is then a loop over them, not another walk of the tree.
     """
 
-    def __init__(self, tree: ast.Module, nodes: Sequence[ast.AST] | None = None):
+    def __init__(self, tree: ast.Module, nodes: Iterable[ast.AST] | None = None):
         self._paths: dict[int, tuple[ast.AST, str | None]] | None = None  # None while the aliases are bound
         self.aliases: dict[str, str] = {}
         self.star_modules: list[str] = []
@@ -231,28 +231,35 @@ class Names:
             ):
                 self.aliases[node.targets[0].id] = path
 
-    def _bare_tensorflow_is_v1(self, nodes: Sequence[ast.AST]) -> bool:
+    def _bare_tensorflow_is_v1(self, nodes: Iterable[ast.AST]) -> bool:
         # Without star imports, only a name bound to a path in TensorFlow can resolve to one: the others are
         # skipped without resolving them (most names of a script are its own variables).
+        only_in_tf1 = frozenset(catalogue.TF1_ONLY_PREFIXES)
+        below_only_in_tf1 = tuple(prefix + '.' for prefix in catalogue.TF1_ONLY_PREFIXES)
         heads = None
         if not self.star_modules:
             heads = {name for name, path in self.aliases.items() if path.startswith('tensorflow')}
+        attribute, name = ast.Attribute, ast.Name
         for node in nodes:
-            if heads is not None:
-                root = node
-                while root.__class__ is ast.Attribute:
-                    root = root.value
-                if root.__class__ is not ast.Name or root.id not in heads:
-                    continue
-            if isinstance(node, (ast.Attribute, ast.Name)):
-                path = self.resolve(node)
-                if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
-                    relative = path[len('tensorflow.') :]
-                    if (relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2) or any(
-                        relative == prefix or relative.startswith(prefix + '.')
-                        for prefix in catalogue.TF1_ONLY_PREFIXES
-                    ):
-                        return True
+            kind = node.__class__
+            if kind is attribute:
+                if heads is not None:
+                    root = node.value
+                    while root.__class__ is attribute:
+                        root = root.value
+                    if root.__class__ is not name or root.id not in heads:
+                        continue
+            elif kind is not name or (heads is not None and node.id not in heads):
+                continue
+            path = self.resolve(node)
+            if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
+                relative = path[len('tensorflow.') :]
+                if (
+                    (relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2)
+                    or relative in only_in_tf1
+                    or relative.startswith(below_only_in_tf1)
+                ):
+                    return True
         return False
 
     def resolve(self, node: ast.AST) -> str | None:
