@@ -294,12 +294,13 @@ def upgrade_files(paths: Sequence[str], renames: bool = True, *, processes: int 
     _edits()  # Imported once, before any process is forked.
     # The collector paused over the files upgraded here, not only over each one: a long file's tree, made while
     # it was paused, would else be walked by the next collections after each (check_checker.collector_paused).
-    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files.
-    try:
-        with check_checker.collector_paused():
+    # The pool's workers pause it per file (`_upgrade_one_job`) and collect between files. The last tree is
+    # dropped before the collector is back on, which would else walk its million nodes once more.
+    with check_checker.collector_paused():
+        try:
             return _upgrade_files(texts, renames, processes)
-    finally:
-        _edits().forget_parsed()
+        finally:
+            _edits().forget_parsed()
 
 
 def _upgrade_files(texts: dict[str, str], renames: bool, processes: int | None) -> list[Upgrade]:
@@ -510,10 +511,12 @@ class _PieceRenames:
 
 def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) -> bool:
     """Whether `tf_upgrade_v2` may change or warn about a statement of these `ast` nodes (every node of it)."""
+    imports, call, attribute = (ast.Import, ast.ImportFrom), ast.Call, ast.Attribute
     for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        kind = node.__class__  # The classes compared, not `isinstance`: a statement's nodes are many.
+        if kind in imports:
             return True
-        if isinstance(node, ast.Call):
+        if kind is call:
             if triggers.every_call:
                 return True
             full = _tf_tools.dotted_name(node.func)
@@ -523,7 +526,7 @@ def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) ->
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else None
             if full in triggers.names or name in triggers.methods:
                 return True
-        elif isinstance(node, ast.Attribute) and _tf_tools.dotted_name(node) in triggers.names:
+        elif kind is attribute and _tf_tools.dotted_name(node) in triggers.names:
             return True
     return False
 
