@@ -15,6 +15,7 @@ import bisect
 import dataclasses
 import functools
 import io
+import itertools
 import os
 import re
 import tokenize
@@ -126,24 +127,46 @@ def _string_value(node: cst.BaseExpression) -> str | None:
     return None
 
 
+class _EveryNode:
+    """Every node of a module, from its top-level statements' nodes by depth (`_Tree.levels`), module first: the
+    passes that look for a kind of node iterate these, without the one list of them in `ast.walk`'s order that
+    only the check needs (`_Resolver.nodes`)."""
+
+    def __init__(self, module: ast.Module, levels: list[list[list[ast.AST]]]):
+        self._module, self._levels = module, levels
+
+    def __iter__(self):
+        levels = (level for statement_levels in self._levels for level in statement_levels)
+        return itertools.chain((self._module,), itertools.chain.from_iterable(levels))
+
+
 class _Resolver:
     """What a dotted name of the script stands for, through its imports (`check_names.Names`)."""
 
-    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None):
-        # Every node of the tree (`check_names.walk`): the passes over it loop over this list.
-        self.nodes = check_names.walk(tree) if nodes is None else nodes
-        self.names = check_names.Names(tree, self.nodes)
+    def __init__(self, tree: ast.Module, levels: list[list[list[ast.AST]]] | None = None):
+        # `levels`: the nodes by depth of each top-level statement (`_Tree.levels`); else the tree is walked.
+        self._tree, self._levels = tree, levels
+        self._nodes = check_names.walk(tree) if levels is None else None
+        self.every_node: Iterable[ast.AST] = self._nodes if levels is None else _EveryNode(tree, levels)
+        self.names = check_names.Names(tree, self.every_node)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
         self.horovod_uses = (
             {
                 node.attr
-                for node in self.nodes
+                for node in self.every_node
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in horovod
             }
             if horovod
             else set()
         )
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the tree, in `ast.walk`'s order (`check_names.walk`), listed when first asked for."""
+        if self._nodes is None:
+            self._nodes = check_names.joined_levels(self._tree, self._levels)
+        return self._nodes
 
     def path(self, node: cst.CSTNode) -> str | None:
         return self.dotted_path(helpers.get_full_name_for_node(node))
@@ -186,7 +209,7 @@ class _Tree:
     @property
     def resolver(self) -> _Resolver:
         if self._resolver is None:
-            self._resolver = _Resolver(self.tree, check_names.joined_levels(self.tree, self.levels))
+            self._resolver = _Resolver(self.tree, self.levels)
         return self._resolver
 
     @classmethod
@@ -288,22 +311,22 @@ def record_edit(text: str, base_text: str, segments: list[Segment]) -> None:
     _parsed_last[text] = _Edited(base, base_text, segments)
 
 
-_POSITIONED: dict[type, bool] = {}  # Whether an `ast` node class has line numbers.
+# The `ast` node classes without line numbers (contexts, operators, `arguments`, ...).
+_UNPOSITIONED = frozenset(
+    kind
+    for kind in vars(ast).values()
+    if isinstance(kind, type) and issubclass(kind, ast.AST) and 'end_lineno' not in kind._attributes
+)
 
 
 def _renumbered(levels: list[list[ast.AST]], lines: int) -> None:
     """Moves every node of a statement (by depth, `levels`) `lines` lines down."""
-    positioned = _POSITIONED
+    unpositioned = _UNPOSITIONED
     for level in levels:
         for node in level:
-            kind = node.__class__
-            moved = positioned.get(kind)
-            if moved is None:
-                moved = positioned[kind] = 'end_lineno' in kind._attributes
-            if moved:
+            if node.__class__ not in unpositioned:
                 node.lineno += lines
-                if node.end_lineno is not None:
-                    node.end_lineno += lines
+                node.end_lineno += lines
 
 
 def _code(lines: list[str]) -> bool:
@@ -490,18 +513,21 @@ class _StageOneEdits(cst.CSTTransformer):
         `ast.walk`). When none can, what the edits would have found in them is recorded as `edit` records it,
         so the statement's text can be kept without its libcst pass."""
         graph = legacy = False
+        attribute, name, call, assign = ast.Attribute, ast.Name, ast.Call, ast.Assign
+        imports = (ast.Import, ast.ImportFrom)
         for node in nodes:
-            if isinstance(node, ast.Attribute):
+            kind = node.__class__  # The classes compared, not `isinstance`: a statement's nodes are many.
+            if kind is attribute:
                 dotted = _syntax_name(node)
                 if node.attr == 'export_savedmodel' or (
                     node.attr in _ITERATOR_METHODS and self._resolver.dotted_path(dotted) is None
                 ):
                     return True
-            elif isinstance(node, ast.Name):
+            elif kind is name:
                 if self._may_edit(self._resolver.dotted_path(node.id)):
                     return True
                 continue
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            elif kind in imports:
                 if self._import_edited(node):
                     return True
                 for module in [node.module or ''] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]:
@@ -511,9 +537,9 @@ class _StageOneEdits(cst.CSTTransformer):
                         legacy_here, graph_here = self._name_flags(self._resolver.dotted_path('.'.join(parts[:end])))
                         legacy, graph = legacy or legacy_here, graph or graph_here
                 continue
-            elif isinstance(node, ast.Call) and (node.lineno, node.col_offset) in self._serving_placeholders:
+            elif kind is call and (node.lineno, node.col_offset) in self._serving_placeholders:
                 return True
-            elif self.ps_program and isinstance(node, ast.Assign) and _assigns_server(node):
+            elif self.ps_program and kind is assign and _assigns_server(node):
                 return True
             else:
                 continue
@@ -1145,7 +1171,8 @@ def _serving_placeholders(tree: ast.Module, resolver: _Resolver, serves_raw_inpu
     found = set()
     if not serves_raw_inputs:
         return frozenset()
-    scopes = [tree] + [node for node in resolver.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    scopes = [tree] + [node for node in resolver.names.statements if node.__class__ in functions]
     for scope in scopes:
         fed = set()
         placeholders = []
@@ -1258,7 +1285,7 @@ def apply_edits(
     if not resolver.names.uses_tensorflow:
         return text, notes
     mts = resolver.alias_of('compat_mts') or 'mts'
-    facts = module_facts(resolver.nodes)
+    facts = module_facts(resolver.every_node)
     edits = _StageOneEdits(
         resolver,
         mts,
@@ -1677,7 +1704,10 @@ def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
 
 def first_line(statement: ast.stmt) -> int:
     """The statement's first line: its first decorator's, if it has any."""
-    return min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+    decorators = getattr(statement, 'decorator_list', None)
+    if not decorators:
+        return statement.lineno
+    return min(statement.lineno, *(node.lineno for node in decorators))
 
 
 def _groups(body: list[ast.stmt]) -> list[list[ast.stmt]]:
@@ -1710,7 +1740,7 @@ def _string_interiors(text: str) -> set[int]:
 class _GraphScan:
     """Where a function (or the module) makes a session over graph code it built outside any graph block."""
 
-    def __init__(self, tree: ast.Module, names: check_names.Names, nodes: list[ast.AST]):
+    def __init__(self, tree: ast.Module, names: check_names.Names, nodes: Iterable[ast.AST]):
         self.names = names
         self.graph_blocks = [
             (node.lineno, node.end_lineno)
@@ -1852,7 +1882,7 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
       The new text and where blocks were added (`main()`, `the module`).
     """
     tree, resolver = parsed(text)
-    scan = _GraphScan(tree, resolver.names, resolver.nodes)
+    scan = _GraphScan(tree, resolver.names, resolver.every_node)
     tf_name = next(
         (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
     )
@@ -1889,18 +1919,21 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
             continue
         last = body[-1] if where != 'the module' else sessions[-1]
         regions.append((where, first.lineno, last.end_lineno, first.col_offset))
-    # A region inside another (a function's in the module's) goes with the outer one.
-    regions = [
-        region
-        for region in regions
-        if not any(other[1] <= region[1] and region[2] <= other[2] and other != region for other in regions)
-    ]
+    # A region inside another (a function's in the module's) goes with the outer one; regions that do not overlap
+    # (functions' regions, without the module's) are all kept without comparing each pair.
+    spans = sorted((region[1], region[2]) for region in regions)
+    if any(start <= end for (_, end), (start, _) in zip(spans, spans[1:])):
+        regions = [
+            region
+            for region in regions
+            if not any(other[1] <= region[1] and region[2] <= other[2] and other != region for other in regions)
+        ]
     if not regions:
         return text, []
     lines = text.splitlines(keepends=True)
     # A string over several lines is a node over several lines: without one, no line is a string's interior.
     strings = (ast.Constant, ast.JoinedStr)
-    spanning = any(node.__class__ in strings and node.end_lineno > node.lineno for node in resolver.nodes)
+    spanning = any(node.__class__ in strings and node.end_lineno > node.lineno for node in resolver.every_node)
     interiors = _string_interiors(text) if spanning else set()
     segments: list[Segment] = []
     cursor = 0
