@@ -1582,9 +1582,7 @@ class StatementEdits:
     def _statement_needs(self, statement: ast.stmt) -> bool:
         found = self._asked.get(id(statement))
         if found is None and id(statement) in self._levels:
-            found = self._asked[id(statement)] = self._needs(
-                node for level in self._levels[id(statement)] for node in level
-            )
+            found = self._asked[id(statement)] = self._needs(itertools.chain.from_iterable(self._levels[id(statement)]))
         if found is None:
             own, inner = _own_and_inner(statement)
             found = self._asked[id(statement)] = self._needs(own) or any(self._statement_needs(s) for s in inner)
@@ -1687,19 +1685,23 @@ def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
     own: list[ast.AST] = [statement]
     inner: list[ast.stmt] = []
     stack: list[ast.AST] = [statement]
+    statement_classes, node_type = _STATEMENT_CLASSES, ast.AST
     while stack:
         node = stack.pop()
         for field in check_names.child_fields(node.__class__):
             value = getattr(node, field, None)
             for child in value if value.__class__ is list else (value,):
-                if not isinstance(child, ast.AST):
-                    continue
-                if isinstance(child, ast.stmt):
+                if child.__class__ in statement_classes:
                     inner.append(child)
-                else:
+                elif isinstance(child, node_type):
                     own.append(child)
                     stack.append(child)
     return own, inner
+
+
+_STATEMENT_CLASSES = frozenset(
+    kind for kind in vars(ast).values() if isinstance(kind, type) and issubclass(kind, ast.stmt)
+)
 
 
 def first_line(statement: ast.stmt) -> int:
