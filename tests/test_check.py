@@ -204,6 +204,44 @@ def test_every_import_form_resolves_to_the_v1_name(source):
     assert constructs(source) == [('tf.compat.v1.train.Saver', source.count('\n') + 1)]
 
 
+def test_statements_are_every_statement_in_the_walk_s_order_and_bind_the_names_the_walk_would():
+    """`names.statements` skips the expressions but keeps `ast.walk`'s order, in which a handler's or a case's
+    statements are a level deeper than the `try`'s or `match`'s own: the later binding of a name wins."""
+    source = textwrap.dedent("""\
+        import os
+        try:
+            import tensorflow as tf
+        except ImportError:
+            import other as tf
+        else:
+            v1 = tf.compat.v1
+        finally:
+            pass
+        match os.name:
+            case 'posix':
+                import tensorflow.compat.v1 as tf
+                for _ in ():
+                    while True:
+                        train = tf.train
+        def main():
+            class Inner:
+                import tf_slim as slim
+            if True:
+                summary = tf.summary
+        """)
+    tree = ast.parse(source)
+    assert check_names.statements(tree) == [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    resolved = check_names.Names(tree)
+    assert resolved.aliases == {
+        'os': 'os',
+        'tf': 'tensorflow.compat.v1',  # The case's import, a level deeper than the `try`'s, comes later.
+        'v1': 'tensorflow.compat.v1.compat.v1',  # Aliases are bound after every import.
+        'slim': 'tf_slim',
+        'train': 'tensorflow.compat.v1.train',
+        'summary': 'tensorflow.compat.v1.summary',
+    }
+
+
 def test_names_of_tf2_that_v1_also_has_are_v1_only_in_tf1_code():
     tf2_code = """\
         import tensorflow as tf

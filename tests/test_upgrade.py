@@ -110,6 +110,65 @@ def test_disable_v2_behavior_goes_and_a_graph_built_at_the_top_of_main_goes_unde
     compile(text, '<upgraded>', 'exec')
 
 
+def test_a_graph_built_through_a_chain_of_the_module_s_functions_goes_under_a_graph_block():
+    """A statement builds the graph when it calls a function of the module that names a graph op, itself or through
+    the functions it calls; functions that only call each other build none (and are no endless search)."""
+    text, notes = _edited("""
+        import tensorflow.compat.v1 as tf
+
+
+        def ping(n):
+            return pong(n - 1) if n else 0
+
+
+        def pong(n):
+            return ping(n)
+
+
+        def layer(x):
+            return tf.layers.dense(x, 1)
+
+
+        def model(x):
+            return layer(x)
+
+
+        def main():
+            count = ping(3)
+            loss = tf.reduce_mean(model(tf.ones([1, 1])))
+            with tf.train.MonitoredTrainingSession() as sess:
+                sess.run(loss)
+        """)
+    assert (
+        textwrap.dedent("""
+        def main():
+            count = ping(3)
+            with tf.Graph().as_default():
+                loss = tf.reduce_mean(model(tf.ones([1, 1])))
+        """)
+        in text
+    )
+    text, notes = _edited("""
+        import tensorflow.compat.v1 as tf
+
+
+        def layer(x):
+            return tf.layers.dense(x, 1)
+
+
+        def model(x):
+            return layer(x)
+
+
+        def main():
+            logits = model(1)
+            with tf.train.MonitoredTrainingSession() as sess:
+                sess.run(logits)
+        """)
+    assert '\n    with tf.Graph().as_default():\n        logits = model(1)\n' in text
+    assert any('top level of main()' in note.text for note in notes)
+
+
 def test_disable_v2_behavior_becomes_disable_v2_tensorshape_where_the_graph_reads_dimension_values():
     text, _ = _edited("""
         import tensorflow as tf

@@ -6,7 +6,7 @@ Standard library only, as the rest of the checker (`check.py`).
 from __future__ import annotations
 
 import ast
-from typing import Sequence
+from typing import Iterable, Sequence
 
 if __package__:
     from compat_mts.cli.check import catalogue
@@ -108,6 +108,35 @@ def joined_levels(module: ast.Module, levels: Sequence[list[list[ast.AST]]]) -> 
     return nodes
 
 
+# The fields that hold statements (or the except handlers and match cases that hold them), by node class.
+_STATEMENT_FIELDS = ('body', 'handlers', 'orelse', 'finalbody', 'cases')
+_statement_fields_cache: dict[type, tuple[str, ...]] = {}
+
+
+def statements(tree: ast.AST) -> list[ast.stmt]:
+    """Every statement of `tree`, in `walk(tree)`'s order (breadth first, a handler's or a case's statements one
+    level deeper than their list suggests), without walking the expressions: a long file's statements are a tenth
+    of its nodes, and the only nodes that bind an import or an alias."""
+    found: list[ast.stmt] = []
+    level: list[ast.AST] = [tree]
+    fields_of = _statement_fields_cache.get
+    statement_type = ast.stmt
+    while level:
+        below: list[ast.AST] = []
+        extend = below.extend
+        for node in level:
+            fields = fields_of(node.__class__)
+            if fields is None:
+                fields = _statement_fields_cache[node.__class__] = tuple(
+                    field for field in _STATEMENT_FIELDS if field in node._fields
+                )
+            for field in fields:
+                extend(getattr(node, field))
+        found.extend(node for node in below if isinstance(node, statement_type))
+        level = below
+    return found
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     """`a.b.c` as ['a', 'b', 'c']; None for anything but a chain of names."""
     parts = []
@@ -125,23 +154,26 @@ class Names:
     (`tf1 = tf.compat.v1`), star imports, and whether a bare `tensorflow` is TF 1.x there.
 
     Scopes are ignored: an alias made anywhere in the file counts everywhere, as it does in practice.
-    `nodes` is every node of `tree` (`list(ast.walk(tree))`), when the caller has walked it already: each
-    pass here is then a loop over a list, not another walk of the tree.
+    The imports and aliases are read from the statements (`statements`, kept as `statements` for the callers'
+    passes over them). `nodes` is every node of `tree`, in any order (a list, or an iterable that gives them each
+    time), when the caller has them: `bare_tensorflow_is_v1` is then a loop over them, not another walk of the tree.
     """
 
-    def __init__(self, tree: ast.Module, nodes: Sequence[ast.AST] | None = None):
-        nodes = walk(tree) if nodes is None else nodes
+    def __init__(self, tree: ast.Module, nodes: Iterable[ast.AST] | None = None):
         self._paths: dict[int, tuple[ast.AST, str | None]] | None = None  # None while the aliases are bound
         self.aliases: dict[str, str] = {}
         self.star_modules: list[str] = []
-        for node in nodes:
-            if isinstance(node, ast.Import):
+        # Only statements bind: the imports and the aliases are read from them, not from every node.
+        self.statements = statements(tree)
+        for node in self.statements:
+            kind = node.__class__
+            if kind is ast.Import:
                 for alias in node.names:
                     if alias.asname:
                         self._bind(alias.asname, alias.name)
                     else:
                         self._bind(catalogue.root(alias.name), catalogue.root(alias.name))
-            elif isinstance(node, ast.ImportFrom):
+            elif kind is ast.ImportFrom:
                 module = node.module or ''
                 if node.level:
                     module = '.' * node.level + module  # a local module: never TensorFlow
@@ -154,10 +186,10 @@ class Names:
             catalogue.root(path) in ('tensorflow', 'compat_mts')
             for path in (*self.aliases.values(), *self.star_modules)
         )
-        self._bind_module_aliases(nodes)
+        self._bind_module_aliases(self.statements)
         # The names are all bound now: each node's path and rule are looked up once, however many passes ask.
         self._paths = {}
-        self._nodes = nodes
+        self._tree, self._nodes = tree, nodes
         self._bare_v1: bool | None = None
         self._rules: dict[int, tuple[ast.AST, tuple[str, catalogue.Rule] | None]] = {}
 
@@ -166,7 +198,7 @@ class Names:
         """Whether a bare `tensorflow` is TF 1.x in the script: it names a name TF2 moved or removed. Found when
         first asked for (a pass over every node, which a script after `tf_upgrade_v2`'s renames is not asked)."""
         if self._bare_v1 is None:
-            self._bare_v1 = self._bare_tensorflow_is_v1(self._nodes)
+            self._bare_v1 = self._bare_tensorflow_is_v1(walk(self._tree) if self._nodes is None else self._nodes)
         return self._bare_v1
 
     def _bind(self, name: str, path: str) -> None:
@@ -176,14 +208,21 @@ class Names:
             return
         self.aliases[name] = path
 
-    def _bind_module_aliases(self, nodes: Sequence[ast.AST]) -> None:
-        statements = sorted(
-            (node for node in nodes if isinstance(node, ast.Assign)),
+    def _bind_module_aliases(self, statements: Sequence[ast.stmt]) -> None:
+        # Only `name = a.dotted.name` may make an alias (`resolve` of anything else is None).
+        dotted = (ast.Attribute, ast.Name)
+        assignments = sorted(
+            (
+                node
+                for node in statements
+                if node.__class__ is ast.Assign
+                and len(node.targets) == 1
+                and node.targets[0].__class__ is ast.Name
+                and node.value.__class__ in dotted
+            ),
             key=lambda node: (node.lineno, node.col_offset),
         )
-        for node in statements:
-            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-                continue
+        for node in assignments:
             path = self.resolve(node.value)
             if (
                 path
@@ -192,28 +231,35 @@ class Names:
             ):
                 self.aliases[node.targets[0].id] = path
 
-    def _bare_tensorflow_is_v1(self, nodes: Sequence[ast.AST]) -> bool:
+    def _bare_tensorflow_is_v1(self, nodes: Iterable[ast.AST]) -> bool:
         # Without star imports, only a name bound to a path in TensorFlow can resolve to one: the others are
         # skipped without resolving them (most names of a script are its own variables).
+        only_in_tf1 = frozenset(catalogue.TF1_ONLY_PREFIXES)
+        below_only_in_tf1 = tuple(prefix + '.' for prefix in catalogue.TF1_ONLY_PREFIXES)
         heads = None
         if not self.star_modules:
             heads = {name for name, path in self.aliases.items() if path.startswith('tensorflow')}
+        attribute, name = ast.Attribute, ast.Name
         for node in nodes:
-            if heads is not None:
-                root = node
-                while root.__class__ is ast.Attribute:
-                    root = root.value
-                if root.__class__ is not ast.Name or root.id not in heads:
-                    continue
-            if isinstance(node, (ast.Attribute, ast.Name)):
-                path = self.resolve(node)
-                if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
-                    relative = path[len('tensorflow.') :]
-                    if (relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2) or any(
-                        relative == prefix or relative.startswith(prefix + '.')
-                        for prefix in catalogue.TF1_ONLY_PREFIXES
-                    ):
-                        return True
+            kind = node.__class__
+            if kind is attribute:
+                if heads is not None:
+                    root = node.value
+                    while root.__class__ is attribute:
+                        root = root.value
+                    if root.__class__ is not name or root.id not in heads:
+                        continue
+            elif kind is not name or (heads is not None and node.id not in heads):
+                continue
+            path = self.resolve(node)
+            if path and path.startswith('tensorflow.') and not path.startswith('tensorflow.compat.'):
+                relative = path[len('tensorflow.') :]
+                if (
+                    (relative in catalogue.V1_RULES and relative not in catalogue.ALSO_IN_TF2)
+                    or relative in only_in_tf1
+                    or relative.startswith(below_only_in_tf1)
+                ):
+                    return True
         return False
 
     def resolve(self, node: ast.AST) -> str | None:

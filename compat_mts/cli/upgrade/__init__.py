@@ -526,10 +526,12 @@ class _PieceRenames:
 
 def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) -> bool:
     """Whether `tf_upgrade_v2` may change or warn about a statement of these `ast` nodes (every node of it)."""
+    imports, call, attribute = (ast.Import, ast.ImportFrom), ast.Call, ast.Attribute
     for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        kind = node.__class__  # The classes compared, not `isinstance`: a statement's nodes are many.
+        if kind in imports:
             return True
-        if isinstance(node, ast.Call):
+        if kind is call:
             if triggers.every_call:
                 return True
             full = _tf_tools.dotted_name(node.func)
@@ -539,7 +541,7 @@ def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) ->
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else None
             if full in triggers.names or name in triggers.methods:
                 return True
-        elif isinstance(node, ast.Attribute) and _tf_tools.dotted_name(node) in triggers.names:
+        elif kind is attribute and _tf_tools.dotted_name(node) in triggers.names:
             return True
     return False
 

@@ -15,6 +15,7 @@ import bisect
 import dataclasses
 import functools
 import io
+import itertools
 import os
 import re
 import tokenize
@@ -126,24 +127,46 @@ def _string_value(node: cst.BaseExpression) -> str | None:
     return None
 
 
+class _EveryNode:
+    """Every node of a module, from its top-level statements' nodes by depth (`_Tree.levels`), module first: the
+    passes that look for a kind of node iterate these, without the one list of them in `ast.walk`'s order that
+    only the check needs (`_Resolver.nodes`)."""
+
+    def __init__(self, module: ast.Module, levels: list[list[list[ast.AST]]]):
+        self._module, self._levels = module, levels
+
+    def __iter__(self):
+        levels = (level for statement_levels in self._levels for level in statement_levels)
+        return itertools.chain((self._module,), itertools.chain.from_iterable(levels))
+
+
 class _Resolver:
     """What a dotted name of the script stands for, through its imports (`check_names.Names`)."""
 
-    def __init__(self, tree: ast.Module, nodes: list[ast.AST] | None = None):
-        # Every node of the tree (`check_names.walk`): the passes over it loop over this list.
-        self.nodes = check_names.walk(tree) if nodes is None else nodes
-        self.names = check_names.Names(tree, self.nodes)
+    def __init__(self, tree: ast.Module, levels: list[list[list[ast.AST]]] | None = None):
+        # `levels`: the nodes by depth of each top-level statement (`_Tree.levels`); else the tree is walked.
+        self._tree, self._levels = tree, levels
+        self._nodes = check_names.walk(tree) if levels is None else None
+        self.every_node: Iterable[ast.AST] = self._nodes if levels is None else _EveryNode(tree, levels)
+        self.names = check_names.Names(tree, self.every_node)
         horovod = {name for name, path in self.names.aliases.items() if path == 'horovod.tensorflow'}
         # The names of horovod.tensorflow the script uses (`hvd.init`: `init`).
         self.horovod_uses = (
             {
                 node.attr
-                for node in self.nodes
+                for node in self.every_node
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in horovod
             }
             if horovod
             else set()
         )
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the tree, in `ast.walk`'s order (`check_names.walk`), listed when first asked for."""
+        if self._nodes is None:
+            self._nodes = check_names.joined_levels(self._tree, self._levels)
+        return self._nodes
 
     def path(self, node: cst.CSTNode) -> str | None:
         return self.dotted_path(helpers.get_full_name_for_node(node))
@@ -186,7 +209,7 @@ class _Tree:
     @property
     def resolver(self) -> _Resolver:
         if self._resolver is None:
-            self._resolver = _Resolver(self.tree, check_names.joined_levels(self.tree, self.levels))
+            self._resolver = _Resolver(self.tree, self.levels)
         return self._resolver
 
     @classmethod
@@ -288,22 +311,22 @@ def record_edit(text: str, base_text: str, segments: list[Segment]) -> None:
     _parsed_last[text] = _Edited(base, base_text, segments)
 
 
-_POSITIONED: dict[type, bool] = {}  # Whether an `ast` node class has line numbers.
+# The `ast` node classes without line numbers (contexts, operators, `arguments`, ...).
+_UNPOSITIONED = frozenset(
+    kind
+    for kind in vars(ast).values()
+    if isinstance(kind, type) and issubclass(kind, ast.AST) and 'end_lineno' not in kind._attributes
+)
 
 
 def _renumbered(levels: list[list[ast.AST]], lines: int) -> None:
     """Moves every node of a statement (by depth, `levels`) `lines` lines down."""
-    positioned = _POSITIONED
+    unpositioned = _UNPOSITIONED
     for level in levels:
         for node in level:
-            kind = node.__class__
-            moved = positioned.get(kind)
-            if moved is None:
-                moved = positioned[kind] = 'end_lineno' in kind._attributes
-            if moved:
+            if node.__class__ not in unpositioned:
                 node.lineno += lines
-                if node.end_lineno is not None:
-                    node.end_lineno += lines
+                node.end_lineno += lines
 
 
 def _code(lines: list[str]) -> bool:
@@ -490,18 +513,21 @@ class _StageOneEdits(cst.CSTTransformer):
         `ast.walk`). When none can, what the edits would have found in them is recorded as `edit` records it,
         so the statement's text can be kept without its libcst pass."""
         graph = legacy = False
+        attribute, name, call, assign = ast.Attribute, ast.Name, ast.Call, ast.Assign
+        imports = (ast.Import, ast.ImportFrom)
         for node in nodes:
-            if isinstance(node, ast.Attribute):
+            kind = node.__class__  # The classes compared, not `isinstance`: a statement's nodes are many.
+            if kind is attribute:
                 dotted = _syntax_name(node)
                 if node.attr == 'export_savedmodel' or (
                     node.attr in _ITERATOR_METHODS and self._resolver.dotted_path(dotted) is None
                 ):
                     return True
-            elif isinstance(node, ast.Name):
+            elif kind is name:
                 if self._may_edit(self._resolver.dotted_path(node.id)):
                     return True
                 continue
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            elif kind in imports:
                 if self._import_edited(node):
                     return True
                 for module in [node.module or ''] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]:
@@ -511,9 +537,9 @@ class _StageOneEdits(cst.CSTTransformer):
                         legacy_here, graph_here = self._name_flags(self._resolver.dotted_path('.'.join(parts[:end])))
                         legacy, graph = legacy or legacy_here, graph or graph_here
                 continue
-            elif isinstance(node, ast.Call) and (node.lineno, node.col_offset) in self._serving_placeholders:
+            elif kind is call and (node.lineno, node.col_offset) in self._serving_placeholders:
                 return True
-            elif self.ps_program and isinstance(node, ast.Assign) and _assigns_server(node):
+            elif self.ps_program and kind is assign and _assigns_server(node):
                 return True
             else:
                 continue
@@ -1097,15 +1123,38 @@ def _joins_on_ps(statement: cst.CSTNode, server: str) -> str | None:
     return cst.Module([]).code_for_node(test.left)
 
 
-def _is_ps_program(nodes: Iterable[ast.AST]) -> bool:
-    """Whether the script (every node of it) describes a cluster with a 'ps' job, or places variables with a
-    replica_device_setter."""
+class _ModuleFacts(NamedTuple):
+    """What `apply_edits` asks of a script's nodes before its edits, found in one pass over them (`module_facts`)."""
+
+    ps_program: bool  # it describes a cluster with a 'ps' job, or places variables with a replica_device_setter
+    serves_raw_inputs: bool  # it names `build_raw_serving_input_receiver_fn`
+    sets_legacy_keras: bool  # `sets_legacy_keras`
+
+
+def module_facts(nodes: Iterable[ast.AST]) -> _ModuleFacts:
+    """The `_ModuleFacts` of a script (every node of it)."""
+    ps_program = serves_raw_inputs = legacy_keras = False
+    dictionary, attribute, assign, call = ast.Dict, ast.Attribute, ast.Assign, ast.Call
+    sets = check_checker._sets_legacy_keras  # noqa: SLF001
     for node in nodes:
-        if isinstance(node, ast.Dict) and any(isinstance(key, ast.Constant) and key.value == 'ps' for key in node.keys):
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == 'replica_device_setter':
-            return True
-    return False
+        kind = node.__class__
+        if kind is attribute:
+            if node.attr == 'replica_device_setter':
+                ps_program = True
+            elif node.attr == 'build_raw_serving_input_receiver_fn':
+                serves_raw_inputs = True
+        elif kind is dictionary:
+            if not ps_program and any(key.__class__ is ast.Constant and key.value == 'ps' for key in node.keys):
+                ps_program = True
+        elif legacy_keras:
+            continue
+        elif kind is call:
+            func = node.func
+            if func.__class__ is attribute and func.attr in ('setdefault', 'putenv') and sets(node):
+                legacy_keras = True
+        elif kind is assign and any(target.__class__ is ast.Subscript for target in node.targets) and sets(node):
+            legacy_keras = True
+    return _ModuleFacts(ps_program, serves_raw_inputs, legacy_keras)
 
 
 def sets_legacy_keras(text: str, nodes: Iterable[ast.AST] | None = None) -> bool:
@@ -1115,16 +1164,15 @@ def sets_legacy_keras(text: str, nodes: Iterable[ast.AST] | None = None) -> bool
     return any(check_checker._sets_legacy_keras(node) for node in nodes)  # noqa: SLF001
 
 
-def _serving_placeholders(tree: ast.Module, resolver: _Resolver) -> frozenset[tuple[int, int]]:
+def _serving_placeholders(tree: ast.Module, resolver: _Resolver, serves_raw_inputs: bool) -> frozenset[tuple[int, int]]:
     """(line, column) of each `placeholder(...)` call whose value goes to `build_raw_serving_input_receiver_fn`
-    (directly, or through a name assigned in the same function)."""
+    (directly, or through a name assigned in the same function); `serves_raw_inputs`: the script names that
+    function (`_ModuleFacts`)."""
     found = set()
-    if not any(
-        isinstance(node, ast.Attribute) and node.attr == 'build_raw_serving_input_receiver_fn'
-        for node in resolver.nodes
-    ):
+    if not serves_raw_inputs:
         return frozenset()
-    scopes = [tree] + [node for node in resolver.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    scopes = [tree] + [node for node in resolver.names.statements if node.__class__ in functions]
     for scope in scopes:
         fed = set()
         placeholders = []
@@ -1237,19 +1285,20 @@ def apply_edits(
     if not resolver.names.uses_tensorflow:
         return text, notes
     mts = resolver.alias_of('compat_mts') or 'mts'
+    facts = module_facts(resolver.every_node)
     edits = _StageOneEdits(
         resolver,
         mts,
         keep_v1_shapes=_reads_dimension_values(text, tree, resolver),
-        ps_program=_is_ps_program(resolver.nodes),
-        serving_placeholders=_serving_placeholders(tree, resolver),
+        ps_program=facts.ps_program,
+        serving_placeholders=_serving_placeholders(tree, resolver, facts.serves_raw_inputs),
         v1_script=v1_script or resolver.names.bare_tensorflow_is_v1,
     )
     servers_at_top = edits.ps_program and any(_assigns_server(statement) for statement in tree.body)
     if not statement_by_statement or servers_at_top or '\r' in text or _CODING.match(text):
         edited = edits.edit(cst.parse_module(text), text)
         notes.extend(edits.notes)
-        for addition, note in _additions(edits, resolver, text, tree):
+        for addition, note in _additions(edits, resolver, text, facts):
             edited = addition.add(edited)
             notes.append(note)
         result = edited.code
@@ -1278,7 +1327,7 @@ def apply_edits(
             units.extend(part_units)
             edits.add_recorded(recorded)
         notes.extend(edits.notes)
-        segments = _with_additions(units, _additions(edits, resolver, text, tree), notes)
+        segments = _with_additions(units, _additions(edits, resolver, text, facts), notes)
         result = ''.join(segment for _, _, segment in segments)
         record_edit(result, text, segments)
     if edits.graph_program:
@@ -1318,8 +1367,10 @@ class _Addition:
     where: str  # 'after imports', 'before tensorflow' or 'first import'
 
 
-def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str, tree: ast.Module) -> list[tuple[_Addition, Note]]:
-    """The statements the edits add at the top level, in order, each with its note."""
+def _additions(
+    edits: _StageOneEdits, resolver: _Resolver, text: str, facts: _ModuleFacts
+) -> list[tuple[_Addition, Note]]:
+    """The statements the edits add at the top level, in order, each with its note (`facts`: the script's)."""
     additions = []
     tf_name = resolver.alias_of('tensorflow', 'tensorflow.compat.v1')
     if edits.keep_v1_shapes and not edits.kept_v1_shapes and tf_name and 'disable_v2_tensorshape' not in text:
@@ -1342,7 +1393,7 @@ def _additions(edits: _StageOneEdits, resolver: _Resolver, text: str, tree: ast.
                 Note(0, f'import compat_mts as {edits.mts} added', True),
             )
         )
-    if edits.uses_legacy_layers and not sets_legacy_keras(text, resolver.nodes):
+    if edits.uses_legacy_layers and not facts.sets_legacy_keras:
         additions.append(
             (
                 _Addition(_add_legacy_keras, 'first import'),
@@ -1531,9 +1582,7 @@ class StatementEdits:
     def _statement_needs(self, statement: ast.stmt) -> bool:
         found = self._asked.get(id(statement))
         if found is None and id(statement) in self._levels:
-            found = self._asked[id(statement)] = self._needs(
-                node for level in self._levels[id(statement)] for node in level
-            )
+            found = self._asked[id(statement)] = self._needs(itertools.chain.from_iterable(self._levels[id(statement)]))
         if found is None:
             own, inner = _own_and_inner(statement)
             found = self._asked[id(statement)] = self._needs(own) or any(self._statement_needs(s) for s in inner)
@@ -1636,24 +1685,31 @@ def _own_and_inner(statement: ast.stmt) -> tuple[list[ast.AST], list[ast.stmt]]:
     own: list[ast.AST] = [statement]
     inner: list[ast.stmt] = []
     stack: list[ast.AST] = [statement]
+    statement_classes, node_type = _STATEMENT_CLASSES, ast.AST
     while stack:
         node = stack.pop()
         for field in check_names.child_fields(node.__class__):
             value = getattr(node, field, None)
             for child in value if value.__class__ is list else (value,):
-                if not isinstance(child, ast.AST):
-                    continue
-                if isinstance(child, ast.stmt):
+                if child.__class__ in statement_classes:
                     inner.append(child)
-                else:
+                elif isinstance(child, node_type):
                     own.append(child)
                     stack.append(child)
     return own, inner
 
 
+_STATEMENT_CLASSES = frozenset(
+    kind for kind in vars(ast).values() if isinstance(kind, type) and issubclass(kind, ast.stmt)
+)
+
+
 def first_line(statement: ast.stmt) -> int:
     """The statement's first line: its first decorator's, if it has any."""
-    return min([statement.lineno] + [node.lineno for node in getattr(statement, 'decorator_list', ())])
+    decorators = getattr(statement, 'decorator_list', None)
+    if not decorators:
+        return statement.lineno
+    return min(statement.lineno, *(node.lineno for node in decorators))
 
 
 def _groups(body: list[ast.stmt]) -> list[list[ast.stmt]]:
@@ -1686,57 +1742,95 @@ def _string_interiors(text: str) -> set[int]:
 class _GraphScan:
     """Where a function (or the module) makes a session over graph code it built outside any graph block."""
 
-    def __init__(self, tree: ast.Module, names: check_names.Names, nodes: list[ast.AST]):
+    def __init__(self, tree: ast.Module, names: check_names.Names, nodes: Iterable[ast.AST]):
         self.names = names
         self.graph_blocks = [
             (node.lineno, node.end_lineno)
-            for node in nodes
-            if isinstance(node, ast.With) and any(_is_as_default(item.context_expr) for item in node.items)
+            for node in names.statements
+            if node.__class__ is ast.With and any(_is_as_default(item.context_expr) for item in node.items)
         ]
-        self._tree, self._nodes = tree, nodes
-        self.uses_wrap_graph = any(isinstance(node, ast.Attribute) and node.attr == 'wrap_graph' for node in nodes)
+        # The lines of the graph blocks as disjoint spans, by their first line (`in_graph_block`).
+        self._block_starts: list[int] = []
+        self._block_ends: list[int] = []
+        for start, end in sorted(self.graph_blocks):
+            if self._block_ends and start <= self._block_ends[-1] + 1:
+                self._block_ends[-1] = max(self._block_ends[-1], end)
+            else:
+                self._block_starts.append(start)
+                self._block_ends.append(end)
+        self._tree = tree
+        # One pass over the nodes, for the calls that may make a session (`is_session`: a name of a session class,
+        # or a name bound to one) and a use of `wrap_graph`.
+        self.uses_wrap_graph = False
+        session_lines = []
+        call, attribute, name = ast.Call, ast.Attribute, ast.Name
+        for node in nodes:
+            kind = node.__class__
+            if kind is call:
+                func = node.func
+                if (func.__class__ is name or (func.__class__ is attribute and func.attr in _SESSIONS)) and (
+                    self.is_session(node) and not self.in_graph_block(node.lineno)
+                ):
+                    session_lines.append(node.lineno)
+            elif kind is attribute and node.attr == 'wrap_graph':
+                self.uses_wrap_graph = True
         # The first line of each session made outside a graph block, in order: a statement without one in its
         # lines makes none, and is not walked for one.
-        self.session_lines = sorted(
-            node.lineno for node in nodes if self.is_session(node) and not self.in_graph_block(node.lineno)
-        )
+        self.session_lines = sorted(session_lines)
+        self._functions = {
+            node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self._builds_graph: dict[str, bool] = {}
 
     def may_make_session(self, statement: ast.stmt) -> bool:
         """Whether a session made outside a graph block starts on one of the statement's lines."""
         index = bisect.bisect_left(self.session_lines, first_line(statement))
         return index < len(self.session_lines) and self.session_lines[index] <= statement.end_lineno
 
-    @functools.cached_property
-    def tf_functions(self) -> set[str]:
-        """The module's functions that build graph ops, themselves or through the module's other functions."""
-        functions = {
-            node.name: node for node in self._tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
-        # A node of a top-level function is one on its lines: the tree's nodes are looked up by line, not walked
-        # again function by function.
-        spans = sorted((first_line(function), function.end_lineno, name) for name, function in functions.items())
-        starts = [start for start, _, _ in spans]
-        direct, calls = set(), {name: set() for name in functions}
-        for child in self._nodes:
-            is_call = child.__class__ is ast.Call
-            if not is_call and child.__class__ is not ast.Attribute:
-                continue
-            index = bisect.bisect_right(starts, child.lineno) - 1
-            if index < 0 or child.lineno > spans[index][1]:
-                continue
-            name = spans[index][2]
-            if is_call:
-                if isinstance(child.func, ast.Name) and child.func.id in functions:
-                    calls[name].add(child.func.id)
-            elif name not in direct and self._is_graph_name(child):
-                direct.add(name)
-        found = set(direct)
-        changed = True
-        while changed:  # Through calls: at most one round per function.
-            more = {name for name in functions if name not in found and calls[name] & found}
-            found |= more
-            changed = bool(more)
-        return found
+    def is_tf_function(self, name: str) -> bool:
+        """Whether `name` is a function of the module (the last top-level `def` of that name) that builds graph
+        ops, itself or through the module's other functions: a function is walked only when asked about, or when a
+        function asked about calls it."""
+        found = self._builds_graph.get(name)
+        if found is not None:
+            return found
+        if name not in self._functions:
+            return False
+        # The functions `name` reaches through calls, walked until one builds graph ops itself.
+        reached, stack = {name}, [name]
+        while stack:
+            function = stack.pop()
+            known = self._builds_graph.get(function)
+            if known:
+                break
+            if known is not None:
+                continue  # Nor does any function it reaches.
+            direct, callees = self._own_uses(function)
+            if direct:
+                break
+            for callee in callees:
+                if callee not in reached:
+                    reached.add(callee)
+                    stack.append(callee)
+        else:
+            for function in reached:  # None of them reaches a function that builds graph ops.
+                self._builds_graph[function] = False
+            return False
+        self._builds_graph[name] = True
+        return True
+
+    def _own_uses(self, name: str) -> tuple[bool, set[str]]:
+        """Whether the module's function `name` names a graph op itself, and the module's functions it calls."""
+        calls = set()
+        call, attribute, bare = ast.Call, ast.Attribute, ast.Name
+        for node in check_names.walk(self._functions[name]):
+            kind = node.__class__
+            if kind is call:
+                if node.func.__class__ is bare and node.func.id in self._functions:
+                    calls.add(node.func.id)
+            elif kind is attribute and self._is_graph_name(node):
+                return True, calls
+        return False, calls
 
     def _is_graph_name(self, node: ast.AST) -> bool:
         path = self.names.resolve(node)
@@ -1750,7 +1844,8 @@ class _GraphScan:
         return path.startswith('compat_mts.') and path.rpartition('.')[2] in _SESSIONS
 
     def in_graph_block(self, line: int) -> bool:
-        return any(start <= line <= end for start, end in self.graph_blocks)
+        index = bisect.bisect_right(self._block_starts, line) - 1
+        return index >= 0 and line <= self._block_ends[index]
 
 
 def _is_as_default(node: ast.AST) -> bool:
@@ -1789,16 +1884,17 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
       The new text and where blocks were added (`main()`, `the module`).
     """
     tree, resolver = parsed(text)
-    scan = _GraphScan(tree, resolver.names, resolver.nodes)
+    scan = _GraphScan(tree, resolver.names, resolver.every_node)
     tf_name = next(
         (name for name, path in scan.names.aliases.items() if path in ('tensorflow', 'tensorflow.compat.v1')), None
     )
     if scan.uses_wrap_graph or not tf_name:
         return text, []
+    # A function without a session line in its span makes none: its body is not scanned.
     bodies = [('the module', tree.body)] + [
         (f'{node.name}()', node.body)
-        for node in resolver.nodes
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in resolver.names.statements
+        if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and scan.may_make_session(node)
     ]
     regions = []
     for where, body in bodies:
@@ -1825,19 +1921,21 @@ def wrap_top_level_graphs(text: str) -> tuple[str, list[str]]:
             continue
         last = body[-1] if where != 'the module' else sessions[-1]
         regions.append((where, first.lineno, last.end_lineno, first.col_offset))
-    # A region inside another (a function's in the module's) goes with the outer one.
-    regions = [
-        region
-        for region in regions
-        if not any(other[1] <= region[1] and region[2] <= other[2] and other != region for other in regions)
-    ]
+    # A region inside another (a function's in the module's) goes with the outer one; regions that do not overlap
+    # (functions' regions, without the module's) are all kept without comparing each pair.
+    spans = sorted((region[1], region[2]) for region in regions)
+    if any(start <= end for (_, end), (start, _) in zip(spans, spans[1:])):
+        regions = [
+            region
+            for region in regions
+            if not any(other[1] <= region[1] and region[2] <= other[2] and other != region for other in regions)
+        ]
     if not regions:
         return text, []
     lines = text.splitlines(keepends=True)
     # A string over several lines is a node over several lines: without one, no line is a string's interior.
-    spanning = any(
-        isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno > node.lineno for node in resolver.nodes
-    )
+    strings = (ast.Constant, ast.JoinedStr)
+    spanning = any(node.__class__ in strings and node.end_lineno > node.lineno for node in resolver.every_node)
     interiors = _string_interiors(text) if spanning else set()
     segments: list[Segment] = []
     cursor = 0
@@ -1862,7 +1960,7 @@ def _graph_statement(statement: ast.stmt, scan: _GraphScan) -> bool:
     ):
         return False  # The ps and worker tasks' serving branch.
     for node in _own_nodes(statement):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in scan.tf_functions:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and scan.is_tf_function(node.func.id):
             return True
         if isinstance(node, (ast.Attribute, ast.Name)):
             path = scan.names.resolve(node)
@@ -1968,10 +2066,11 @@ def v1_modules(text: str) -> tuple[str, list[Note]]:
     prefixes = tuple(f'tensorflow.{module}' for module in _KEPT_BY_TF_UPGRADE_V2)
 
     def needs(nodes: Iterable[ast.AST]) -> bool:
-        return any(
-            isinstance(node, ast.Attribute) and (resolver.syntax_path(node) or '').startswith(prefixes)
-            for node in nodes
-        )
+        attribute = ast.Attribute
+        for node in nodes:
+            if node.__class__ is attribute and (resolver.syntax_path(node) or '').startswith(prefixes):
+                return True
+        return False
 
     def plain(source: str, lines_before: int) -> str | None:
         found = _plain_v1_modules(source, lines_before, resolver)
