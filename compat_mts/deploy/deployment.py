@@ -234,6 +234,22 @@ def choose() -> Deployment:
     return LOCAL
 
 
+@contextlib.contextmanager
+def local() -> Iterator[None]:
+    """Within it, the graphs and sessions made run in this process (`parameter_server.local_graphs`), and so do
+    their hooks: `current()` is chosen afresh, not the deployment of a session whose hooks are running around the
+    block. An Estimator's evaluation after its last checkpoint runs in the training session's `end()` (the
+    listener's), where that session's parameter-server deployment is in effect; its session must not schedule
+    its runs on the workers.
+    """
+    with parameter_server.local_graphs():
+        token = _IN_EFFECT.set(None)
+        try:
+            yield
+        finally:
+            _IN_EFFECT.reset(token)
+
+
 def of_session() -> Deployment | None:
     """The deployment of the session whose creation, hooks or close are running, or None outside a session."""
     return _IN_EFFECT.get()

@@ -28,6 +28,7 @@ from compat_mts.checkpoint_dir.directory import CheckpointDirectory
 from compat_mts.core import global_step as global_step_lib
 from compat_mts import legacy
 from compat_mts.session import monitored_session
+from compat_mts.deploy import deployment as deployment_lib
 from compat_mts.deploy import parameter_server
 from compat_mts import summary as summary_lib
 from compat_mts.core import validation
@@ -804,7 +805,7 @@ class Estimator:
         a `CheckpointMismatchError` names it.
         """
         previous = global_step_lib.registration()
-        with contextlib.nullcontext() if on_cluster else parameter_server.local_graphs():
+        with contextlib.nullcontext() if on_cluster else deployment_lib.local():
             wrapped = legacy.wrap_graph(build_fn)
             try:
                 with monitored_session.hooks_begin_in(wrapped):  # The hooks' begin() in the open graph, as in v1.
