@@ -1866,3 +1866,16 @@ def test_every_guide_page_a_note_names_exists():
     pages = {page for rule in rules for page in re.findall(r'migration_guide/(\w+\.md)', rule.note + rule.replacement)}
     assert {'queue_runners.md', 'horovod.md'} <= pages
     assert all((GUIDE / page).exists() for page in pages), pages
+
+
+@pytest.mark.parametrize('v1_use, found', [('', False), ('x = tf.placeholder(tf.float32)\n', True)])
+def test_a_name_tf2_has_too_is_found_under_a_bare_tensorflow_only_in_a_tf1_script(v1_use, found):
+    # `tf.summary.scalar` under a bare `tensorflow` is TF 1.x's only where the script uses a name TF2 moved.
+    tree = ast.parse(f"import tensorflow as tf\n{v1_use}tf.summary.scalar('loss', 1.0)\n")
+    names = check_names.Names(tree)
+    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == 'scalar')
+    rule = names.rule_for(call)
+    assert (rule is not None) is found
+    assert names.bare_tensorflow_is_v1 is found
+    if found:
+        assert rule == catalogue.lookup('tensorflow.summary.scalar', v1_style=True)

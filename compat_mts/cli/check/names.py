@@ -290,7 +290,11 @@ class Names:
         if cached is not None:
             return cached[1]
         path = self.resolve(node)
-        found = catalogue.lookup(path, v1_style=self.bare_tensorflow_is_v1) if path else None
+        found = catalogue.lookup(path, v1_style=True) if path else None
+        # A bare `tensorflow` being TF 1.x only widens what is found (a name TF2 has too): it is asked (a pass over
+        # every node) only for a path found in v1 style and not in TF2's.
+        if found is not None and self._bare_v1 is not True:
+            found = catalogue.lookup(path, v1_style=False) or (found if self.bare_tensorflow_is_v1 else None)
         self._rules[id(node)] = (node, found)  # The node is kept, so its id is not reused meanwhile.
         return found
 
