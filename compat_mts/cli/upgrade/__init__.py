@@ -472,25 +472,20 @@ class _PieceRenames:
             starts = [start for start, _ in self.cuts]
             for statement in tree.body:
                 self._bodies[bisect.bisect_right(starts, _edits().first_line(statement) - 1) - 1].append(statement)
-        self._messages: list[tuple[int, str]] = []
+        self._messages: list[tuple[int, str]] = []  # The messages of the piece being renamed.
         self._statements = None
         if triggers is not None:
             self._statements = _edits().StatementEdits(
                 text,
                 functools.partial(_renamed_by, triggers),
-                self._edit,
+                # Not the bound method: no cycle through `self`, so that the pieces and their tree go as soon as
+                # `renamed_in_pieces` returns, not at a later collection of cyclic garbage.
+                functools.partial(_renamed_statements, rename, self._messages),
                 header_after_body=True,
                 runs=True,
                 plain=lambda source, lines_before: _plain_renames(source, triggers),
                 levels=_edits().statement_levels(text) if tree is not None else None,
             )
-
-    def _edit(self, source: str, lines_before: int) -> str:
-        renamed = self._rename(source)
-        if renamed is None:
-            raise _NotRenamed
-        self._messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
-        return renamed.text
 
     def renamed(self, index: int) -> _RenamedPiece | None:
         """The piece renamed, its messages at the text's lines; None when a statement cannot be renamed."""
@@ -501,7 +496,7 @@ class _PieceRenames:
                 return None
             messages = tuple((start + line, reason) for line, reason in renamed.messages)
             return _RenamedPiece([(start, stop, renamed.text)], messages)
-        self._messages = []
+        self._messages.clear()
         try:
             segments = self._statements.lines_segments(self._bodies[index], start, stop)
         except _NotRenamed:
@@ -522,6 +517,21 @@ class _PieceRenames:
                 ):
                     return True
         return False
+
+
+def _renamed_statements(
+    rename: Callable[[str], _tf_tools.Renamed | None],
+    messages: list[tuple[int, str]],
+    source: str,
+    lines_before: int,
+) -> str:
+    """`rename(source)`'s text (statements, the text's after its first `lines_before` lines), its messages added
+    to `messages` at the text's lines."""
+    renamed = rename(source)
+    if renamed is None:
+        raise _NotRenamed
+    messages.extend((lines_before + line, reason) for line, reason in renamed.messages)
+    return renamed.text
 
 
 def _renamed_by(triggers: _tf_tools.RenameTriggers, nodes: Iterable[ast.AST]) -> bool:
