@@ -145,16 +145,22 @@ def test_checkpoints_hold_tf215s_variable_names_and_shapes(runs, program):
     assert any('/Adagrad/' in name for name in ours)
 
 
-def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
-    """benchmarks/premade_estimator.py end to end at a tiny size (no timing asserted)."""
-    out = tmp_path / 'results.json'
+def _run_premade_benchmark(*arguments: str):
+    """benchmarks/premade_estimator.py run with `arguments` in a fresh process; asserts it exited 0."""
     env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
     script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
-    arguments = ['--steps', '5', '--warmup', '3', '--rounds', '1', '--tf215-python', tf215.python(), '--out', str(out)]
     result = support.run(
         [sys.executable, script, *arguments], env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
+    """benchmarks/premade_estimator.py end to end at a tiny size (no timing asserted)."""
+    out = tmp_path / 'results.json'
+    arguments = ['--steps', '5', '--warmup', '3', '--rounds', '1', '--tf215-python', tf215.python(), '--out', str(out)]
+    result = _run_premade_benchmark(*arguments)
     assert 'compat_mts / TF 2.15:' in result.stdout
     report = json.loads(out.read_text())
     for side in ('compat_mts', 'tf215'):
@@ -166,18 +172,8 @@ def test_premade_benchmark_runs_both_sides_with_finite_numbers(tmp_path):
 def test_premade_benchmark_times_each_model_s_step_on_both_sides(tmp_path):
     """benchmarks/premade_estimator.py --models (the per-step mode) end to end at a tiny size (no timing asserted)."""
     out = tmp_path / 'results.json'
-    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
-    script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
     arguments = ['--models', 'custom,bert1', '--steps', '4', '--warmup', '3', '--rounds', '1', '--goal', '1e9']
-    result = support.run(
-        [sys.executable, script, *arguments, '--tf215-python', tf215.python(), '--out', str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _run_premade_benchmark(*arguments, '--tf215-python', tf215.python(), '--out', str(out))
     assert 'compat_mts / TF 2.15 per step, the worst model:' in result.stdout
     report = json.loads(out.read_text())
     assert sorted(report['summary']) == ['bert1', 'custom']
@@ -191,17 +187,7 @@ def test_premade_benchmark_times_each_model_s_step_on_both_sides(tmp_path):
 
 def test_premade_benchmark_times_the_stale_step_read_both_ways():
     """benchmarks/premade_estimator.py --stale-read-blocks end to end, one block (no timing asserted)."""
-    env = dict(os.environ, PYTHONPATH=support.REPO_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
-    script = os.path.join(support.REPO_ROOT, 'benchmarks', 'premade_estimator.py')
-    result = support.run(
-        [sys.executable, script, '--stale-read-blocks', '1'],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _run_premade_benchmark('--stale-read-blocks', '1')
     lines = [line for line in result.stdout.splitlines() if line.startswith('stale step ')]
     assert [line.split(':')[0] for line in lines] == ['stale step in the call', 'stale step eager read first']
     assert all(float(line.split('median ')[1].split(' ')[0]) > 0 for line in lines), lines
