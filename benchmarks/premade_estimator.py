@@ -337,7 +337,6 @@ def _calls_run(python: str, env: dict, model: str, calls: int, steps: int, kinds
 
 
 def _calls_main(args, python: str, env: dict) -> None:
-    system_env = dict(env, PYTHONPATH=_REPO)
     models = args.models.split(',')
     kinds = args.call_kinds
     load_before = os.getloadavg()
@@ -345,7 +344,7 @@ def _calls_main(args, python: str, env: dict) -> None:
     for _ in range(args.rounds):
         repeat = {}
         for model in models:
-            ours = _calls_run(sys.executable, system_env, model, args.calls, args.call_steps, kinds, 'compat_mts')
+            ours = _calls_run(sys.executable, env, model, args.calls, args.call_steps, kinds, 'compat_mts')
             theirs = _calls_run(python, env, model, args.calls, args.call_steps, kinds, 'tf215')
             repeat[model] = {'compat_mts': ours, 'tf215': theirs}
         repeats.append(repeat)
@@ -433,13 +432,12 @@ def _per_step_run(python: str, env: dict, model: str, args, side: str) -> dict:
 
 def _per_step_main(args, python: str, env: dict) -> None:
     """`--models` without `--calls`: each model's step time on both sides, a fresh process per side and round."""
-    system_env = dict(env, PYTHONPATH=_REPO)
     models = args.models.split(',')
     load_before = os.getloadavg()
     results = {model: [] for model in models}
     for index in range(args.rounds):
         for model in models:
-            sides = {'compat_mts': (sys.executable, system_env), 'tf215': (python, env)}
+            sides = {'compat_mts': (sys.executable, env), 'tf215': (python, env)}
             order = list(sides) if index % 2 else list(reversed(sides))  # Who goes first alternates.
             result = {side: _per_step_run(*sides[side], model, args, side) for side in order}
             result['ratio'] = result['compat_mts']['mean_us'] / result['tf215']['mean_us']
@@ -566,11 +564,8 @@ def main() -> None:
         report['last_line_time'] = time.time()
         print('RESULT:' + json.dumps(report), flush=True)
         return
-    if args.child and per_step:
-        print('RESULT:' + json.dumps(_side(args.side, args.steps, args.warmup, args.models)), flush=True)
-        return
-    if args.child:
-        print('RESULT:' + json.dumps(_side('tf215', args.steps, args.warmup)))
+    if args.child:  # One side's step times: the iris mode's child times `dnn`.
+        print('RESULT:' + json.dumps(_side(args.side, args.steps, args.warmup, args.models if per_step else 'dnn')))
         return
     python = _tf215_python(args.tf215_python)
     env = {key: value for key, value in os.environ.items() if key not in ('PYTHONPATH', 'VIRTUAL_ENV')}
@@ -584,14 +579,7 @@ def main() -> None:
     load_before = os.getloadavg()
     rounds = []
     for _ in range(args.rounds):
-        child = subprocess.run(
-            [python, os.path.abspath(__file__), '--child', '--steps', str(args.steps), '--warmup', str(args.warmup)],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-        )
-        theirs = json.loads(child.stdout.split('RESULT:', 1)[1])
+        theirs = _per_step_run(python, env, 'dnn', args, 'tf215')
         ours = _side('compat_mts', args.steps, args.warmup)
         rounds.append({'compat_mts': ours, 'tf215': theirs, 'ratio': ours['mean_us'] / theirs['mean_us']})
     report = {

@@ -630,13 +630,19 @@ def test_the_edits_list_of_horovod_names_is_compat_mts_legacy_horovods():
     assert upgrade_edits.horovod_names() == frozenset(horovod.__all__)
 
 
-def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_file():
+def _renamer():
+    """`_tf_tools.renamer()`, or the test skipped where TensorFlow's tools are not loaded."""
     rename = _tf_tools.renamer()
     if rename is None:
         pytest.skip(
             "TensorFlow's tools are not loaded here (COMPAT_MTS_NO_PRIVATE_TF=1, or a TensorFlow without them): "
             'the renames run as the tf_upgrade_v2 command'
         )
+    return rename
+
+
+def test_the_renames_made_in_pieces_give_the_text_of_the_renames_of_the_whole_file():
+    rename = _renamer()
     for path in ALL_SCRIPTS:
         text, _ = upgrade_edits.v1_modules(_read(path))
         whole = rename(text)
@@ -836,12 +842,7 @@ def test_each_stage_s_tree_is_made_of_the_one_before_and_is_the_tree_of_its_text
     the whole text. The v1 program has text kept, renamed, lines added at its top and blocks wrapped."""
     from benchmarks import check_upgrade_scaling
 
-    rename = _tf_tools.renamer()
-    if rename is None:
-        pytest.skip(
-            "TensorFlow's tools are not loaded here (COMPAT_MTS_NO_PRIVATE_TF=1, or a TensorFlow without them): "
-            'the renames run as the tf_upgrade_v2 command'
-        )
+    rename = _renamer()
     text = check_upgrade_scaling.v1_program(400)
     assert upgrade.is_tf1_script(text)
     first = upgrade_edits.parsed_tree(text).body[0]

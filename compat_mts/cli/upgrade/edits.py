@@ -1168,9 +1168,9 @@ def _serving_placeholders(tree: ast.Module, resolver: _Resolver, serves_raw_inpu
     """(line, column) of each `placeholder(...)` call whose value goes to `build_raw_serving_input_receiver_fn`
     (directly, or through a name assigned in the same function); `serves_raw_inputs`: the script names that
     function (`_ModuleFacts`)."""
-    found = set()
     if not serves_raw_inputs:
         return frozenset()
+    found = set()
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     scopes = [tree] + [node for node in resolver.names.statements if node.__class__ in functions]
     for scope in scopes:
